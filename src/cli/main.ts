@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+/**
+ * The command-line entry point. Each subcommand lives in src/cli/commands/<name>.ts and exports
+ * `register(program)`. Usage and configuration errors print one clear message and exit with code 2.
+ */
+import { Command, CommanderError } from 'commander';
+import { UsageError } from './errors.ts';
+import { readVersion } from './version.ts';
+
+const COMMANDS: Array<() => Promise<{ register(program: Command): void }>> = [];
+
+export async function buildProgram(): Promise<Command> {
+  const program = new Command();
+  program
+    .name('scheduled-events-forwarder')
+    .description(
+      'Polls Azure Scheduled Events (IMDS), turns every change into a CloudEvents lifecycle record, commits it ' +
+        'to a durable local outbox and delivers it at-least-once to Event Hubs, webhooks and OpenTelemetry.',
+    )
+    .version(readVersion(), '-V, --version')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  for (const load of COMMANDS) (await load()).register(program);
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = await buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version end here with exitCode 0; usage errors were already printed by commander.
+      return error.exitCode === 0 ? 0 : 2;
+    }
+    if (error instanceof UsageError) {
+      process.stderr.write(`error: ${error.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}
+
+const invokedDirectly =
+  process.argv[1] !== undefined && import.meta.filename === (await realpathOf(process.argv[1]));
+if (invokedDirectly) {
+  process.exitCode = await main(process.argv);
+}
+
+async function realpathOf(path: string): Promise<string> {
+  const { realpathSync } = await import('node:fs');
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}

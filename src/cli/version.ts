@@ -1,0 +1,9 @@
+import { readFileSync } from 'node:fs';
+
+/** The package version, read from package.json next to src/ or dist/. */
+export function readVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}

@@ -1,0 +1,99 @@
+/**
+ * Secrets (connection strings, SAS keys, webhook URLs, signing secrets) are wrapped in Secret as soon as they
+ * are read, so that logging, JSON.stringify, util.inspect and string interpolation show "[redacted]".
+ * Only the code that needs the value calls reveal().
+ */
+import { readFileSync } from 'node:fs';
+import { inspect } from 'node:util';
+import { z } from 'zod';
+
+const REDACTED = '[redacted]';
+
+export class Secret {
+  readonly #value: string;
+  /** Where it came from, safe to show (e.g. "env SEF_EH_CONN", "file /etc/x", "inline"). */
+  readonly origin: string;
+  constructor(value: string, origin: string) {
+    this.#value = value;
+    this.origin = origin;
+  }
+  reveal(): string {
+    return this.#value;
+  }
+  toString(): string {
+    return REDACTED;
+  }
+  toJSON(): string {
+    return REDACTED;
+  }
+  [inspect.custom](): string {
+    return `Secret(${this.origin})`;
+  }
+}
+
+/** Environment used to resolve secrets; injectable for tests. */
+export type Env = Record<string, string | undefined>;
+
+/**
+ * Config form of a secret:
+ * - "${NAME}"            → the environment variable NAME
+ * - { env: NAME }        → the environment variable NAME
+ * - { file: PATH }       → the file's contents, trailing newline removed
+ * - a plain string       → inline (allowed, but `config show` warns that it is inline)
+ */
+export const secretInput = z.union([
+  z.string().min(1),
+  z.object({ env: z.string().min(1) }).strict(),
+  z.object({ file: z.string().min(1) }).strict(),
+]);
+export type SecretInput = z.infer<typeof secretInput>;
+
+export class SecretResolutionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SecretResolutionError';
+  }
+}
+
+const ENV_REF = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
+
+export function resolveSecret(input: SecretInput, env: Env = process.env): Secret {
+  if (typeof input === 'string') {
+    const m = ENV_REF.exec(input);
+    if (m) return fromEnv(m[1]!, env);
+    return new Secret(input, 'inline');
+  }
+  if ('env' in input) return fromEnv(input.env, env);
+  let text: string;
+  try {
+    text = readFileSync(input.file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new SecretResolutionError(`cannot read secret file ${input.file}: ${code}`);
+  }
+  const value = text.replace(/\r?\n$/, '');
+  if (value.length === 0) throw new SecretResolutionError(`secret file ${input.file} is empty`);
+  return new Secret(value, `file ${input.file}`);
+}
+
+function fromEnv(name: string, env: Env): Secret {
+  const value = env[name];
+  if (value === undefined || value === '') {
+    throw new SecretResolutionError(
+      `environment variable ${name} (referenced as a secret) is not set or empty`,
+    );
+  }
+  return new Secret(value, `env ${name}`);
+}
+
+/** zod type that accepts a SecretInput and yields a resolved Secret (resolution errors become zod issues). */
+export function secretSchema(env: () => Env = () => process.env) {
+  return secretInput.transform((input, ctx) => {
+    try {
+      return resolveSecret(input, env());
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      return z.NEVER;
+    }
+  });
+}

@@ -1,0 +1,54 @@
+/**
+ * Structured JSON logs with pino; human-readable when stderr is a TTY. Every component takes a Logger
+ * (child loggers carry a `component` field). Known secret-bearing keys are redacted as a second line of
+ * defence; the first is that secrets are wrapped in Secret (src/config/secret.ts) and never logged raw.
+ */
+import { pino } from 'pino';
+
+export type Logger = pino.Logger;
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+const REDACT_PATHS = [
+  'connectionString',
+  '*.connectionString',
+  'url',
+  '*.url',
+  'secret',
+  '*.secret',
+  'secrets',
+  '*.secrets',
+  'headers.authorization',
+  '*.headers.authorization',
+];
+
+export interface LoggerOptions {
+  level?: LogLevel;
+  /** Force pretty (true) or JSON (false); default: pretty when stderr is a TTY. */
+  pretty?: boolean;
+  /** Destination stream; default stderr (stdout is reserved for records with the stdout sink). */
+  destination?: NodeJS.WritableStream;
+}
+
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const level = options.level ?? 'info';
+  const pretty = options.pretty ?? (options.destination === undefined && process.stderr.isTTY === true);
+  const base = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { pid: process.pid } };
+  if (pretty) {
+    return pino({
+      ...base,
+      transport: {
+        target: 'pino-pretty',
+        options: { destination: 2, colorize: true, translateTime: 'SYS:standard' },
+      },
+    });
+  }
+  return pino(
+    base,
+    (options.destination as pino.DestinationStream | undefined) ?? pino.destination({ fd: 2, sync: true }),
+  );
+}
+
+/** A logger that discards everything (tests that do not inspect logs). */
+export function silentLogger(): Logger {
+  return pino({ level: 'silent' });
+}

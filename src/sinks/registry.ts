@@ -1,0 +1,11 @@
+/**
+ * Every sink type the forwarder knows. To add a sink: write src/sinks/<kind>/index.ts exporting a SinkFactory
+ * and add it to this list (and document it in docs/sinks.md).
+ */
+import type { SinkFactory } from './types.ts';
+
+export const SINK_FACTORIES: readonly SinkFactory[] = [];
+
+export function findSinkFactory(type: string): SinkFactory | undefined {
+  return SINK_FACTORIES.find((f) => f.type === type);
+}

@@ -1,0 +1,84 @@
+/**
+ * The one interface every sink implements. Adding a sink = one module under src/sinks/<kind>/ that exports
+ * a SinkFactory, one line in src/sinks/registry.ts, and a section in docs/sinks.md.
+ */
+import type { z } from 'zod';
+import type { Logger } from '../log.ts';
+import type { VmIdentity } from '../sources/types.ts';
+import type { LifecycleRecord } from '../transform/record.ts';
+
+/**
+ * Thrown (or rejected) by Sink.deliver. `retryable: false` means permanent: the record goes to the dead-letter
+ * table. Messages must name the problem and never contain a secret (URL credentials, keys).
+ */
+export class DeliveryError extends Error {
+  readonly retryable: boolean;
+  /** Server-requested delay (Retry-After), in milliseconds. */
+  readonly retryAfterMs: number | undefined;
+  /**
+   * For a permanent error in a multi-record batch: the index of the offending record, when known. Records
+   * before it count as delivered. When unknown, the engine re-delivers the batch one record at a time to
+   * isolate the bad record.
+   */
+  readonly failedIndex: number | undefined;
+  /** Low-cardinality code for metrics and dead-letter rows (e.g. 'http-503', 'MessageTooLarge'). */
+  readonly code: string;
+
+  constructor(
+    message: string,
+    options: {
+      retryable: boolean;
+      code: string;
+      retryAfterMs?: number;
+      failedIndex?: number;
+      cause?: unknown;
+    },
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'DeliveryError';
+    this.retryable = options.retryable;
+    this.code = options.code;
+    this.retryAfterMs = options.retryAfterMs;
+    this.failedIndex = options.failedIndex;
+  }
+}
+
+export interface Sink {
+  /** Unique name from the config (used in the outbox, metrics and CLI). */
+  readonly name: string;
+  /** Largest batch the sink accepts in one deliver() call. */
+  readonly maxBatch: number;
+  /**
+   * Resolves only when the destination confirmed every record in the batch. Rejects with DeliveryError
+   * (any other error counts as retryable). Must honour the signal (abort in-flight work on shutdown).
+   */
+  deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void>;
+  close?(): Promise<void>;
+}
+
+/** What a factory gets besides its own options. */
+export interface SinkContext {
+  logger: Logger;
+  /** The VM identity as currently known (from the IMDS instance endpoint); may be undefined early on. */
+  vm(): VmIdentity | undefined;
+  /** The forwarder's state directory (for sinks that need files). */
+  stateDir: string;
+}
+
+export interface SinkFactory<Schema extends z.ZodObject = z.ZodObject> {
+  /** The `type` value in config. */
+  readonly type: string;
+  /** One line for docs and `--help`. */
+  readonly description: string;
+  /** zod object with this sink's own options (without the common keys name/type/filter/delivery). */
+  readonly optionsSchema: Schema;
+  /** Default record filter for this sink type (e.g. slack/teams: this VM only). */
+  readonly defaultFilter?: Partial<SinkFilter>;
+  create(name: string, options: z.infer<Schema>, context: SinkContext): Sink;
+}
+
+export interface SinkFilter {
+  transitions: string[];
+  eventTypes: string[];
+  scope: 'this-vm' | 'all';
+}

@@ -1,0 +1,70 @@
+/**
+ * The lifecycle record: a CloudEvents 1.0 structured-mode JSON object. Documented in
+ * docs/record-format.md and validated by schemas/lifecycle-record.schema.json.
+ */
+
+export const TRANSITIONS = ['scheduled', 'started', 'completed', 'canceled', 'updated', 'approved'] as const;
+export type Transition = (typeof TRANSITIONS)[number];
+
+/** The reverse-DNS namespace the project owns for CloudEvents `type`. */
+export const RECORD_TYPE_PREFIX = 'io.github.scheduledeventsforwarder.azure.scheduledevent';
+
+export function recordType(transition: Transition): string {
+  return `${RECORD_TYPE_PREFIX}.${transition}`;
+}
+
+export interface LifecycleRecord {
+  specversion: '1.0';
+  /** Deterministic: derived from VM, EventId, transition (and the change, for updated). */
+  id: string;
+  /** The VM's ARM resource ID, or urn:azure:vm:<vmId> when unknown. */
+  source: string;
+  /** RECORD_TYPE_PREFIX + '.' + transition */
+  type: string;
+  /** The EventId. */
+  subject: string;
+  /** Observation time, ISO 8601 UTC. */
+  time: string;
+  datacontenttype: 'application/json';
+  /** CloudEvents extension attributes for routing without parsing data. */
+  transition: Transition;
+  maintenancetype: string;
+  vmid: string;
+  data: LifecycleRecordData;
+}
+
+/** The record's data. Field-level documentation lives in docs/record-format.md. */
+export interface LifecycleRecordData {
+  EventId: string;
+  EventType: string;
+  EventStatus: string;
+  ResourceType: string;
+  Resources: string[];
+  NotBefore: string;
+  Description: string;
+  EventSource: string;
+  DurationInSeconds: number;
+  DocumentIncarnation: number;
+  notBeforeUtc: string | null;
+  affectsThisVm: boolean;
+  vm: {
+    name: string;
+    vmId: string;
+    resourceId: string;
+    subscriptionId: string;
+    resourceGroup: string;
+    location: string;
+    zone: string;
+    vmScaleSetName: string;
+    vmSize: string;
+    computerName: string;
+  };
+  timing: {
+    firstSeenAt: string;
+    startedAt: string | null;
+    endedAt: string | null;
+    noticeSeconds: number | null;
+  };
+  /** Further fields (inferred, reason, previous, observedImpact, approval, firstSeenStatus, ...) per transition. */
+  [key: string]: unknown;
+}

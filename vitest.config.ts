@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    exclude: ['test/docker/**', 'node_modules/**'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Two cores: keep parallelism modest so process-heavy tests do not starve each other.
+    maxWorkers: 2,
+    reporters: ['default'],
+  },
+});
