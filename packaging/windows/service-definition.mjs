@@ -1,0 +1,35 @@
+// Builds the Windows service definition used by packaging/windows/service.mjs (node-windows, which wraps WinSW).
+// Kept pure and separate so it is unit-tested on Linux CI (test/unit/packaging/windows-service.test.ts).
+import { win32 } from 'node:path';
+
+export const SERVICE_NAME = 'scheduled-events-forwarder';
+
+/**
+ * @param {{ installDir: string, programData: string }} options
+ *   installDir: where install.ps1 put the npm package (default %ProgramFiles%\scheduled-events-forwarder);
+ *   programData: %ProgramData% (state and config live below it, never on the D:\ temporary disk).
+ */
+export function buildServiceDefinition({ installDir, programData }) {
+  const dataDir = win32.join(programData, SERVICE_NAME);
+  const configPath = win32.join(dataDir, 'forwarder.yaml');
+  const stateDir = win32.join(dataDir, 'state');
+  return {
+    name: SERVICE_NAME,
+    description: 'Azure Scheduled Events forwarder: IMDS -> durable outbox -> Event Hubs, webhooks, OpenTelemetry.',
+    script: win32.join(installDir, 'node_modules', SERVICE_NAME, 'dist', 'cli', 'main.js'),
+    // The state directory is explicit so a changed ProgramData layout never moves state silently.
+    scriptOptions: `run --config "${configPath}" --state-dir "${stateDir}"`,
+    workingDirectory: dataDir,
+    env: [{ name: 'NODE_ENV', value: 'production' }],
+    // Restart forever, with growing delays (WinSW onfailure); a forwarder that gives up misses maintenance.
+    maxRestarts: 0,
+    wait: 2,
+    grow: 0.5,
+    abortOnError: false,
+    // WinSW sends Ctrl+C (SIGINT in Node) to stop; the forwarder drains in-flight deliveries and exits.
+    stopparentfirst: true,
+    dataDir,
+    configPath,
+    stateDir,
+  };
+}
