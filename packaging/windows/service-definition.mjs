@@ -15,14 +15,17 @@ export function buildServiceDefinition({ installDir, programData }) {
   const stateDir = win32.join(dataDir, 'state');
   return {
     name: SERVICE_NAME,
-    description: 'Azure Scheduled Events forwarder: IMDS -> durable outbox -> Event Hubs, webhooks, OpenTelemetry.',
+    description:
+      'Azure Scheduled Events forwarder: IMDS -> durable outbox -> Event Hubs, webhooks, OpenTelemetry.',
     script: win32.join(installDir, 'node_modules', SERVICE_NAME, 'dist', 'cli', 'main.js'),
     // The state directory is explicit so a changed ProgramData layout never moves state silently.
     scriptOptions: `run --config "${configPath}" --state-dir "${stateDir}"`,
     workingDirectory: dataDir,
     env: [{ name: 'NODE_ENV', value: 'production' }],
-    // Restart forever, with growing delays (WinSW onfailure); a forwarder that gives up misses maintenance.
-    maxRestarts: 0,
+    // Restart forever with growing delays: maxRetries null = no overall limit; maxRestarts bounds restarts
+    // within 60 s (node-windows' wrapper) generously so a crash loop slows down instead of giving up.
+    maxRetries: null,
+    maxRestarts: 30,
     wait: 2,
     grow: 0.5,
     abortOnError: false,

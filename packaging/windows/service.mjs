@@ -11,7 +11,10 @@ if ((action !== 'install' && action !== 'uninstall') || !installDir) {
 }
 const require = createRequire(`${installDir}\\`);
 const { Service } = require('node-windows');
-const definition = buildServiceDefinition({ installDir, programData: process.env.ProgramData ?? 'C:\\ProgramData' });
+const definition = buildServiceDefinition({
+  installDir,
+  programData: process.env.ProgramData ?? 'C:\\ProgramData',
+});
 const service = new Service(definition);
 service.on('install', () => {
   console.log(`installed service ${definition.name}; starting`);

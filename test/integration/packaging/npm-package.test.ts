@@ -1,0 +1,92 @@
+/**
+ * The npm package works when installed from its tarball into an empty directory, and the Linux install
+ * script installs it (into a DESTDIR, with a recording stand-in for systemctl).
+ */
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTempDir } from '../../support/tmp.ts';
+
+const repo = join(import.meta.dirname, '..', '..', '..');
+const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` };
+const tmp = makeTempDir('sef-pack-');
+let tarball = '';
+
+beforeAll(() => {
+  const out = execFileSync('npm', ['pack', '--json', '--pack-destination', tmp.dir], {
+    cwd: repo,
+    env,
+    encoding: 'utf8',
+  });
+  const [info] = JSON.parse(out.slice(out.indexOf('['))) as Array<{
+    filename: string;
+    files: Array<{ path: string }>;
+  }>;
+  tarball = join(tmp.dir, info!.filename);
+}, 180_000);
+afterAll(() => tmp.cleanup());
+
+describe('npm package', () => {
+  it('ships the built CLI, config examples, schemas and packaging, and no tests or sources', () => {
+    const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n');
+    expect(listing).toContain('package/dist/cli/main.js');
+    expect(listing).toContain('package/config/forwarder.example.yaml');
+    expect(listing).toContain('package/packaging/systemd/scheduled-events-forwarder.service');
+    expect(listing.some((f) => f.startsWith('package/test/'))).toBe(false);
+    expect(listing.some((f) => f.startsWith('package/src/'))).toBe(false);
+  });
+
+  it('installs into an empty directory and its bin answers --help and --version', () => {
+    const dir = join(tmp.dir, 'empty');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'package.json'), '{"name":"consumer","private":true}\n');
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=dev', tarball], {
+      cwd: dir,
+      env,
+      stdio: 'pipe',
+    });
+    const bin = join(dir, 'node_modules', '.bin', 'scheduled-events-forwarder');
+    const help = execFileSync(bin, ['--help'], { env, encoding: 'utf8' });
+    expect(help).toContain('Usage: scheduled-events-forwarder');
+    expect(help).toMatch(/\brun\b/);
+    const version = execFileSync(bin, ['--version'], { env, encoding: 'utf8' }).trim();
+    expect(version).toBe(JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).version);
+  }, 180_000);
+
+  it('installs with packaging/linux/install.sh into a DESTDIR and enables the unit', () => {
+    const dest = join(tmp.dir, 'root');
+    const log = join(tmp.dir, 'systemctl.log');
+    const systemctl = join(tmp.dir, 'systemctl');
+    writeFileSync(systemctl, `#!/bin/sh\necho "$@" >> '${log}'\n`);
+    chmodSync(systemctl, 0o755);
+    const out = execFileSync('bash', [join(repo, 'packaging', 'linux', 'install.sh'), tarball], {
+      env: { ...env, DESTDIR: dest, SYSTEMCTL: systemctl, NODE: process.execPath },
+      encoding: 'utf8',
+    });
+    expect(out).toContain('running; logs: journalctl -u scheduled-events-forwarder');
+    expect(
+      existsSync(
+        join(dest, 'opt/scheduled-events-forwarder/node_modules/scheduled-events-forwarder/dist/cli/main.js'),
+      ),
+    ).toBe(true);
+    expect(existsSync(join(dest, 'etc/systemd/system/scheduled-events-forwarder.service'))).toBe(true);
+    expect(readdirSync(join(dest, 'etc/scheduled-events-forwarder')).sort()).toEqual([
+      'forwarder.yaml',
+      'secrets.env',
+    ]);
+    expect(statSync(join(dest, 'etc/scheduled-events-forwarder/secrets.env')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(log, 'utf8').trim().split('\n')).toEqual([
+      'daemon-reload',
+      'enable --now scheduled-events-forwarder',
+    ]);
+  }, 180_000);
+});
