@@ -7,7 +7,9 @@ import { Command, CommanderError } from 'commander';
 import { UsageError } from './errors.ts';
 import { readVersion } from './version.ts';
 
-const COMMANDS: Array<() => Promise<{ register(program: Command): void }>> = [];
+const COMMANDS: Array<() => Promise<{ register(program: Command): void }>> = [
+  () => import('./commands/config.ts'),
+];
 
 export async function buildProgram(): Promise<Command> {
   const program = new Command();

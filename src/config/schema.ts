@@ -1,0 +1,302 @@
+/**
+ * The ONE zod schema for the forwarder's YAML configuration. Every object is strict (unknown keys are errors),
+ * every key carries a description (docs/configuration.md and schemas/config.schema.json are generated from
+ * it by scripts/gen-config-docs.ts), and sink entries are discriminated by `type` over the sink registry
+ * (src/sinks/registry.ts): each registered SinkFactory contributes its own optionsSchema and defaultFilter.
+ *
+ * Adding a top-level section: write a `z.object({...}).strict().prefault({}).describe(...)` below and add it
+ * to TOP_LEVEL_SECTIONS — the loader, `config show`, the docs and the editor schema pick it up.
+ */
+import { z } from 'zod';
+import { defaultStateDir } from '../platform.ts';
+import { SINK_FACTORIES } from '../sinks/registry.ts';
+import type { SinkFactory, SinkFilter } from '../sinks/types.ts';
+import { TRANSITIONS } from '../transform/record.ts';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** The smallest poll interval allowed: IMDS allows about 5 requests/s per VM, shared by every agent on it. */
+export const MIN_POLL_INTERVAL_MS = 200;
+
+const positiveInt = () => z.number().int().positive();
+
+const imdsSection = z
+  .object({
+    endpoint: z
+      .url({ protocol: /^https?$/ })
+      .default('http://169.254.169.254')
+      .describe('Base URL of the Instance Metadata Service. Point it at the simulator for drills and tests.'),
+    apiVersion: z
+      .string()
+      .min(1)
+      .default('2020-07-01')
+      .describe('api-version used for /metadata/scheduledevents.'),
+    instanceApiVersion: z
+      .string()
+      .min(1)
+      .default('2021-02-01')
+      .describe('api-version used for /metadata/instance (VM identity).'),
+    pollIntervalMs: z
+      .number()
+      .int()
+      .min(MIN_POLL_INTERVAL_MS)
+      .default(1000)
+      .describe(
+        `Fixed poll rate in milliseconds (at least ${MIN_POLL_INTERVAL_MS}: IMDS allows about 5 requests/s per VM).`,
+      ),
+    firstRequestTimeoutMs: positiveInt()
+      .default(120_000)
+      .describe(
+        'Timeout of the first Scheduled Events request (enabling the feature can take up to 2 minutes).',
+      ),
+    requestTimeoutMs: positiveInt().default(5000).describe('Timeout of every later IMDS request.'),
+    identityRefreshMs: positiveInt()
+      .default(3_600_000)
+      .describe(
+        'How often the VM identity (/metadata/instance) is refreshed; also refreshed after a reboot.',
+      ),
+    captureFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Append every distinct Scheduled Events document seen to this JSON-lines capture (replayable with source.type replay).',
+      ),
+  })
+  .strict()
+  .prefault({})
+  .describe('Instance Metadata Service (IMDS) access.');
+
+const sourceSection = z
+  .discriminatedUnion('type', [
+    z
+      .object({
+        type: z.literal('imds').describe('Poll IMDS (production).'),
+      })
+      .strict(),
+    z
+      .object({
+        type: z.literal('replay').describe('Play a JSON-lines capture of documents instead of polling IMDS.'),
+        file: z.string().min(1).describe('The capture file (written by imds.captureFile / run --record).'),
+        speed: z
+          .number()
+          .positive()
+          .default(1)
+          .describe('Playback speed factor (2 = twice as fast as recorded).'),
+      })
+      .strict(),
+  ])
+  .prefault({ type: 'imds' })
+  .describe('Where Scheduled Events documents come from.');
+
+const logSection = z
+  .object({
+    level: z.enum(LOG_LEVELS).default('info').describe('Log level (logs go to stderr as JSON lines).'),
+  })
+  .strict()
+  .prefault({})
+  .describe('Logging.');
+
+const telemetrySection = z
+  .object({
+    listen: z
+      .object({
+        enabled: z
+          .boolean()
+          .default(false)
+          .describe('Serve /healthz, /readyz and /metrics (Prometheus) over HTTP.'),
+        host: z
+          .string()
+          .min(1)
+          .default('127.0.0.1')
+          .describe('Listen address; keep it on loopback unless a scraper needs remote access.'),
+        port: z.number().int().min(0).max(65_535).default(9464).describe('Listen port (0 = any free port).'),
+      })
+      .strict()
+      .prefault({})
+      .describe('HTTP endpoint for health checks and metrics.'),
+    readyPollIntervals: positiveInt()
+      .default(3)
+      .describe('/readyz fails when no successful poll happened within this many poll intervals.'),
+  })
+  .strict()
+  .prefault({})
+  .describe('Health checks and metrics.');
+
+/** The per-sink record filter; defaults come from the sink type's defaultFilter. */
+function filterSchema(defaults: Partial<SinkFilter> | undefined) {
+  return z
+    .object({
+      transitions: z
+        .array(z.enum(TRANSITIONS))
+        .min(1)
+        .default([...((defaults?.transitions as (typeof TRANSITIONS)[number][] | undefined) ?? TRANSITIONS)])
+        .describe('Transitions this sink receives.'),
+      eventTypes: z
+        .array(z.string().min(1))
+        .default(defaults?.eventTypes ?? [])
+        .describe(
+          'IMDS EventType values this sink receives (case-insensitive, e.g. Reboot, Freeze); empty = every type.',
+        ),
+      scope: z
+        .enum(['this-vm', 'all'])
+        .default(defaults?.scope ?? 'all')
+        .describe(
+          '"this-vm": only events whose Resources include this VM (affectsThisVm); "all": every event the VM sees.',
+        ),
+    })
+    .strict()
+    .prefault({})
+    .describe('Which records this sink receives.');
+}
+
+const deliverySchema = z
+  .object({
+    maxBatch: positiveInt()
+      .optional()
+      .describe("Largest batch per delivery (default and upper bound: the sink type's own maximum)."),
+    backoff: z
+      .object({
+        initialMs: positiveInt()
+          .default(1000)
+          .describe('First retry delay (exponential backoff, full jitter).'),
+        maxMs: positiveInt()
+          .default(300_000)
+          .describe('Retry delay cap. Retryable errors are retried forever.'),
+      })
+      .strict()
+      .prefault({})
+      .describe('Retry backoff.'),
+    caps: z
+      .object({
+        maxPendingRows: positiveInt()
+          .default(100_000)
+          .describe('Pending rows above this move the oldest to dead letters (reason "overflow"), loudly.'),
+        maxPendingBytes: positiveInt()
+          .default(64 * 1024 * 1024)
+          .describe('Pending bytes above this move the oldest to dead letters (reason "overflow"), loudly.'),
+        maxAgeHours: z
+          .number()
+          .positive()
+          .default(24 * 30)
+          .describe('Pending rows older than this move to dead letters (reason "expired"), loudly.'),
+      })
+      .strict()
+      .prefault({})
+      .describe('Per-sink limits; nothing is ever deleted silently.'),
+  })
+  .strict()
+  .prefault({})
+  .describe('Delivery tuning for this sink.');
+
+/** Keys every sink entry has besides its type's own options. */
+export const COMMON_SINK_KEYS = ['name', 'type', 'enabled', 'filter', 'delivery'] as const;
+
+const SINK_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+function sinkEntrySchema(factory: SinkFactory) {
+  const common = {
+    name: z
+      .string()
+      .regex(SINK_NAME, 'letters, digits, "_", "." or "-", starting with a letter or digit, at most 64')
+      .describe('Unique sink name (used in the outbox, metrics and CLI).'),
+    type: z.literal(factory.type).describe(factory.description),
+    enabled: z
+      .boolean()
+      .default(true)
+      .describe('Disabled sinks get no new outbox rows (already pending rows stay).'),
+    filter: filterSchema(factory.defaultFilter),
+    delivery: deliverySchema,
+  };
+  for (const key of COMMON_SINK_KEYS) {
+    if (key in factory.optionsSchema.shape) {
+      throw new Error(`sink type ${factory.type}: option "${key}" collides with a common sink key`);
+    }
+  }
+  let entry: z.ZodType = z.object({ ...common, ...factory.optionsSchema.shape }).strict();
+  // Keep the factory's own cross-field refinements (they see the options plus the common keys).
+  const checks = factory.optionsSchema._zod.def.checks;
+  if (checks !== undefined && checks.length > 0)
+    entry = entry.check(...(checks as unknown as z.core.$ZodCheck<unknown>[]));
+  return entry.describe(`${factory.type}: ${factory.description}`);
+}
+
+function sinksSchema(factories: readonly SinkFactory[]) {
+  const entries = factories.map(sinkEntrySchema);
+  const entry =
+    entries.length === 0
+      ? z.never({ error: 'no sink types are registered' })
+      : z.discriminatedUnion('type', entries as unknown as [z.ZodObject, ...z.ZodObject[]]);
+  return z
+    .array(entry)
+    .default([])
+    .describe(
+      'Where records are delivered (at least once, in order per sink). Each entry: common keys plus the options of its type.',
+    );
+}
+
+export interface BuildSchemaOptions {
+  /** Sink types to accept (default: the registry). */
+  factories?: readonly SinkFactory[];
+  /** Platform used for the stateDir default (the docs generator pins it to linux). */
+  platform?: NodeJS.Platform;
+  /** Environment used for the stateDir default on Windows (%ProgramData%). */
+  env?: Record<string, string | undefined>;
+}
+
+/**
+ * Builds the configuration schema. Its input is the YAML document; its output is a plain object with every
+ * default applied (sinks still flat; see normalizeConfig in index.ts).
+ */
+export function buildConfigSchema(options: BuildSchemaOptions = {}) {
+  const factories = options.factories ?? SINK_FACTORIES;
+  const platform = options.platform ?? process.platform;
+  const env = options.env ?? process.env;
+  const TOP_LEVEL_SECTIONS = {
+    imds: imdsSection,
+    source: sourceSection,
+    stateDir: z
+      .string()
+      .min(1)
+      .default(defaultStateDir(platform, env))
+      .describe(
+        'State directory (SQLite outbox). Default /var/lib/scheduled-events-forwarder on Linux, %ProgramData%\\scheduled-events-forwarder on Windows. Must not be on the temporary disk.',
+      ),
+    allowTemporaryDisk: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Allow stateDir on the Azure temporary disk (/mnt, /mnt/resource, D:\\), which Redeploy and Preempt wipe.',
+      ),
+    log: logSection,
+    telemetry: telemetrySection,
+    shutdownDeadlineMs: positiveInt()
+      .default(5000)
+      .describe('On SIGTERM/SIGINT, in-flight deliveries get this long before the process exits.'),
+    sinks: sinksSchema(factories),
+  };
+  return z
+    .object(TOP_LEVEL_SECTIONS)
+    .strict()
+    .superRefine((config, ctx) => {
+      const seen = new Map<string, number>();
+      config.sinks.forEach((sink, index) => {
+        const name = (sink as { name: string }).name;
+        const first = seen.get(name);
+        if (first !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['sinks', index, 'name'],
+            message: `duplicate sink name "${name}" (already used by sinks[${first}]); names must be unique`,
+          });
+        } else {
+          seen.set(name, index);
+        }
+      });
+    })
+    .describe('scheduled-events-forwarder configuration');
+}
+
+export type ConfigSchema = ReturnType<typeof buildConfigSchema>;
+/** The validated config as the schema outputs it (sink entries flat). */
+export type ParsedConfig = z.output<ConfigSchema>;
