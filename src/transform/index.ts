@@ -1,0 +1,38 @@
+/**
+ * Lifecycle transform: a pure function from (previous state, poll outcome, VM identity, host boot time,
+ * measured stall, approvals) to (next state, CloudEvents lifecycle records). See docs/record-format.md.
+ */
+
+export { affectsVm, isoTime, recordSource } from './build-record.ts';
+export { RECORD_ID_NAMESPACE, recordId, uuidV5 } from './ids.ts';
+export {
+  type LifecycleRecord,
+  type LifecycleRecordData,
+  RECORD_TYPE_PREFIX,
+  recordType,
+  TRANSITIONS,
+  type Transition,
+} from './record.ts';
+export {
+  DEFAULT_MAX_GAP_MS,
+  ENDED_MAX_ENTRIES,
+  ENDED_RETENTION_MS,
+  type EndedEvent,
+  type ForwarderState,
+  initialState,
+  type ObservedDowntime,
+  restoreState,
+  STATE_VERSION,
+  type TrackedEvent,
+} from './state.ts';
+export {
+  type ApprovalHookResult,
+  type ApprovalInput,
+  changedFields,
+  type InferredReason,
+  type TransformInput,
+  type TransformResult,
+  transform,
+  UPDATE_FIELDS,
+  type UpdateField,
+} from './transform.ts';

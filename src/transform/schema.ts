@@ -1,0 +1,52 @@
+/**
+ * Validation of lifecycle records against schemas/lifecycle-record.schema.json (JSON Schema 2020-12),
+ * with ajv + ajv-formats. Used by tests (every produced record must validate) and available at run time.
+ */
+
+import { readFileSync } from 'node:fs';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+
+/** Location of the schema file (works from src/ and from the built dist/ alike). */
+export const LIFECYCLE_RECORD_SCHEMA_URL = new URL(
+  '../../schemas/lifecycle-record.schema.json',
+  import.meta.url,
+);
+
+// ajv-formats is CommonJS: under NodeNext its default import is the module object at type level,
+// while Node hands us the plugin function itself. Accept both shapes.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ??
+  addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
+
+let compiled: ValidateFunction | undefined;
+
+/** The parsed JSON Schema of a lifecycle record. */
+export function lifecycleRecordSchema(): Record<string, unknown> {
+  return JSON.parse(readFileSync(LIFECYCLE_RECORD_SCHEMA_URL, 'utf8')) as Record<string, unknown>;
+}
+
+function validator(): ValidateFunction {
+  if (compiled === undefined) {
+    const ajv = new Ajv2020({ allErrors: true, strictTypes: false, allowUnionTypes: true });
+    addFormats(ajv);
+    compiled = ajv.compile(lifecycleRecordSchema());
+  }
+  return compiled;
+}
+
+/**
+ * Validates one record; returns the list of problems (empty when valid), each naming the JSON pointer of
+ * the offending value.
+ */
+export function validateRecord(record: unknown): string[] {
+  const validate = validator();
+  if (validate(record)) return [];
+  return (validate.errors ?? []).map(
+    (error) => `${error.instancePath || '/'} ${error.message ?? 'is invalid'}${formatParams(error.params)}`,
+  );
+}
+
+function formatParams(params: Record<string, unknown>): string {
+  const entries = Object.entries(params);
+  return entries.length === 0 ? '' : ` (${entries.map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(', ')})`;
+}
