@@ -2,9 +2,16 @@
  * Every sink type the forwarder knows. To add a sink: write src/sinks/<kind>/index.ts exporting a SinkFactory
  * and add it to this list (and document it in docs/sinks.md).
  */
+import { otelSinkFactory } from './otel/index.ts';
 import type { SinkFactory } from './types.ts';
+import { slackSinkFactory, teamsSinkFactory, webhookSinkFactory } from './webhook/index.ts';
 
-export const SINK_FACTORIES: readonly SinkFactory[] = [];
+export const SINK_FACTORIES: readonly SinkFactory[] = [
+  otelSinkFactory,
+  webhookSinkFactory,
+  slackSinkFactory,
+  teamsSinkFactory,
+];
 
 export function findSinkFactory(type: string): SinkFactory | undefined {
   return SINK_FACTORIES.find((f) => f.type === type);

@@ -1,0 +1,168 @@
+/**
+ * Options of the `otel` sink and their resolution against the standard OTEL_EXPORTER_OTLP_* environment
+ * variables. Sink options win over `OTEL_EXPORTER_OTLP_LOGS_*`, which win over `OTEL_EXPORTER_OTLP_*`,
+ * which win over the OTLP defaults. Header values are secrets (src/config/secret.ts).
+ */
+import { z } from 'zod';
+import { type Env, type Secret, secretSchema } from '../../config/secret.ts';
+
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+
+/** Largest batch handed to one export() call by default. */
+export const DEFAULT_MAX_BATCH = 100;
+
+/** Options under `sinks[].options` for `type: otel`. Every key is optional. */
+export const otelOptionsSchema = z
+  .object({
+    /** OTLP transport; default from OTEL_EXPORTER_OTLP_[LOGS_]PROTOCOL, else http/protobuf. */
+    protocol: z.enum(OTLP_PROTOCOLS).optional(),
+    /**
+     * Collector endpoint. HTTP: a base URL without path (e.g. http://collector:4318) gets /v1/logs appended,
+     * a URL with a path is used as-is. gRPC: http(s)://host:port.
+     */
+    endpoint: z
+      .url({ protocol: /^https?$/, error: 'endpoint must be an http:// or https:// URL' })
+      .optional(),
+    /** Extra request headers / gRPC metadata; values are secrets ("${ENV}", {env}, {file}). */
+    headers: z.record(z.string().min(1), secretSchema()).optional(),
+    /** Export timeout in ms (covers the exporter's own retries); default OTEL_EXPORTER_OTLP_[LOGS_]TIMEOUT or 10000. */
+    timeoutMs: z.number().int().positive().optional(),
+    compression: z.enum(['gzip', 'none']).optional(),
+    /** `service.name` resource attribute; default OTEL_SERVICE_NAME or scheduled-events-forwarder. */
+    serviceName: z.string().min(1).optional(),
+    /** Records per export request (1..512); default 100. */
+    maxBatch: z.number().int().min(1).max(512).optional(),
+  })
+  .strict();
+
+export type OtelOptions = z.infer<typeof otelOptionsSchema>;
+
+/** Fully resolved exporter settings. */
+export interface OtlpSettings {
+  protocol: OtlpProtocol;
+  /** Full URL for HTTP (…/v1/logs); http(s)://host:port for gRPC. */
+  endpoint: string;
+  /** Where the endpoint came from, for logs ("option", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "default"). */
+  endpointOrigin: string;
+  headers: Record<string, Secret>;
+  timeoutMs: number;
+  compression: 'gzip' | 'none';
+  maxBatch: number;
+}
+
+export class OtelConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OtelConfigError';
+  }
+}
+
+function envValue(env: Env, name: string): string | undefined {
+  const v = env[name]?.trim();
+  return v === undefined || v === '' ? undefined : v;
+}
+
+function fromEnv(env: Env, suffix: string): { value: string; name: string } | undefined {
+  for (const name of [`OTEL_EXPORTER_OTLP_LOGS_${suffix}`, `OTEL_EXPORTER_OTLP_${suffix}`]) {
+    const value = envValue(env, name);
+    if (value !== undefined) return { value, name };
+  }
+  return undefined;
+}
+
+/** Append `v1/logs` to an HTTP base URL that has no path of its own. */
+export function httpLogsUrl(base: string): string {
+  const url = new URL(base);
+  if (url.pathname === '' || url.pathname === '/') url.pathname = '/v1/logs';
+  return url.toString();
+}
+
+/**
+ * Resolve the exporter settings from the sink options and the environment. Throws OtelConfigError naming
+ * the variable when an environment value is invalid.
+ */
+export function resolveOtlpSettings(options: OtelOptions, env: Env = process.env): OtlpSettings {
+  const protocolEnv = fromEnv(env, 'PROTOCOL');
+  let protocol: OtlpProtocol = 'http/protobuf';
+  if (options.protocol) protocol = options.protocol;
+  else if (protocolEnv) {
+    if (!(OTLP_PROTOCOLS as readonly string[]).includes(protocolEnv.value)) {
+      throw new OtelConfigError(
+        `${protocolEnv.name}="${protocolEnv.value}" is not one of ${OTLP_PROTOCOLS.join(', ')}`,
+      );
+    }
+    protocol = protocolEnv.value as OtlpProtocol;
+  }
+
+  let endpoint: string;
+  let endpointOrigin: string;
+  const specific = envValue(env, 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT');
+  const generic = envValue(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  try {
+    if (options.endpoint) {
+      endpointOrigin = 'option';
+      endpoint = protocol === 'grpc' ? options.endpoint : httpLogsUrl(options.endpoint);
+    } else if (specific) {
+      endpointOrigin = 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT';
+      endpoint = new URL(specific).toString(); // used as-is
+    } else if (generic) {
+      endpointOrigin = 'OTEL_EXPORTER_OTLP_ENDPOINT';
+      endpoint = protocol === 'grpc' ? generic : `${generic.replace(/\/+$/, '')}/v1/logs`; // spec: always append for HTTP
+      new URL(endpoint);
+    } else {
+      endpointOrigin = 'default';
+      endpoint = protocol === 'grpc' ? 'http://localhost:4317' : 'http://localhost:4318/v1/logs';
+    }
+  } catch {
+    throw new OtelConfigError(
+      `OTLP logs endpoint from ${endpointOriginName(options, specific)} is not a valid URL`,
+    );
+  }
+
+  let timeoutMs = options.timeoutMs;
+  if (timeoutMs === undefined) {
+    const t = fromEnv(env, 'TIMEOUT');
+    if (t) {
+      const n = Number(t.value);
+      if (!Number.isFinite(n) || n <= 0)
+        throw new OtelConfigError(`${t.name}="${t.value}" is not a positive number of ms`);
+      timeoutMs = n;
+    }
+  }
+
+  let compression = options.compression;
+  if (compression === undefined) {
+    const c = fromEnv(env, 'COMPRESSION');
+    if (c) {
+      if (c.value !== 'gzip' && c.value !== 'none')
+        throw new OtelConfigError(`${c.name}="${c.value}" is not gzip or none`);
+      compression = c.value;
+    }
+  }
+
+  return {
+    protocol,
+    endpoint,
+    endpointOrigin,
+    headers: options.headers ?? {},
+    timeoutMs: timeoutMs ?? 10_000,
+    compression: compression ?? 'none',
+    maxBatch: options.maxBatch ?? DEFAULT_MAX_BATCH,
+  };
+}
+
+function endpointOriginName(options: OtelOptions, specific: string | undefined): string {
+  if (options.endpoint) return 'the sink option "endpoint"';
+  return specific ? 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+}
+
+/** The endpoint without credentials or query, safe for logs and error messages. */
+export function safeEndpoint(endpoint: string): string {
+  try {
+    const url = new URL(endpoint);
+    return `${url.protocol}//${url.host}${url.pathname}`;
+  } catch {
+    return '[invalid url]';
+  }
+}
