@@ -1,0 +1,116 @@
+/**
+ * Pure classification of webhook HTTP outcomes into delivered / retryable / permanent, with the service's
+ * error string (Slack's "channel_not_found", …) and the server's Retry-After. Messages name the endpoint
+ * only by scheme and host: the path and query of Slack/Teams URLs are credentials.
+ */
+import { DeliveryError } from '../types.ts';
+
+/** "https://hooks.slack.com" — the only part of a webhook URL that may appear in logs and errors. */
+export function safeOrigin(url: URL | string): string {
+  try {
+    const u = typeof url === 'string' ? new URL(url) : url;
+    return `${u.protocol}//${u.host}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+/**
+ * Retry-After as milliseconds from `nowMs`: delta-seconds or an HTTP date. Undefined when absent or
+ * unparseable; never negative.
+ */
+export function parseRetryAfter(value: string | null | undefined, nowMs: number): number | undefined {
+  if (value === null || value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (trimmed === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const date = Date.parse(trimmed);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - nowMs);
+}
+
+const RETRYABLE_STATUS = new Set([408, 425, 429]);
+
+/**
+ * Error strings whose meaning does not depend on the status (Slack sends channel_is_archived as 410 or 403,
+ * rollup_error as 500): key on the body first, status second.
+ */
+const PERMANENT_BODIES = new Set([
+  'invalid_payload',
+  'user_not_found',
+  'action_prohibited',
+  'channel_not_found',
+  'channel_is_archived',
+  'invalid_token',
+  'no_service',
+  'no_team',
+  'invalid_blocks',
+  'invalid_blocks_format',
+  'too_many_attachments',
+  'no_text',
+  'missing_text_or_fallback_or_attachments',
+  'posting_to_general_channel_denied',
+]);
+
+/**
+ * Reduces a response body to a short, single-line, printable error string (at most 200 characters), with any
+ * of the `secrets` (URL, path, keys) replaced by "[redacted]" in case a server echoes them.
+ */
+export function sanitizeBody(body: string, secrets: readonly string[] = []): string {
+  let text = body;
+  for (const secret of secrets) {
+    if (secret.length >= 8) text = text.split(secret).join('[redacted]');
+  }
+  text = text
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .trim();
+  if (text.startsWith('<')) return '(HTML body)';
+  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
+}
+
+export interface HttpOutcome {
+  status: number;
+  /** Sanitised body (see sanitizeBody). */
+  body: string;
+  retryAfterMs: number | undefined;
+}
+
+/**
+ * Null when delivered (2xx); otherwise the DeliveryError to throw. `where` names the endpoint safely
+ * (sink name and scheme+host).
+ */
+export function classifyResponse(outcome: HttpOutcome, where: string): DeliveryError | null {
+  const { status, body, retryAfterMs } = outcome;
+  if (status >= 200 && status < 300) return null;
+  const detail = body === '' ? '' : ` ${body}`;
+  const code = `http-${status}`;
+  if (status >= 300 && status < 400) {
+    return new DeliveryError(
+      `${where}: HTTP ${status} redirect not followed (webhook URLs must be final; update the URL)`,
+      { retryable: false, code },
+    );
+  }
+  const firstWord = body.split(/\s/, 1)[0] ?? '';
+  const permanentBody = PERMANENT_BODIES.has(firstWord);
+  const retryable = !permanentBody && (RETRYABLE_STATUS.has(status) || status >= 500);
+  const options: { retryable: boolean; code: string; retryAfterMs?: number } = { retryable, code };
+  if (retryable && retryAfterMs !== undefined) options.retryAfterMs = retryAfterMs;
+  const kind = retryable ? 'retryable' : 'permanent';
+  return new DeliveryError(`${where}: HTTP ${status}${detail} (${kind})`, options);
+}
+
+/** Maps a transport failure (no HTTP response) to a retryable DeliveryError without any URL details. */
+export function classifyNetworkError(error: unknown, where: string, timedOut: boolean): DeliveryError {
+  if (timedOut) {
+    return new DeliveryError(`${where}: no response within the timeout`, {
+      retryable: true,
+      code: 'timeout',
+    });
+  }
+  const code =
+    typeof (error as { code?: unknown })?.code === 'string' ? (error as { code: string }).code : '';
+  const name = error instanceof Error ? error.name : 'Error';
+  const label = code || name;
+  return new DeliveryError(`${where}: network error ${label}`, { retryable: true, code: 'network' });
+}

@@ -1,0 +1,265 @@
+/**
+ * The webhook sinks: `webhook` (generic, Standard Webhooks-signed CloudEvents), `slack` (incoming webhook,
+ * Block Kit) and `teams` (Workflows webhook, Adaptive Card). All three share the HTTP core in transport.ts:
+ * one record per request, proxy-aware, rate limited, classified into DeliveryError.
+ */
+import { z } from 'zod';
+import { type Secret, secretSchema } from '../../config/secret.ts';
+import type { LifecycleRecord } from '../../transform/record.ts';
+import { DeliveryError, type Sink, type SinkContext, type SinkFactory, type SinkFilter } from '../types.ts';
+import { summaryLine } from './format.ts';
+import type { Clock } from './rate-limiter.ts';
+import { buildSlackMessage, enforceBlockKitLimits, type SlackMessage } from './slack.ts';
+import { cloudEventRequest, decodeSigningSecret, standardWebhookHeaders } from './standard-webhooks.ts';
+import {
+  buildTeamsMessage,
+  isRetiredConnectorUrl,
+  messageBytes,
+  TEAMS_MAX_BYTES,
+  wrapCard,
+} from './teams.ts';
+import { loadTemplate, renderJsonTemplate, type WebhookTemplate } from './template.ts';
+import { DEFAULT_TIMEOUT_MS, type OutgoingRequest, WebhookTransport } from './transport.ts';
+
+export type { Clock } from './rate-limiter.ts';
+
+/** Test seams: a fake clock and an explicit undici dispatcher. */
+export interface WebhookSinkDeps {
+  clock?: Clock;
+  dispatcher?: import('undici').Dispatcher;
+}
+
+/** Slack and Teams: this VM only, the four main transitions (a 100-VM availability set must not post 100 times). */
+export const CHAT_DEFAULT_FILTER: Partial<SinkFilter> = {
+  scope: 'this-vm',
+  transitions: ['scheduled', 'started', 'completed', 'canceled'],
+};
+
+const timeoutMs = z.number().int().positive().default(DEFAULT_TIMEOUT_MS);
+
+export const webhookOptionsSchema = z
+  .object({
+    url: secretSchema(),
+    /** CloudEvents HTTP content mode. */
+    mode: z.enum(['structured', 'binary']).default('structured'),
+    /** Standard Webhooks secrets (whsec_…); several during rotation, each produces a signature. */
+    signingSecrets: z.array(secretSchema()).default([]),
+    /** Extra request headers; values are secrets (e.g. an Authorization header). */
+    headers: z.record(z.string().min(1), secretSchema()).default({}),
+    timeoutMs,
+    /** Minimum milliseconds between requests (0 = no limit). */
+    minIntervalMs: z.number().int().min(0).default(0),
+  })
+  .strict();
+
+export const slackOptionsSchema = z
+  .object({
+    url: secretSchema(),
+    /** Mustache template file rendering the whole message JSON ({text, blocks}). */
+    template: z.string().min(1).optional(),
+    timeoutMs,
+    /** Slack allows about one message per second per webhook. */
+    minIntervalMs: z.number().int().min(0).default(1000),
+  })
+  .strict();
+
+export const teamsOptionsSchema = z
+  .object({
+    url: secretSchema(),
+    /** Mustache template file rendering the Adaptive Card JSON (the `content`). */
+    template: z.string().min(1).optional(),
+    timeoutMs,
+    minIntervalMs: z.number().int().min(0).default(1000),
+  })
+  .strict();
+
+export type WebhookOptions = z.infer<typeof webhookOptionsSchema>;
+export type SlackOptions = z.infer<typeof slackOptionsSchema>;
+export type TeamsOptions = z.infer<typeof teamsOptionsSchema>;
+
+const RESERVED_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'host',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+]);
+
+/** One request per record; a permanent failure reports which record failed. */
+class OneRecordPerRequestSink implements Sink {
+  readonly name: string;
+  readonly maxBatch = 1;
+  readonly #transport: WebhookTransport;
+  readonly #build: (record: LifecycleRecord) => OutgoingRequest;
+
+  constructor(
+    name: string,
+    transport: WebhookTransport,
+    build: (record: LifecycleRecord) => OutgoingRequest,
+  ) {
+    this.name = name;
+    this.#transport = transport;
+    this.#build = build;
+  }
+
+  async deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
+    for (let i = 0; i < batch.length; i++) {
+      try {
+        await this.#transport.post(this.#build(batch[i]!), signal);
+      } catch (error) {
+        if (error instanceof DeliveryError && !error.retryable && batch.length > 1) {
+          throw new DeliveryError(error.message, { retryable: false, code: error.code, failedIndex: i });
+        }
+        throw error;
+      }
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#transport.close();
+  }
+}
+
+function transportFor(
+  name: string,
+  options: { url: Secret; timeoutMs: number; minIntervalMs: number },
+  context: SinkContext,
+  deps: WebhookSinkDeps,
+  extraSecrets: string[] = [],
+): WebhookTransport {
+  return new WebhookTransport({
+    sinkName: name,
+    url: options.url,
+    timeoutMs: options.timeoutMs,
+    minIntervalMs: options.minIntervalMs,
+    logger: context.logger,
+    extraSecrets,
+    ...(deps.clock ? { clock: deps.clock } : {}),
+    ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+  });
+}
+
+/** Creates a generic signed-CloudEvents webhook sink. */
+export function createGenericWebhookSink(
+  name: string,
+  options: WebhookOptions,
+  context: SinkContext,
+  deps: WebhookSinkDeps = {},
+): Sink {
+  const keys = options.signingSecrets.map((s, i) =>
+    decodeSigningSecret(s.reveal(), `sink ${name}: signingSecrets[${i}] (${s.origin})`),
+  );
+  for (const header of Object.keys(options.headers)) {
+    const lower = header.toLowerCase();
+    if (RESERVED_HEADERS.has(lower) || lower.startsWith('ce-')) {
+      throw new Error(`sink ${name}: header ${header} is set by the sink and cannot be configured`);
+    }
+  }
+  const headerSecrets = Object.values(options.headers).map((s) => s.reveal());
+  const signingSecrets = options.signingSecrets.map((s) => s.reveal());
+  const transport = transportFor(name, options, context, deps, [...headerSecrets, ...signingSecrets]);
+  const log = context.logger.child({ sink: name, sinkType: 'webhook' });
+  if (keys.length === 0)
+    log.warn(`sink ${name}: no signingSecrets configured; webhook requests are not signed`);
+  return new OneRecordPerRequestSink(name, transport, (record) => {
+    const { body, headers } = cloudEventRequest(record, options.mode);
+    return {
+      body,
+      headers: () => {
+        const custom: Record<string, string> = {};
+        for (const [k, v] of Object.entries(options.headers)) custom[k.toLowerCase()] = v.reveal();
+        const timestamp = Math.floor(transport.clock.now() / 1000);
+        return { ...custom, ...headers, ...standardWebhookHeaders(keys, record.id, timestamp, body) };
+      },
+    };
+  });
+}
+
+function jsonRequest(payload: unknown): OutgoingRequest {
+  const body = JSON.stringify(payload);
+  return { body, headers: () => ({ 'content-type': 'application/json; charset=utf-8' }) };
+}
+
+/** Creates a Slack incoming-webhook sink. */
+export function createSlackSink(
+  name: string,
+  options: SlackOptions,
+  context: SinkContext,
+  deps: WebhookSinkDeps = {},
+): Sink {
+  const template: WebhookTemplate | undefined = options.template
+    ? loadTemplate(options.template, name)
+    : undefined;
+  const transport = transportFor(name, options, context, deps);
+  return new OneRecordPerRequestSink(name, transport, (record) => {
+    const message: SlackMessage = template
+      ? enforceBlockKitLimits(
+          renderJsonTemplate(template, record, transport.where) as SlackMessage,
+          summaryLine(record),
+        )
+      : buildSlackMessage(record);
+    return jsonRequest(message);
+  });
+}
+
+/** Creates a Microsoft Teams Workflows webhook sink; warns when a retired Office 365 connector URL is configured. */
+export function createTeamsSink(
+  name: string,
+  options: TeamsOptions,
+  context: SinkContext,
+  deps: WebhookSinkDeps = {},
+): Sink {
+  const template: WebhookTemplate | undefined = options.template
+    ? loadTemplate(options.template, name)
+    : undefined;
+  const transport = transportFor(name, options, context, deps);
+  if (isRetiredConnectorUrl(transport.url)) {
+    context.logger
+      .child({ sink: name, sinkType: 'teams' })
+      .warn(
+        `sink ${name}: the url is a retired Office 365 connector (${transport.url.hostname}); Microsoft has retired ` +
+          'these connectors and messages will not arrive. Create a Teams Workflow ("When a Teams webhook request is ' +
+          'received") and configure its URL instead.',
+      );
+  }
+  return new OneRecordPerRequestSink(name, transport, (record) => {
+    const message = template
+      ? wrapCard(renderJsonTemplate(template, record, transport.where))
+      : buildTeamsMessage(record);
+    const bytes = messageBytes(message);
+    if (bytes > TEAMS_MAX_BYTES) {
+      throw new DeliveryError(
+        `${transport.where}: Teams message is ${bytes} bytes, over the ${TEAMS_MAX_BYTES}-byte limit`,
+        {
+          retryable: false,
+          code: 'payload-too-large',
+        },
+      );
+    }
+    return jsonRequest(message);
+  });
+}
+
+export const webhookSinkFactory: SinkFactory<typeof webhookOptionsSchema> = {
+  type: 'webhook',
+  description: 'Generic HTTP webhook: CloudEvents (structured or binary) signed per Standard Webhooks 1.0',
+  optionsSchema: webhookOptionsSchema,
+  create: (name, options, context) => createGenericWebhookSink(name, options, context),
+};
+
+export const slackSinkFactory: SinkFactory<typeof slackOptionsSchema> = {
+  type: 'slack',
+  description: 'Slack incoming webhook: Block Kit message per lifecycle record',
+  optionsSchema: slackOptionsSchema,
+  defaultFilter: CHAT_DEFAULT_FILTER,
+  create: (name, options, context) => createSlackSink(name, options, context),
+};
+
+export const teamsSinkFactory: SinkFactory<typeof teamsOptionsSchema> = {
+  type: 'teams',
+  description: 'Microsoft Teams Workflows webhook: Adaptive Card 1.4 per lifecycle record',
+  optionsSchema: teamsOptionsSchema,
+  defaultFilter: CHAT_DEFAULT_FILTER,
+  create: (name, options, context) => createTeamsSink(name, options, context),
+};

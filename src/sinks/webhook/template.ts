@@ -1,0 +1,128 @@
+/**
+ * Operator templates for Slack messages and Teams cards, rendered with Mustache (logic-less: no code
+ * execution, no partials, no file or network access). A template is a JSON document; `{{name}}` inserts a
+ * value escaped for use inside a JSON string, `{{{name}}}` inserts it raw.
+ */
+import { readFileSync } from 'node:fs';
+import Mustache from 'mustache';
+import type { LifecycleRecord } from '../../transform/record.ts';
+import { DeliveryError } from '../types.ts';
+import {
+  formatExpectedDuration,
+  formatUtc,
+  notBeforeText,
+  portalUrl,
+  relativeTime,
+  SLACK_EMOJI,
+  severityOf,
+  summaryLine,
+  titleOf,
+  UNICODE_EMOJI,
+  vmDescription,
+  vmDisplayName,
+} from './format.ts';
+
+/** A loaded template: its file path (safe to show) and text. */
+export interface WebhookTemplate {
+  path: string;
+  text: string;
+}
+
+/** Reads and pre-parses a template file at configuration time; errors name the file and the problem. */
+export function loadTemplate(path: string, sinkName: string): WebhookTemplate {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new Error(`sink ${sinkName}: cannot read template ${path}: ${code}`);
+  }
+  try {
+    Mustache.parse(text);
+  } catch (error) {
+    throw new Error(
+      `sink ${sinkName}: template ${path} is not a valid Mustache template: ${(error as Error).message}`,
+    );
+  }
+  return { path, text };
+}
+
+/** Escapes a value for inclusion inside a JSON string literal. */
+export function escapeJsonString(value: unknown): string {
+  return JSON.stringify(String(value)).slice(1, -1);
+}
+
+/** The values a template can use. Documented in docs/sinks-webhook.md. */
+export interface TemplateView {
+  record: LifecycleRecord;
+  event: LifecycleRecord['data'];
+  vm: LifecycleRecord['data']['vm'];
+  transition: string;
+  title: string;
+  summary: string;
+  severity: string;
+  slackEmoji: string;
+  emoji: string;
+  vmName: string;
+  vmDescription: string;
+  notBefore: string;
+  notBeforeUtc: string;
+  notBeforeRelative: string;
+  expectedDuration: string;
+  resources: string;
+  resourceCount: number;
+  portalUrl: string;
+}
+
+/** Builds the template view of a record (pure). */
+export function templateView(record: LifecycleRecord): TemplateView {
+  const severity = severityOf(record);
+  return {
+    record,
+    event: record.data,
+    vm: record.data.vm,
+    transition: record.transition,
+    title: titleOf(record),
+    summary: summaryLine(record),
+    severity,
+    slackEmoji: SLACK_EMOJI[severity],
+    emoji: UNICODE_EMOJI[severity],
+    vmName: vmDisplayName(record),
+    vmDescription: vmDescription(record),
+    notBefore: notBeforeText(record),
+    notBeforeUtc: formatUtc(record.data.notBeforeUtc, record.data.NotBefore),
+    notBeforeRelative: relativeTime(record.data.notBeforeUtc, record.time) ?? '',
+    expectedDuration: formatExpectedDuration(record.data.DurationInSeconds),
+    resources: record.data.Resources.join(', '),
+    resourceCount: record.data.Resources.length,
+    portalUrl: portalUrl(record) ?? '',
+  };
+}
+
+/**
+ * Renders a JSON template for a record and parses the result. A result that is not a JSON object is a
+ * permanent delivery error naming the template file (the record goes to the dead-letter table).
+ */
+export function renderJsonTemplate(
+  template: WebhookTemplate,
+  record: LifecycleRecord,
+  where: string,
+): Record<string, unknown> {
+  const rendered = Mustache.render(template.text, templateView(record), {}, { escape: escapeJsonString });
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(rendered);
+  } catch (error) {
+    throw new DeliveryError(
+      `${where}: template ${template.path} did not render to valid JSON: ${(error as Error).message}`,
+      { retryable: false, code: 'template-invalid-json' },
+    );
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new DeliveryError(`${where}: template ${template.path} must render to a JSON object`, {
+      retryable: false,
+      code: 'template-invalid-json',
+    });
+  }
+  return parsed as Record<string, unknown>;
+}

@@ -1,0 +1,167 @@
+/**
+ * The HTTP delivery core shared by the generic, Slack and Teams sinks: one POST per call through undici
+ * with the environment's proxy settings (HTTPS_PROXY / HTTP_PROXY / NO_PROXY via EnvHttpProxyAgent — IMDS
+ * traffic uses its own no-proxy agent and is unaffected), a timeout, no redirect following, the per-sink
+ * rate limiter, and classification of the outcome into DeliveryError.
+ */
+import { type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
+import type { Secret } from '../../config/secret.ts';
+import type { Logger } from '../../log.ts';
+import { DeliveryError } from '../types.ts';
+import {
+  classifyNetworkError,
+  classifyResponse,
+  parseRetryAfter,
+  safeOrigin,
+  sanitizeBody,
+} from './classify.ts';
+import { type Clock, RateLimiter, systemClock } from './rate-limiter.ts';
+
+export const DEFAULT_TIMEOUT_MS = 15_000;
+
+/** Largest response body read (error strings are short; the rest is discarded). */
+const MAX_RESPONSE_BYTES = 4096;
+
+export interface TransportOptions {
+  /** The sink name, used in messages. */
+  sinkName: string;
+  url: Secret;
+  timeoutMs: number;
+  /** Minimum spacing of requests (0 = unlimited). */
+  minIntervalMs: number;
+  logger: Logger;
+  clock?: Clock;
+  /** Defaults to a new EnvHttpProxyAgent (honours the proxy environment variables at creation time). */
+  dispatcher?: Dispatcher;
+  /** Further secret values to scrub from echoed response bodies (signing keys, header values). */
+  extraSecrets?: readonly string[];
+}
+
+export interface OutgoingRequest {
+  body: string;
+  /** Called right before sending (after rate limiting), so per-attempt headers such as timestamps are fresh. */
+  headers: () => Record<string, string>;
+}
+
+export class WebhookTransport {
+  readonly #url: URL;
+  readonly #where: string;
+  readonly #timeoutMs: number;
+  readonly #limiter: RateLimiter;
+  readonly #clock: Clock;
+  readonly #dispatcher: Dispatcher;
+  readonly #ownsDispatcher: boolean;
+  readonly #logger: Logger;
+  readonly #scrub: string[];
+
+  constructor(options: TransportOptions) {
+    this.#url = parseWebhookUrl(options.url, options.sinkName);
+    this.#where = `sink ${options.sinkName} (${safeOrigin(this.#url)})`;
+    this.#timeoutMs = options.timeoutMs;
+    this.#clock = options.clock ?? systemClock;
+    this.#limiter = new RateLimiter(options.minIntervalMs, this.#clock);
+    this.#ownsDispatcher = options.dispatcher === undefined;
+    this.#dispatcher = options.dispatcher ?? new EnvHttpProxyAgent();
+    this.#logger = options.logger;
+    const raw = options.url.reveal();
+    this.#scrub = [raw, this.#url.pathname, this.#url.search, ...(options.extraSecrets ?? [])].filter(
+      (s) => s.length >= 8,
+    );
+  }
+
+  /** "sink team-alerts (https://hooks.slack.com)": how this endpoint is named in messages. */
+  get where(): string {
+    return this.#where;
+  }
+
+  /** The endpoint's URL (contains credentials: never log it). */
+  get url(): URL {
+    return this.#url;
+  }
+
+  /** The clock used for rate limiting and timestamps. */
+  get clock(): Clock {
+    return this.#clock;
+  }
+
+  /** POSTs once; resolves on 2xx, rejects with DeliveryError otherwise. */
+  async post(outgoing: OutgoingRequest, signal: AbortSignal): Promise<void> {
+    try {
+      await this.#limiter.acquire(signal);
+    } catch {
+      throw new DeliveryError(`${this.#where}: delivery aborted`, { retryable: true, code: 'aborted' });
+    }
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const combined = AbortSignal.any([signal, timeout]);
+    let status: number;
+    let bodyText: string;
+    let retryAfterHeader: string | undefined;
+    try {
+      const response = await request(this.#url, {
+        method: 'POST',
+        body: outgoing.body,
+        headers: outgoing.headers(),
+        dispatcher: this.#dispatcher,
+        signal: combined,
+        headersTimeout: this.#timeoutMs,
+        bodyTimeout: this.#timeoutMs,
+      });
+      status = response.statusCode;
+      const ra = response.headers['retry-after'];
+      retryAfterHeader = Array.isArray(ra) ? ra[0] : ra;
+      bodyText = await readLimited(response.body);
+    } catch (error) {
+      if (signal.aborted) {
+        throw new DeliveryError(`${this.#where}: delivery aborted`, { retryable: true, code: 'aborted' });
+      }
+      const failure = classifyNetworkError(error, this.#where, timeout.aborted);
+      this.#logger.debug({ code: failure.code }, failure.message);
+      throw failure;
+    }
+    const retryAfterMs = parseRetryAfter(retryAfterHeader, this.#clock.now());
+    const failure = classifyResponse(
+      { status, body: sanitizeBody(bodyText, this.#scrub), retryAfterMs },
+      this.#where,
+    );
+    if (failure === null) {
+      this.#logger.debug({ status }, 'webhook delivered');
+      return;
+    }
+    if (failure.retryAfterMs !== undefined)
+      this.#limiter.deferUntil(this.#clock.now() + failure.retryAfterMs);
+    this.#logger.debug({ status, code: failure.code, retryable: failure.retryable }, failure.message);
+    throw failure;
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsDispatcher) await this.#dispatcher.close();
+  }
+}
+
+async function readLimited(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= MAX_RESPONSE_BYTES) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES).toString('utf8');
+}
+
+/** Validates a webhook URL (http or https); errors name only the sink, never the URL. */
+export function parseWebhookUrl(url: Secret, sinkName: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url.reveal());
+  } catch {
+    throw new Error(`sink ${sinkName}: url (${url.origin}) is not a valid URL`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+    throw new Error(`sink ${sinkName}: url (${url.origin}) must be an http:// or https:// URL`);
+  }
+  return parsed;
+}
