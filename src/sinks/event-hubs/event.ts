@@ -1,0 +1,57 @@
+/**
+ * Record → Event Hubs event mapping (structured-mode CloudEvent plus CloudEvents application properties) and
+ * partition-key selection. Pure functions; documented in docs/sinks-event-hubs.md.
+ */
+import type { EventData } from '@azure/event-hubs';
+import type { LifecycleRecord } from '../../transform/record.ts';
+
+/** How the partition key is chosen for a record. */
+export const PARTITION_KEY_MODES = ['vmId', 'none', 'eventId', 'vmScaleSetName'] as const;
+export type PartitionKeyMode = (typeof PARTITION_KEY_MODES)[number];
+
+/** AMQP content-type of every event: the body is the whole CloudEvent (structured mode). */
+export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json; charset=utf-8';
+
+/**
+ * The partition key for a record, or undefined for round-robin.
+ * - vmId: record.vmid (falls back to data.vm.vmId) — per-VM ordering.
+ * - eventId: the EventId (record.subject) — all VMs' records of one maintenance event together.
+ * - vmScaleSetName: data.vm.vmScaleSetName; VMs outside a scale set fall back to their vmId.
+ * - none: round-robin across partitions (no ordering guarantee).
+ */
+export function partitionKeyFor(record: LifecycleRecord, mode: PartitionKeyMode): string | undefined {
+  const vmId = record.vmid || record.data?.vm?.vmId || undefined;
+  switch (mode) {
+    case 'none':
+      return undefined;
+    case 'eventId':
+      return record.subject || record.data?.EventId || vmId;
+    case 'vmScaleSetName':
+      return record.data?.vm?.vmScaleSetName || vmId;
+    default:
+      return vmId;
+  }
+}
+
+/** The Event Hubs event for one record: body = the CloudEvent, messageId = its id, cloudEvents:* properties. */
+export function toEventData(record: LifecycleRecord): EventData {
+  const properties: Record<string, string | Date> = {
+    'cloudEvents:specversion': record.specversion,
+    'cloudEvents:id': record.id,
+    'cloudEvents:source': record.source,
+    'cloudEvents:type': record.type,
+    'cloudEvents:subject': record.subject,
+  };
+  const time = new Date(record.time);
+  // AMQP binding: a CloudEvents Timestamp is an AMQP timestamp; keep the text if it does not parse.
+  properties['cloudEvents:time'] = Number.isNaN(time.getTime()) ? record.time : time;
+  if (record.transition) properties['cloudEvents:transition'] = record.transition;
+  if (record.maintenancetype) properties['cloudEvents:maintenancetype'] = record.maintenancetype;
+  if (record.vmid) properties['cloudEvents:vmid'] = record.vmid;
+  return {
+    body: record,
+    contentType: CLOUDEVENTS_CONTENT_TYPE,
+    messageId: record.id,
+    properties,
+  };
+}

@@ -1,0 +1,175 @@
+/**
+ * Configuration of the Event Hubs sink (the `options` of a sink with `type: eventhubs`). Every key is described
+ * for `config` help and docs/sinks-event-hubs.md.
+ */
+import { parseEventHubConnectionString } from '@azure/event-hubs';
+import { z } from 'zod';
+import { type Env, secretSchema } from '../../config/secret.ts';
+import { PARTITION_KEY_MODES } from './event.ts';
+
+const credentialSchema = z
+  .object({
+    kind: z
+      .enum(['managed-identity', 'default', 'workload-identity'])
+      .default('managed-identity')
+      .describe(
+        'managed-identity (default: the VM identity via IMDS), default (DefaultAzureCredential chain) or workload-identity (federated token file, e.g. AKS)',
+      ),
+    clientId: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'user-assigned managed identity client id (managed-identity/default) or app client id (workload-identity)',
+      ),
+    resourceId: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'user-assigned managed identity ARM resource id (managed-identity only; instead of clientId)',
+      ),
+    tenantId: z.string().min(1).optional().describe('tenant id (workload-identity; default AZURE_TENANT_ID)'),
+    tokenFilePath: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('federated token file (workload-identity; default AZURE_FEDERATED_TOKEN_FILE)'),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.clientId !== undefined && c.resourceId !== undefined) {
+      ctx.addIssue({ code: 'custom', message: 'credential: give clientId or resourceId, not both' });
+    }
+    if (c.resourceId !== undefined && c.kind !== 'managed-identity') {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'credential.resourceId is only valid with kind managed-identity',
+      });
+    }
+    if ((c.tenantId !== undefined || c.tokenFilePath !== undefined) && c.kind !== 'workload-identity') {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'credential.tenantId/tokenFilePath are only valid with kind workload-identity',
+      });
+    }
+  });
+
+const retrySchema = z
+  .object({
+    maxRetries: z
+      .number()
+      .int()
+      .min(0)
+      .max(5)
+      .default(2)
+      .describe('SDK-level retries per deliver() call (the delivery engine owns long-term retries)'),
+    retryDelayMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(60_000)
+      .default(500)
+      .describe('first SDK retry delay (exponential)'),
+    maxRetryDelayMs: z.number().int().min(0).max(60_000).default(5_000).describe('largest SDK retry delay'),
+    timeoutMs: z
+      .number()
+      .int()
+      .min(100)
+      .max(120_000)
+      .default(10_000)
+      .describe('per-try timeout of one AMQP operation (connect, authenticate, send)'),
+  })
+  .strict();
+
+/** The sink's options schema; `env` is injectable for tests (secret resolution). */
+export function eventHubsOptionsSchema(env: () => Env = () => process.env) {
+  return z
+    .object({
+      fullyQualifiedNamespace: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('namespace host, e.g. myns.servicebus.windows.net (credential auth; with eventHubName)'),
+      eventHubName: z
+        .string()
+        .min(1)
+        .optional()
+        .describe(
+          'event hub name (required with fullyQualifiedNamespace; optional with a connection string)',
+        ),
+      connectionString: secretSchema(env).optional().describe(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the literal ${ENV} secret syntax
+        'connection string as a secret: "${ENV_VAR}", {env: NAME} or {file: PATH}; never logged. Accepts the emulator form with UseDevelopmentEmulator=true',
+      ),
+      credential: credentialSchema
+        .prefault({})
+        .describe('how to authenticate with fullyQualifiedNamespace (ignored with connectionString)'),
+      partitionKey: z
+        .enum(PARTITION_KEY_MODES)
+        .default('vmId')
+        .describe('partition key: vmId (per-VM order), eventId, vmScaleSetName (falls back to vmId) or none'),
+      maxBatch: z
+        .number()
+        .int()
+        .min(1)
+        .max(1000)
+        .default(100)
+        .describe('records per deliver() call; each call is split into as few Event Hubs batches as fit'),
+      retry: retrySchema.prefault({}).describe('bounded SDK retries inside one deliver() call'),
+      customEndpointAddress: z
+        .string()
+        .url()
+        .optional()
+        .describe(
+          'connect to this address instead of the namespace host (private endpoints, gateways, tests)',
+        ),
+    })
+    .strict()
+    .superRefine((o, ctx) => {
+      if ((o.connectionString === undefined) === (o.fullyQualifiedNamespace === undefined)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'give exactly one of connectionString or fullyQualifiedNamespace (+ eventHubName)',
+        });
+        return;
+      }
+      if (o.fullyQualifiedNamespace !== undefined && o.eventHubName === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['eventHubName'],
+          message: 'eventHubName is required with fullyQualifiedNamespace',
+        });
+      }
+      if (o.connectionString !== undefined) {
+        let entityPath: string | undefined;
+        try {
+          entityPath = parseEventHubConnectionString(o.connectionString.reveal()).eventHubName;
+        } catch {
+          // never echo the parser's message: it may quote the secret
+          ctx.addIssue({
+            code: 'custom',
+            path: ['connectionString'],
+            message: `connection string from ${o.connectionString.origin} is not a valid Event Hubs connection string (needs Endpoint and SharedAccessKeyName+SharedAccessKey or SharedAccessSignature)`,
+          });
+          return;
+        }
+        if (entityPath === undefined && o.eventHubName === undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['eventHubName'],
+            message: 'eventHubName is required when the connection string has no EntityPath',
+          });
+        }
+        if (entityPath !== undefined && o.eventHubName !== undefined && entityPath !== o.eventHubName) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['eventHubName'],
+            message: `eventHubName ${o.eventHubName} differs from the connection string's EntityPath ${entityPath}`,
+          });
+        }
+      }
+    });
+}
+
+export type EventHubsSinkOptions = z.infer<ReturnType<typeof eventHubsOptionsSchema>>;
