@@ -3,7 +3,10 @@
  * and add it to this list (and document it in docs/sinks.md).
  */
 import { eventHubsSinkFactory } from './event-hubs/index.ts';
+import { execSinkFactory } from './exec/index.ts';
+import { fileSinkFactory } from './file/index.ts';
 import { otelSinkFactory } from './otel/index.ts';
+import { stdoutSinkFactory } from './stdout/index.ts';
 import type { SinkFactory } from './types.ts';
 import { slackSinkFactory, teamsSinkFactory, webhookSinkFactory } from './webhook/index.ts';
 
@@ -13,6 +16,9 @@ export const SINK_FACTORIES: readonly SinkFactory[] = [
   webhookSinkFactory,
   slackSinkFactory,
   teamsSinkFactory,
+  stdoutSinkFactory,
+  fileSinkFactory,
+  execSinkFactory,
 ];
 
 export function findSinkFactory(type: string): SinkFactory | undefined {

@@ -1,0 +1,453 @@
+/**
+ * The delivery engine: one worker per sink draining that sink's outbox queue in commit order, at least once.
+ * Rows are removed only after the sink confirmed, in a transaction. Retryable failures back off (full jitter,
+ * capped, no time limit) with attempts and next-attempt time persisted in the row; permanent failures go to
+ * dead letters. Wake-up is event-driven (notify() after each commit), with a slow rescan as a safety net.
+ */
+import { EventEmitter } from 'node:events';
+import type { Logger } from '../log.ts';
+import { DeliveryError, type Sink } from '../sinks/types.ts';
+import type { Caps, DeadLetterReason, OutboxRow, Store } from '../store/index.ts';
+import { StoreWriteError } from '../store/index.ts';
+import { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from './backoff.ts';
+
+/** Injectable time source (tests use a fake one). */
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+export interface EngineSink {
+  sink: Sink;
+  /** Override the sink's own maxBatch (never above it). */
+  maxBatch?: number;
+  backoff?: Partial<BackoffOptions>;
+  caps?: Caps;
+  /** Abort a delivery that has not settled after this long and retry it (default 120 s). */
+  deliveryTimeoutMs?: number;
+}
+
+export interface DeliveryEngineOptions {
+  store: Store;
+  sinks: EngineSink[];
+  clock?: Clock;
+  random?: () => number;
+  logger: Logger;
+  /** Safety-net rescan while idle (rows added by another process, e.g. `deadletters replay`). Default 2000 ms. */
+  rescanIntervalMs?: number;
+  /** Wait between retries of a failed store write (ack, bookkeeping). Default 1000 ms. */
+  storeRetryMs?: number;
+  /** Call sink.close() in stop(). Default true. */
+  closeSinks?: boolean;
+}
+
+export interface DeliveredEvent {
+  sink: string;
+  count: number;
+  /** Per record: now − createdAt (commit time), in ms. */
+  latenciesMs: number[];
+  recordIds: string[];
+}
+export interface RetryEvent {
+  sink: string;
+  /** Failed attempts so far for the head of the queue. */
+  attempts: number;
+  delayMs: number;
+  /** DeliveryError.code, or 'error' for other throws. */
+  code: string;
+  message: string;
+}
+export interface DeadLetteredEvent {
+  sink: string;
+  count: number;
+  reason: DeadLetterReason;
+  code?: string;
+}
+export interface StoreErrorEvent {
+  sink: string;
+  full: boolean;
+  message: string;
+}
+
+/** Typed events for metrics and tests. */
+export interface DeliveryEngineEvents {
+  delivered: [DeliveredEvent];
+  retry: [RetryEvent];
+  deadLettered: [DeadLetteredEvent];
+  /** The worker found its queue empty and is waiting for work. */
+  idle: [{ sink: string }];
+  /** The queue became empty after having work. */
+  drained: [{ sink: string }];
+  storeError: [StoreErrorEvent];
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const ABORT_GRACE_MS = 1000;
+
+/** Delivers committed outbox rows to every configured sink. */
+export class DeliveryEngine extends EventEmitter<DeliveryEngineEvents> {
+  readonly #workers: SinkWorker[];
+  readonly #clock: Clock;
+  readonly #closeSinks: boolean;
+  #started = false;
+  #stopped: Promise<void> | undefined;
+
+  constructor(options: DeliveryEngineOptions) {
+    super();
+    this.#clock = options.clock ?? systemClock;
+    this.#closeSinks = options.closeSinks ?? true;
+    const names = new Set<string>();
+    for (const s of options.sinks) {
+      if (names.has(s.sink.name))
+        throw new Error(`two sinks are named "${s.sink.name}"; sink names must be unique`);
+      names.add(s.sink.name);
+    }
+    this.#workers = options.sinks.map(
+      (config) =>
+        new SinkWorker(config, {
+          store: options.store,
+          clock: this.#clock,
+          random: options.random ?? Math.random,
+          logger: options.logger.child({ component: 'delivery', sink: config.sink.name }),
+          rescanIntervalMs: options.rescanIntervalMs ?? 2000,
+          storeRetryMs: options.storeRetryMs ?? 1000,
+          emit: (event, ...args) => this.#emit(event, ...args),
+        }),
+    );
+  }
+
+  #emit<K extends keyof DeliveryEngineEvents>(event: K, ...args: DeliveryEngineEvents[K]): void {
+    try {
+      (this.emit as (e: K, ...a: DeliveryEngineEvents[K]) => boolean)(event, ...args);
+    } catch {
+      // a faulty listener must never break delivery
+    }
+  }
+
+  /** Start one worker per sink. */
+  start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    for (const w of this.#workers) w.start();
+  }
+
+  /** Wake every idle worker at once (call right after each commit). */
+  notify(): void {
+    for (const w of this.#workers) w.notify();
+  }
+
+  /**
+   * Stop taking work; give in-flight deliveries `deadlineMs` to finish, then abort them (AbortSignal). Rows not
+   * confirmed stay pending for the next start. Closes the sinks unless closeSinks is false.
+   */
+  stop(deadlineMs = 5000): Promise<void> {
+    this.#stopped ??= this.#stop(deadlineMs);
+    return this.#stopped;
+  }
+
+  async #stop(deadlineMs: number): Promise<void> {
+    for (const w of this.#workers) w.requestStop();
+    const all = Promise.all(this.#workers.map((w) => w.finished));
+    if (!(await this.#within(all, deadlineMs))) {
+      for (const w of this.#workers) w.abort();
+      await this.#within(all, ABORT_GRACE_MS);
+    }
+    for (const w of this.#workers) w.abandon();
+    if (this.#closeSinks) {
+      await Promise.all(
+        this.#workers.map(async (w) => {
+          try {
+            await w.sink.close?.();
+          } catch {
+            // closing is best effort
+          }
+        }),
+      );
+    }
+  }
+
+  /** Resolve true if `p` settles within `ms` (on the engine clock), false otherwise. */
+  #within(p: Promise<unknown>, ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = this.#clock.setTimeout(() => resolve(false), ms);
+      void p.then(() => {
+        this.#clock.clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+}
+
+interface WorkerDeps {
+  store: Store;
+  clock: Clock;
+  random: () => number;
+  logger: Logger;
+  rescanIntervalMs: number;
+  storeRetryMs: number;
+  emit<K extends keyof DeliveryEngineEvents>(event: K, ...args: DeliveryEngineEvents[K]): void;
+}
+
+/** Drains one sink's queue. */
+class SinkWorker {
+  readonly sink: Sink;
+  readonly #deps: WorkerDeps;
+  readonly #maxBatch: number;
+  readonly #backoff: BackoffOptions;
+  readonly #caps: Caps | undefined;
+  readonly #deliveryTimeoutMs: number;
+  readonly #abort = new AbortController();
+  #finished: Promise<void> = Promise.resolve();
+  #stopping = false;
+  #abandoned = false;
+  #notified = false;
+  #hadWork = false;
+  /** While the head seq is ≤ this, deliver one record at a time (isolating a permanent failure). */
+  #isolateThrough = 0;
+  #wake: (() => void) | undefined;
+
+  constructor(config: EngineSink, deps: WorkerDeps) {
+    this.sink = config.sink;
+    this.#deps = deps;
+    const own = Math.max(1, Math.floor(config.sink.maxBatch));
+    this.#maxBatch = Math.max(1, Math.min(own, Math.floor(config.maxBatch ?? own)));
+    this.#backoff = { ...DEFAULT_BACKOFF, ...config.backoff };
+    this.#caps = config.caps;
+    this.#deliveryTimeoutMs = config.deliveryTimeoutMs ?? 120_000;
+  }
+
+  get finished(): Promise<void> {
+    return this.#finished;
+  }
+
+  start(): void {
+    this.#finished = this.#run().catch((error: unknown) => {
+      this.#deps.logger.fatal(
+        { err: error },
+        'delivery worker crashed; records stay pending for the next start',
+      );
+    });
+  }
+
+  notify(): void {
+    this.#notified = true;
+    this.#wake?.();
+  }
+
+  requestStop(): void {
+    this.#stopping = true;
+    this.#wake?.();
+  }
+
+  abort(): void {
+    this.#abort.abort(new Error('forwarder is shutting down'));
+  }
+
+  /** After stop(): a delivery that settles later changes nothing (its rows stay pending). */
+  abandon(): void {
+    this.#abandoned = true;
+  }
+
+  async #run(): Promise<void> {
+    const { store, clock, logger } = this.#deps;
+    while (!this.#stopping) {
+      this.#notified = false;
+      let rows: OutboxRow[];
+      try {
+        this.#enforceCaps();
+        rows = store.pending(this.sink.name, this.#batchSize());
+      } catch (error) {
+        this.#storeError(error, 'reading the outbox');
+        await this.#sleep(this.#deps.storeRetryMs, false);
+        continue;
+      }
+      const head = rows[0];
+      if (head === undefined) {
+        this.#isolateThrough = 0;
+        if (this.#hadWork) {
+          this.#hadWork = false;
+          store.compact();
+          this.#deps.emit('drained', { sink: this.sink.name });
+        }
+        this.#deps.emit('idle', { sink: this.sink.name });
+        await this.#sleep(this.#deps.rescanIntervalMs, true);
+        continue;
+      }
+      this.#hadWork = true;
+      const wait = head.nextAttemptAt - clock.now();
+      if (wait > 0) {
+        await this.#sleep(wait, false);
+        continue;
+      }
+      if (head.seq > this.#isolateThrough) this.#isolateThrough = 0;
+      await this.#deliver(rows);
+    }
+    logger.debug('delivery worker stopped');
+  }
+
+  #batchSize(): number {
+    return this.#isolateThrough > 0 ? 1 : this.#maxBatch;
+  }
+
+  #enforceCaps(): void {
+    if (this.#caps === undefined) return;
+    const moved = this.#deps.store.enforceCapsByReason(this.sink.name, this.#caps, this.#deps.clock.now());
+    if (moved.overflow > 0)
+      this.#deps.emit('deadLettered', { sink: this.sink.name, count: moved.overflow, reason: 'overflow' });
+    if (moved.expired > 0)
+      this.#deps.emit('deadLettered', { sink: this.sink.name, count: moved.expired, reason: 'expired' });
+  }
+
+  async #deliver(rows: OutboxRow[]): Promise<void> {
+    const { clock } = this.#deps;
+    const timeout = new AbortController();
+    const timer = clock.setTimeout(
+      () => timeout.abort(new Error(`delivery did not settle within ${this.#deliveryTimeoutMs} ms`)),
+      Math.min(this.#deliveryTimeoutMs, MAX_TIMER_MS),
+    );
+    const signal = AbortSignal.any([this.#abort.signal, timeout.signal]);
+    let failure: { error: unknown } | undefined;
+    try {
+      await this.sink.deliver(
+        rows.map((r) => r.record),
+        signal,
+      );
+    } catch (error) {
+      failure = {
+        error: timeout.signal.aborted && !this.#abort.signal.aborted ? timeout.signal.reason : error,
+      };
+    } finally {
+      clock.clearTimeout(timer);
+    }
+    if (this.#abandoned) return;
+    if (failure === undefined) {
+      await this.#acknowledge(rows);
+      return;
+    }
+    if (this.#abort.signal.aborted) return; // shutdown: rows stay pending, attempts unchanged
+    await this.#handleFailure(rows, failure.error);
+  }
+
+  async #acknowledge(rows: OutboxRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const ok = await this.#storeWrite('acknowledging delivered rows', () =>
+      this.#deps.store.ack(
+        this.sink.name,
+        rows.map((r) => r.seq),
+      ),
+    );
+    if (!ok) return;
+    const now = this.#deps.clock.now();
+    this.#deps.emit('delivered', {
+      sink: this.sink.name,
+      count: rows.length,
+      latenciesMs: rows.map((r) => now - r.createdAt),
+      recordIds: rows.map((r) => r.recordId),
+    });
+  }
+
+  async #handleFailure(rows: OutboxRow[], error: unknown): Promise<void> {
+    const { logger, clock } = this.#deps;
+    const head = rows[0] as OutboxRow;
+    const code = error instanceof DeliveryError ? error.code : 'error';
+    const message = describe(error);
+    if (error instanceof DeliveryError && !error.retryable) {
+      const index = error.failedIndex;
+      if (index !== undefined && Number.isInteger(index) && index >= 0 && index < rows.length) {
+        await this.#acknowledge(rows.slice(0, index));
+        await this.#deadLetter([rows[index] as OutboxRow], code, message);
+      } else if (rows.length === 1) {
+        await this.#deadLetter(rows, code, message);
+      } else {
+        this.#isolateThrough = (rows[rows.length - 1] as OutboxRow).seq;
+        logger.warn(
+          { code, batch: rows.length },
+          'permanent failure for a batch without the failing index: re-delivering one record at a time to isolate it',
+        );
+      }
+      return;
+    }
+    const attempts = head.attempts + 1;
+    const retryAfterMs = error instanceof DeliveryError ? error.retryAfterMs : undefined;
+    const delayMs = retryDelayMs(attempts, this.#backoff, this.#deps.random, retryAfterMs);
+    const ok = await this.#storeWrite('recording a failed attempt', () =>
+      this.#deps.store.recordFailure(
+        this.sink.name,
+        rows.map((r) => r.seq),
+        { attempts, nextAttemptAt: clock.now() + delayMs, error: `${code}: ${message}` },
+      ),
+    );
+    if (!ok) return;
+    logger.warn(
+      { code, attempts, delayMs, pendingInBatch: rows.length, err: message },
+      'delivery failed; will retry',
+    );
+    this.#deps.emit('retry', { sink: this.sink.name, attempts, delayMs, code, message });
+  }
+
+  async #deadLetter(rows: OutboxRow[], code: string, message: string): Promise<void> {
+    const ok = await this.#storeWrite('moving a record to dead letters', () =>
+      this.#deps.store.deadLetter(
+        this.sink.name,
+        rows.map((r) => r.seq),
+        { reason: 'permanent', error: `${code}: ${message}` },
+      ),
+    );
+    if (!ok) return;
+    this.#deps.logger.error(
+      { code, recordIds: rows.map((r) => r.recordId), err: message },
+      'permanent delivery failure: record moved to dead letters (see `deadletters list`)',
+    );
+    this.#deps.emit('deadLettered', { sink: this.sink.name, count: rows.length, reason: 'permanent', code });
+  }
+
+  /** Retry a store write until it succeeds or the worker stops; false if it never succeeded. */
+  async #storeWrite(what: string, write: () => void): Promise<boolean> {
+    for (;;) {
+      try {
+        write();
+        return true;
+      } catch (error) {
+        this.#storeError(error, what);
+        if (this.#stopping || this.#abandoned) return false;
+        await this.#sleep(this.#deps.storeRetryMs, false);
+      }
+    }
+  }
+
+  #storeError(error: unknown, what: string): void {
+    const full = error instanceof StoreWriteError && error.full;
+    this.#deps.logger.error({ err: describe(error), full }, `store error while ${what}; retrying`);
+    this.#deps.emit('storeError', { sink: this.sink.name, full, message: describe(error) });
+  }
+
+  /** Sleep on the injected clock; woken early by stop() and, when `wakeOnNotify`, by notify(). */
+  #sleep(ms: number, wakeOnNotify: boolean): Promise<void> {
+    if (this.#stopping || (wakeOnNotify && this.#notified)) return Promise.resolve();
+    return new Promise((resolve) => {
+      let timer: unknown;
+      const done = (): void => {
+        this.#deps.clock.clearTimeout(timer);
+        this.#wake = undefined;
+        resolve();
+      };
+      timer = this.#deps.clock.setTimeout(done, Math.max(0, Math.min(ms, MAX_TIMER_MS)));
+      this.#wake = wakeOnNotify
+        ? done
+        : () => {
+            if (this.#stopping) done();
+          };
+    });
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

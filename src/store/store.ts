@@ -1,0 +1,706 @@
+/**
+ * The durable store: one SQLite database (node:sqlite, WAL + synchronous=FULL) holding the transform state,
+ * one outbox queue per sink, dead letters and a small key-value table. One writer connection per process; a
+ * state-directory lock keeps a second forwarder out. See docs/delivery.md.
+ */
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  openSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
+import type { Logger } from '../log.ts';
+import { restrictFile } from '../platform.ts';
+import type { LifecycleRecord } from '../transform/record.ts';
+import { isCorruption, SQLITE_FULL, StoreOpenError, sqliteErrorCode, toWriteError } from './errors.ts';
+import type { StateDirLock } from './lock.ts';
+import { MIGRATIONS, SCHEMA_VERSION } from './schema.ts';
+
+export const DATABASE_FILE = 'forwarder.db';
+export const RESERVE_FILE = 'disk-reserve.bin';
+/** Released on SQLITE_FULL so acks, dead-letter moves and checkpoints can still run (delivery-reliability §8.8). */
+export const RESERVE_BYTES = 4 * 1024 * 1024;
+export const BUSY_TIMEOUT_MS = 5000;
+const JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024;
+const UNLIMITED_PAGES = 4294967294;
+const RESERVE_RETRY_MS = 30_000;
+
+export type DeadLetterReason = 'permanent' | 'overflow' | 'expired';
+
+/** One pending delivery of one record to one sink. */
+export interface OutboxRow {
+  /** Commit order; strictly increasing, never reused. */
+  seq: number;
+  sink: string;
+  recordId: string;
+  record: LifecycleRecord;
+  /** Failed attempts so far (persisted, so backoff survives restarts). */
+  attempts: number;
+  /** Epoch ms before which this row must not be attempted (0 = now). */
+  nextAttemptAt: number;
+  createdAt: number;
+  bytes: number;
+  lastError: string | null;
+}
+
+export interface DeadLetterRow {
+  /** Dead-letter id (use with `deadletters replay --id`). */
+  id: number;
+  sink: string;
+  originalSeq: number;
+  recordId: string;
+  recordSource: string;
+  record: LifecycleRecord;
+  bytes: number;
+  createdAt: number;
+  attempts: number;
+  reason: DeadLetterReason;
+  error: string;
+  deadLetteredAt: number;
+}
+
+export interface SinkQueueStats {
+  sink: string;
+  pending: number;
+  pendingBytes: number;
+  oldestCreatedAt: number | null;
+  /** When the head of the queue is next attempted (null when nothing pending). */
+  nextAttemptAt: number | null;
+  /** Failed attempts of the head row. */
+  headAttempts: number;
+  lastError: string | null;
+  deadLetters: number;
+}
+
+export interface Caps {
+  maxPendingRows?: number;
+  maxPendingBytes?: number;
+  maxAgeMs?: number;
+}
+
+export interface CapsResult {
+  overflow: number;
+  expired: number;
+}
+
+export interface DiskUsage {
+  dbBytes: number;
+  walBytes: number;
+  shmBytes: number;
+  reserveBytes: number;
+  /** db + wal + shm (the reserve is reported separately). */
+  totalBytes: number;
+}
+
+/** The store API (see src/store/index.ts for openStore). All methods are synchronous. */
+export interface Store {
+  readonly stateDir: string;
+  readonly databasePath: string;
+  /** The last committed transform state, or undefined on a fresh database. */
+  loadState<T>(): T | undefined;
+  /**
+   * ONE transaction: the new state plus one outbox row per record per sink. Throws StoreWriteError (full: true
+   * for SQLITE_FULL) with nothing applied, so the caller keeps its last committed state and retries next poll.
+   */
+  commit(
+    state: unknown,
+    deliveries: ReadonlyArray<{ record: LifecycleRecord; sinks: readonly string[] }>,
+  ): void;
+  /** Up to `limit` pending rows of one sink, in commit order. */
+  pending(sink: string, limit: number): OutboxRow[];
+  /** Remove delivered rows (one transaction). */
+  ack(sink: string, seqs: readonly number[]): void;
+  /** Persist a failed attempt: attempt count, next attempt time and the error. */
+  recordFailure(
+    sink: string,
+    seqs: readonly number[],
+    failure: { attempts: number; nextAttemptAt: number; error: string },
+  ): void;
+  /** Move rows to dead letters in one transaction. */
+  deadLetter(sink: string, seqs: readonly number[], why: { reason: DeadLetterReason; error: string }): void;
+  /** Move the oldest rows beyond the caps to dead letters (reason overflow/expired); returns how many moved. */
+  enforceCaps(sink: string, caps: Caps, nowMs: number): number;
+  /** Like enforceCaps, with the count per reason. */
+  enforceCapsByReason(sink: string, caps: Caps, nowMs: number): CapsResult;
+  stats(): SinkQueueStats[];
+  listDeadLetters(filter?: { sink?: string; id?: number; limit?: number }): DeadLetterRow[];
+  /** Move dead letters back to the end of their sink's queue with attempts reset; returns how many. */
+  replayDeadLetters(filter?: { sink?: string; id?: number }): number;
+  setMeta(key: string, value: string): void;
+  getMeta(key: string): string | undefined;
+  /** PRAGMA integrity_check result ('ok' when healthy). */
+  integrityCheck(): string;
+  /** Checkpoint and truncate the WAL, return free pages to the filesystem (run when queues drain). */
+  compact(): void;
+  diskUsage(): DiskUsage;
+  /** Test hook: limit the database to `pages` pages (forces SQLITE_FULL); undefined removes the limit. */
+  setPageLimit(pages: number | undefined): void;
+  close(): void;
+}
+
+interface StoreInternals {
+  db: DatabaseSync;
+  stateDir: string;
+  databasePath: string;
+  logger: Logger;
+  now: () => number;
+  lock?: StateDirLock;
+  /** Path of the reserve file; undefined for read-only inspection. */
+  reservePath?: string;
+}
+
+/** Pre-create a file with owner-only permissions so SQLite never creates it world-readable. */
+export function createPrivateFile(path: string, platform?: NodeJS.Platform): void {
+  if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600));
+  restrictFile(path, platform);
+}
+
+/**
+ * Open (creating if needed) and verify the database: WAL + FULL asserted, busy timeout, integrity check,
+ * migrations. A damaged file is quarantined to `<name>.corrupt-<timestamp>` and a fresh database started.
+ */
+export function openDatabase(
+  databasePath: string,
+  logger: Logger,
+  options: { platform?: NodeJS.Platform; now: () => number },
+): DatabaseSync {
+  try {
+    return openVerified(databasePath, options.platform);
+  } catch (error) {
+    if (!(error instanceof CorruptDatabaseError) && !isCorruption(error)) throw error;
+    const quarantined = quarantine(databasePath, options.now());
+    logger.error(
+      { err: error, quarantinedTo: quarantined, databasePath },
+      'STATE DATABASE IS CORRUPT: moved it aside (kept, never deleted) and started a fresh database. ' +
+        'Records still pending in the old file were NOT delivered; inspect the quarantined file to recover them.',
+    );
+    const db = openVerified(databasePath, options.platform);
+    db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(
+      'store.lastQuarantine',
+      JSON.stringify({ at: new Date(options.now()).toISOString(), file: quarantined }),
+    );
+    return db;
+  }
+}
+
+class CorruptDatabaseError extends Error {}
+
+function openVerified(databasePath: string, platform: NodeJS.Platform | undefined): DatabaseSync {
+  createPrivateFile(databasePath, platform);
+  const db = new DatabaseSync(databasePath, { timeout: BUSY_TIMEOUT_MS });
+  try {
+    db.exec(`PRAGMA busy_timeout=${BUSY_TIMEOUT_MS}`);
+    db.exec('PRAGMA auto_vacuum=INCREMENTAL'); // only takes effect on a new, empty database
+    const mode = pragma(db, 'journal_mode=WAL');
+    if (String(mode).toLowerCase() !== 'wal') {
+      throw new StoreOpenError(`SQLite refused journal_mode=WAL (got "${String(mode)}") for ${databasePath}`);
+    }
+    db.exec('PRAGMA synchronous=FULL');
+    const sync = pragma(db, 'synchronous');
+    if (sync !== 2) throw new StoreOpenError(`SQLite refused synchronous=FULL (got ${String(sync)})`);
+    const busy = pragma(db, 'busy_timeout');
+    if (typeof busy !== 'number' || busy < BUSY_TIMEOUT_MS) {
+      throw new StoreOpenError(
+        `SQLite busy_timeout is ${String(busy)}, expected at least ${BUSY_TIMEOUT_MS}`,
+      );
+    }
+    db.exec(`PRAGMA journal_size_limit=${JOURNAL_SIZE_LIMIT}`);
+    const integrity = runIntegrityCheck(db);
+    if (integrity !== 'ok') throw new CorruptDatabaseError(`integrity_check failed: ${integrity}`);
+    migrate(db, databasePath);
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+function pragma(db: DatabaseSync, text: string): unknown {
+  const row = db.prepare(`PRAGMA ${text}`).get() as Record<string, unknown> | undefined;
+  return row === undefined ? undefined : Object.values(row)[0];
+}
+
+function runIntegrityCheck(db: DatabaseSync): string {
+  const rows = db.prepare('PRAGMA integrity_check').all() as Array<Record<string, unknown>>;
+  return rows.map((r) => String(Object.values(r)[0])).join('; ');
+}
+
+function migrate(db: DatabaseSync, databasePath: string): void {
+  const version = pragma(db, 'user_version') as number;
+  if (version > SCHEMA_VERSION) {
+    throw new StoreOpenError(
+      `the database ${databasePath} has schema version ${version}, newer than this forwarder supports ` +
+        `(${SCHEMA_VERSION}); run the forwarder version that wrote it, or a newer one`,
+    );
+  }
+  for (let v = version; v < SCHEMA_VERSION; v++) {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.exec(MIGRATIONS[v] as string);
+      db.exec(`PRAGMA user_version=${v + 1}`);
+      db.exec('COMMIT');
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+}
+
+/** Move the database and its WAL/SHM aside; returns the new main-file path. Nothing is deleted. */
+function quarantine(databasePath: string, nowMs: number): string {
+  const stamp = new Date(nowMs).toISOString().replace(/[:.]/g, '-');
+  let target = `${databasePath}.corrupt-${stamp}`;
+  for (let n = 1; existsSync(target); n++) target = `${databasePath}.corrupt-${stamp}-${n}`;
+  for (const suffix of ['', '-wal', '-shm']) {
+    if (existsSync(databasePath + suffix)) renameSync(databasePath + suffix, target + suffix);
+  }
+  return target;
+}
+
+/** The SQLite-backed Store. Construct through openStore() / openStoreForInspection(). */
+export class SqliteStore implements Store {
+  readonly stateDir: string;
+  readonly databasePath: string;
+  readonly #db: DatabaseSync;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #lock: StateDirLock | undefined;
+  readonly #reservePath: string | undefined;
+  #reserveReleased = false;
+  #lastReserveAttempt = 0;
+
+  constructor(internals: StoreInternals) {
+    this.#db = internals.db;
+    this.stateDir = internals.stateDir;
+    this.databasePath = internals.databasePath;
+    this.#logger = internals.logger;
+    this.#now = internals.now;
+    this.#lock = internals.lock;
+    this.#reservePath = internals.reservePath;
+    if (this.#reservePath !== undefined) this.#ensureReserve();
+  }
+
+  loadState<T>(): T | undefined {
+    const row = this.#db.prepare('SELECT json FROM state WHERE id = 1').get() as { json: string } | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.json) as T);
+  }
+
+  commit(
+    state: unknown,
+    deliveries: ReadonlyArray<{ record: LifecycleRecord; sinks: readonly string[] }>,
+  ): void {
+    const now = this.#now();
+    this.#write('commit of state and outbox rows', false, () => {
+      this.#db
+        .prepare(
+          'INSERT INTO state (id, json, updated_at) VALUES (1, ?, ?) ' +
+            'ON CONFLICT (id) DO UPDATE SET json = excluded.json, updated_at = excluded.updated_at',
+        )
+        .run(JSON.stringify(state ?? null), now);
+      const insert = this.#db.prepare(
+        'INSERT INTO outbox (sink, record_id, record_source, record, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      );
+      for (const { record, sinks } of deliveries) {
+        const json = JSON.stringify(record);
+        const bytes = Buffer.byteLength(json);
+        for (const sink of sinks) insert.run(sink, record.id, record.source, json, bytes, now);
+      }
+    });
+    this.#maybeRestoreReserve();
+  }
+
+  pending(sink: string, limit: number): OutboxRow[] {
+    const rows = this.#db
+      .prepare(
+        'SELECT seq, sink, record_id, record, attempts, next_attempt_at, created_at, bytes, last_error ' +
+          'FROM outbox WHERE sink = ? ORDER BY seq LIMIT ?',
+      )
+      .all(sink, Math.max(1, Math.floor(limit))) as Array<Record<string, unknown>>;
+    return rows.map((r) => ({
+      seq: Number(r.seq),
+      sink: String(r.sink),
+      recordId: String(r.record_id),
+      record: JSON.parse(String(r.record)) as LifecycleRecord,
+      attempts: Number(r.attempts),
+      nextAttemptAt: Number(r.next_attempt_at),
+      createdAt: Number(r.created_at),
+      bytes: Number(r.bytes),
+      lastError: r.last_error === null ? null : String(r.last_error),
+    }));
+  }
+
+  ack(sink: string, seqs: readonly number[]): void {
+    if (seqs.length === 0) return;
+    this.#write('acknowledging delivered rows', true, () => {
+      const del = this.#db.prepare('DELETE FROM outbox WHERE sink = ? AND seq = ?');
+      for (const seq of seqs) del.run(sink, seq);
+    });
+  }
+
+  recordFailure(
+    sink: string,
+    seqs: readonly number[],
+    failure: { attempts: number; nextAttemptAt: number; error: string },
+  ): void {
+    if (seqs.length === 0) return;
+    this.#write('recording a failed attempt', true, () => {
+      const update = this.#db.prepare(
+        'UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE sink = ? AND seq = ?',
+      );
+      for (const seq of seqs) update.run(failure.attempts, failure.nextAttemptAt, failure.error, sink, seq);
+    });
+  }
+
+  deadLetter(sink: string, seqs: readonly number[], why: { reason: DeadLetterReason; error: string }): void {
+    if (seqs.length === 0) return;
+    this.#write('moving rows to dead letters', true, () => this.#moveToDeadLetters(sink, seqs, why));
+  }
+
+  #moveToDeadLetters(
+    sink: string,
+    seqs: readonly number[],
+    why: { reason: DeadLetterReason; error: string },
+  ): void {
+    const now = this.#now();
+    const copy = this.#db.prepare(
+      'INSERT INTO dead_letters (sink, original_seq, record_id, record_source, record, bytes, created_at, attempts, ' +
+        'reason, error, dead_lettered_at) SELECT sink, seq, record_id, record_source, record, bytes, created_at, ' +
+        'attempts, ?, ?, ? FROM outbox WHERE sink = ? AND seq = ?',
+    );
+    const del = this.#db.prepare('DELETE FROM outbox WHERE sink = ? AND seq = ?');
+    for (const seq of seqs) {
+      copy.run(why.reason, why.error, now, sink, seq);
+      del.run(sink, seq);
+    }
+  }
+
+  enforceCaps(sink: string, caps: Caps, nowMs: number): number {
+    const { overflow, expired } = this.enforceCapsByReason(sink, caps, nowMs);
+    return overflow + expired;
+  }
+
+  enforceCapsByReason(sink: string, caps: Caps, nowMs: number): CapsResult {
+    const result: CapsResult = { overflow: 0, expired: 0 };
+    if (
+      caps.maxAgeMs === undefined &&
+      caps.maxPendingRows === undefined &&
+      caps.maxPendingBytes === undefined
+    ) {
+      return result;
+    }
+    this.#write('moving rows beyond the sink caps to dead letters', true, () => {
+      if (caps.maxAgeMs !== undefined) {
+        const cutoff = nowMs - caps.maxAgeMs;
+        const expired = this.#seqs('SELECT seq FROM outbox WHERE sink = ? AND created_at < ? ORDER BY seq', [
+          sink,
+          cutoff,
+        ]);
+        this.#moveToDeadLetters(sink, expired, {
+          reason: 'expired',
+          error: `pending longer than the sink's maxAge (${caps.maxAgeMs} ms)`,
+        });
+        result.expired = expired.length;
+      }
+      const victims: number[] = [];
+      const rows = this.#db
+        .prepare('SELECT COUNT(*) AS n, COALESCE(SUM(bytes), 0) AS b FROM outbox WHERE sink = ?')
+        .get(sink) as { n: number; b: number };
+      let count = Number(rows.n);
+      let bytes = Number(rows.b);
+      const overRows = () => caps.maxPendingRows !== undefined && count > caps.maxPendingRows;
+      const overBytes = () => caps.maxPendingBytes !== undefined && bytes > caps.maxPendingBytes;
+      if (overRows() || overBytes()) {
+        const iter = this.#db
+          .prepare('SELECT seq, bytes FROM outbox WHERE sink = ? ORDER BY seq')
+          .iterate(sink);
+        for (const row of iter as Iterable<{ seq: number; bytes: number }>) {
+          if (!overRows() && !overBytes()) break;
+          victims.push(Number(row.seq));
+          count -= 1;
+          bytes -= Number(row.bytes);
+        }
+      }
+      this.#moveToDeadLetters(sink, victims, {
+        reason: 'overflow',
+        error: `sink queue over its caps (maxPendingRows ${caps.maxPendingRows ?? 'none'}, maxPendingBytes ${
+          caps.maxPendingBytes ?? 'none'
+        })`,
+      });
+      result.overflow = victims.length;
+    });
+    if (result.overflow + result.expired > 0) {
+      this.#logger.error(
+        { sink, ...result, caps },
+        'sink queue over its caps: moved the oldest pending records to dead letters (replay with `deadletters replay`)',
+      );
+    }
+    return result;
+  }
+
+  #seqs(sql: string, params: Array<string | number>): number[] {
+    return (this.#db.prepare(sql).all(...params) as Array<{ seq: number }>).map((r) => Number(r.seq));
+  }
+
+  stats(): SinkQueueStats[] {
+    const bySink = new Map<string, SinkQueueStats>();
+    const get = (sink: string): SinkQueueStats => {
+      let s = bySink.get(sink);
+      if (s === undefined) {
+        s = {
+          sink,
+          pending: 0,
+          pendingBytes: 0,
+          oldestCreatedAt: null,
+          nextAttemptAt: null,
+          headAttempts: 0,
+          lastError: null,
+          deadLetters: 0,
+        };
+        bySink.set(sink, s);
+      }
+      return s;
+    };
+    const pending = this.#db
+      .prepare(
+        'SELECT sink, COUNT(*) AS n, SUM(bytes) AS b, MIN(created_at) AS oldest, MIN(seq) AS head ' +
+          'FROM outbox GROUP BY sink',
+      )
+      .all() as Array<{ sink: string; n: number; b: number; oldest: number; head: number }>;
+    const headRow = this.#db.prepare(
+      'SELECT next_attempt_at, attempts, last_error FROM outbox WHERE seq = ?',
+    );
+    for (const row of pending) {
+      const s = get(row.sink);
+      s.pending = Number(row.n);
+      s.pendingBytes = Number(row.b);
+      s.oldestCreatedAt = Number(row.oldest);
+      const head = headRow.get(row.head) as
+        | { next_attempt_at: number; attempts: number; last_error: string | null }
+        | undefined;
+      if (head !== undefined) {
+        s.nextAttemptAt = Number(head.next_attempt_at);
+        s.headAttempts = Number(head.attempts);
+        s.lastError = head.last_error;
+      }
+    }
+    const dead = this.#db
+      .prepare('SELECT sink, COUNT(*) AS n FROM dead_letters GROUP BY sink')
+      .all() as Array<{
+      sink: string;
+      n: number;
+    }>;
+    for (const row of dead) get(row.sink).deadLetters = Number(row.n);
+    return [...bySink.values()].sort((a, b) => a.sink.localeCompare(b.sink));
+  }
+
+  listDeadLetters(filter: { sink?: string; id?: number; limit?: number } = {}): DeadLetterRow[] {
+    const { where, params } = deadLetterWhere(filter);
+    const rows = this.#db
+      .prepare(`SELECT * FROM dead_letters ${where} ORDER BY id LIMIT ?`)
+      .all(...params, filter.limit ?? -1) as Array<Record<string, unknown>>;
+    return rows.map((r) => ({
+      id: Number(r.id),
+      sink: String(r.sink),
+      originalSeq: Number(r.original_seq),
+      recordId: String(r.record_id),
+      recordSource: String(r.record_source),
+      record: JSON.parse(String(r.record)) as LifecycleRecord,
+      bytes: Number(r.bytes),
+      createdAt: Number(r.created_at),
+      attempts: Number(r.attempts),
+      reason: String(r.reason) as DeadLetterReason,
+      error: String(r.error),
+      deadLetteredAt: Number(r.dead_lettered_at),
+    }));
+  }
+
+  replayDeadLetters(filter: { sink?: string; id?: number } = {}): number {
+    const { where, params } = deadLetterWhere(filter);
+    let moved = 0;
+    this.#write('replaying dead letters', false, () => {
+      const now = this.#now();
+      const result = this.#db
+        .prepare(
+          'INSERT INTO outbox (sink, record_id, record_source, record, bytes, created_at) ' +
+            `SELECT sink, record_id, record_source, record, bytes, ? FROM dead_letters ${where} ORDER BY id`,
+        )
+        .run(now, ...params);
+      moved = Number(result.changes);
+      this.#db.prepare(`DELETE FROM dead_letters ${where}`).run(...params);
+    });
+    if (moved > 0) this.#logger.info({ ...filter, count: moved }, 'dead letters moved back to the outbox');
+    return moved;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.#write(`writing meta key ${key}`, false, () => {
+      this.#db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(key, value);
+    });
+  }
+
+  getMeta(key: string): string | undefined {
+    const row = this.#db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as
+      | { value: string }
+      | undefined;
+    return row?.value;
+  }
+
+  integrityCheck(): string {
+    return runIntegrityCheck(this.#db);
+  }
+
+  compact(): void {
+    try {
+      this.#db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+      this.#db.exec('PRAGMA incremental_vacuum');
+    } catch (error) {
+      this.#logger.warn({ err: error }, 'store compaction (checkpoint/vacuum) failed; will retry later');
+    }
+  }
+
+  diskUsage(): DiskUsage {
+    const size = (path: string | undefined) => {
+      try {
+        return path === undefined ? 0 : statSync(path).size;
+      } catch {
+        return 0;
+      }
+    };
+    const dbBytes = size(this.databasePath);
+    const walBytes = size(`${this.databasePath}-wal`);
+    const shmBytes = size(`${this.databasePath}-shm`);
+    return {
+      dbBytes,
+      walBytes,
+      shmBytes,
+      reserveBytes: size(this.#reservePath),
+      totalBytes: dbBytes + walBytes + shmBytes,
+    };
+  }
+
+  setPageLimit(pages: number | undefined): void {
+    this.#db.exec(`PRAGMA max_page_count=${pages === undefined ? UNLIMITED_PAGES : Math.floor(pages)}`);
+  }
+
+  close(): void {
+    if (this.#db.isOpen) {
+      try {
+        this.#db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+      } catch {
+        // a busy or full disk must not prevent closing; WAL is replayed on next open
+      }
+      this.#db.close();
+    }
+    this.#lock?.release();
+  }
+
+  /**
+   * Run `fn` in one IMMEDIATE transaction. On SQLITE_FULL in the drain path (acks, retry bookkeeping,
+   * dead-letter moves), release the reserve file once and retry, so a full disk never wedges delivery.
+   */
+  #write(what: string, drainPath: boolean, fn: () => void): void {
+    try {
+      this.#transaction(fn);
+    } catch (error) {
+      if (drainPath && sqliteErrorCode(error) === SQLITE_FULL && this.#releaseReserve()) {
+        try {
+          this.#transaction(fn);
+          return;
+        } catch (retryError) {
+          throw toWriteError(what, retryError);
+        }
+      }
+      throw toWriteError(what, error);
+    }
+  }
+
+  #transaction(fn: () => void): void {
+    this.#db.exec('BEGIN IMMEDIATE');
+    try {
+      fn();
+      this.#db.exec('COMMIT');
+    } catch (error) {
+      if (this.#db.isTransaction) {
+        try {
+          this.#db.exec('ROLLBACK');
+        } catch {
+          // the transaction is gone either way
+        }
+      }
+      throw error;
+    }
+  }
+
+  #ensureReserve(): void {
+    const path = this.#reservePath;
+    if (path === undefined) return;
+    try {
+      if (existsSync(path) && statSync(path).size >= RESERVE_BYTES) return;
+      const fd = openSync(path, 'w', 0o600);
+      try {
+        const chunk = Buffer.alloc(256 * 1024);
+        for (let written = 0; written < RESERVE_BYTES; written += chunk.length) writeSync(fd, chunk);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      this.#reserveReleased = false;
+    } catch (error) {
+      try {
+        unlinkSync(path);
+      } catch {
+        // nothing to clean up
+      }
+      this.#reserveReleased = true;
+      this.#logger.warn({ err: error }, 'could not create the disk-full reserve file; will retry later');
+    }
+  }
+
+  #releaseReserve(): boolean {
+    if (this.#reservePath === undefined || this.#reserveReleased) return false;
+    try {
+      unlinkSync(this.#reservePath);
+    } catch {
+      // already gone
+    }
+    this.#reserveReleased = true;
+    this.#lastReserveAttempt = this.#now();
+    this.#logger.error(
+      { reserveBytes: RESERVE_BYTES },
+      'DISK FULL: released the reserve file so delivered records can still be acknowledged; ' +
+        'new records cannot be committed until space is freed',
+    );
+    return true;
+  }
+
+  #maybeRestoreReserve(): void {
+    if (!this.#reserveReleased || this.#reservePath === undefined) return;
+    const now = this.#now();
+    if (now - this.#lastReserveAttempt < RESERVE_RETRY_MS) return;
+    this.#lastReserveAttempt = now;
+    this.#ensureReserve();
+    if (!this.#reserveReleased) this.#logger.info('disk space is back: disk-full reserve file restored');
+  }
+}
+
+function deadLetterWhere(filter: { sink?: string; id?: number }): {
+  where: string;
+  params: Array<string | number>;
+} {
+  const clauses: string[] = [];
+  const params: Array<string | number> = [];
+  if (filter.sink !== undefined) {
+    clauses.push('sink = ?');
+    params.push(filter.sink);
+  }
+  if (filter.id !== undefined) {
+    clauses.push('id = ?');
+    params.push(filter.id);
+  }
+  return { where: clauses.length === 0 ? '' : `WHERE ${clauses.join(' AND ')}`, params };
+}
