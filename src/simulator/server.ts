@@ -1,0 +1,355 @@
+/**
+ * The simulator's HTTP handler: IMDS paths (scheduled events GET/POST, instance metadata, managed identity
+ * token) at the root for the primary VM and under /vms/<name>/ for any other VM identity, with IMDS's
+ * request rules and the configured faults, plus the JSON admin API under /admin.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../log.ts';
+import type { RequestLogEntry, SimulatorAdmin } from './admin.ts';
+import { parseDuration } from './clock.ts';
+import type { FaultController } from './faults.ts';
+import { instanceDocument, tokenResponse } from './identity.ts';
+import type { SimulatorState } from './state.ts';
+import {
+  IDENTITY_API_VERSIONS,
+  INSTANCE_API_VERSIONS,
+  newestVersions,
+  SCHEDULED_EVENTS_API_VERSIONS,
+} from './versions.ts';
+
+const MAX_BODY_BYTES = 1024 * 1024;
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** An HTTP answer before faults spoil it. */
+interface Answer {
+  status: number;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+export interface HandlerDeps {
+  state: SimulatorState;
+  faults: FaultController;
+  admin: SimulatorAdmin;
+  sync(): void;
+  record(entry: Omit<RequestLogEntry, 'seq' | 'at'>): void;
+  logger: Logger;
+}
+
+const json = (status: number, value: unknown, headers?: Record<string, string>): Answer => ({
+  status,
+  body: JSON.stringify(value),
+  ...(headers ? { headers } : {}),
+});
+
+/** The IMDS-like error for a missing or unknown api-version. */
+function badApiVersion(given: string | null, versions: readonly string[]): Answer {
+  return json(400, {
+    error: given
+      ? `Bad request. api-version '${given}' is invalid. For more information refer to aka.ms/azureimds`
+      : 'Bad request. api-version was not specified in the request. For more information refer to aka.ms/azureimds',
+    'newest-versions': newestVersions(versions),
+  });
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new Error('request body too large'));
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, answer: Answer): void {
+  const body = Buffer.from(answer.body, 'utf8');
+  res.writeHead(answer.status, {
+    'Content-Type': answer.headers?.['Content-Type'] ?? JSON_TYPE,
+    'Content-Length': String(body.length),
+    Server: 'Microsoft-IIS/10.0 (scheduled-events-forwarder simulator)',
+    ...answer.headers,
+  });
+  res.end(body);
+}
+
+type Endpoint = RequestLogEntry['endpoint'];
+
+function endpointOf(path: string): Endpoint {
+  const p = path.toLowerCase().replace(/\/+$/, '');
+  if (p === '/metadata/scheduledevents') return 'scheduledevents';
+  if (p === '/metadata/instance' || p === '/metadata/instance/compute') return 'instance';
+  if (p === '/metadata/identity/oauth2/token') return 'token';
+  return 'other';
+}
+
+/** Creates the request handler. */
+export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    handle(deps, req, res).catch((error: unknown) => {
+      deps.logger.error({ err: error }, 'simulator request failed');
+      if (!res.headersSent) send(res, json(500, { error: 'simulator internal error' }));
+      else res.destroy();
+    });
+  };
+}
+
+async function handle(deps: HandlerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://simulator.invalid');
+  const method = req.method ?? 'GET';
+  let path = url.pathname;
+  let vmName = deps.state.primaryVmName;
+  const vmMatch = /^\/vms\/([^/]+)(\/.*)?$/.exec(path);
+  if (vmMatch?.[1]) {
+    vmName = decodeURIComponent(vmMatch[1]);
+    path = vmMatch[2] ?? '/';
+  } else if (path === '/admin' || path.startsWith('/admin/')) {
+    const answer = await handleAdmin(deps, method, path, url, req);
+    send(res, answer);
+    deps.record({ method, path: url.pathname, vm: '', endpoint: 'admin', status: answer.status, faults: [] });
+    return;
+  }
+  const found = endpointOf(path);
+  const log = (status: number | null, faults: string[]) =>
+    deps.record({ method, path: url.pathname + url.search, vm: vmName, endpoint: found, status, faults });
+  if (found === 'other' || found === 'admin') {
+    send(res, json(404, { error: 'Not found' }));
+    log(404, []);
+    return;
+  }
+  const endpoint = found;
+  deps.sync();
+  const decision = deps.faults.decide({ vm: vmName, endpoint, method });
+  if (decision.delayMs > 0) await new Promise((r) => setTimeout(r, decision.delayMs));
+  const terminal = decision.terminal;
+  if (terminal?.kind === 'reset') {
+    log(null, decision.applied);
+    req.socket.destroy();
+    return;
+  }
+  if (terminal?.kind === 'hang') {
+    log(null, decision.applied);
+    return; // never answer; close() destroys the connection
+  }
+  if (terminal?.kind === 'status') {
+    const headers: Record<string, string> = {};
+    if (terminal.retryAfterSeconds !== undefined) headers['Retry-After'] = String(terminal.retryAfterSeconds);
+    const message = terminal.status === 429 ? 'Too many requests' : `Simulated HTTP ${terminal.status}`;
+    send(res, json(terminal.status, { error: message }, headers));
+    log(terminal.status, decision.applied);
+    return;
+  }
+  if (terminal?.kind === 'html') {
+    const page =
+      '<!DOCTYPE html><html><head><title>Access Denied</title></head><body><h1>Proxy Error</h1>' +
+      '<p>The requested URL could not be retrieved.</p></body></html>';
+    send(res, { status: 200, body: page, headers: { 'Content-Type': 'text/html; charset=utf-8' } });
+    log(200, decision.applied);
+    return;
+  }
+  const body = method === 'POST' ? await readBody(req) : '';
+  const answer = handleImds(deps, endpoint, method, vmName, url, req, body);
+  deps.sync();
+  if (terminal?.kind === 'truncated-json')
+    answer.body = answer.body.slice(0, Math.max(1, Math.floor(answer.body.length / 2)));
+  if (terminal?.kind === 'empty-body') answer.body = '';
+  send(res, answer);
+  log(answer.status, decision.applied);
+}
+
+function handleImds(
+  deps: HandlerDeps,
+  endpoint: Exclude<Endpoint, 'admin' | 'other'>,
+  method: string,
+  vmName: string,
+  url: URL,
+  req: IncomingMessage,
+  body: string,
+): Answer {
+  const { state } = deps;
+  if (req.headers['x-forwarded-for'] !== undefined) {
+    return json(400, {
+      error: 'Bad request. The request must not contain an X-Forwarded-For header (no proxies).',
+    });
+  }
+  const metadata = req.headers.metadata;
+  if (typeof metadata !== 'string' || metadata.toLowerCase() !== 'true') {
+    return endpoint === 'token'
+      ? json(400, { error: 'invalid_request', error_description: 'Required metadata header not specified' })
+      : json(400, { error: 'Bad request. Required metadata header not specified' });
+  }
+  const apiVersion = url.searchParams.get('api-version');
+  const versions =
+    endpoint === 'scheduledevents'
+      ? SCHEDULED_EVENTS_API_VERSIONS
+      : endpoint === 'instance'
+        ? INSTANCE_API_VERSIONS
+        : IDENTITY_API_VERSIONS;
+  if (!apiVersion || !(versions as readonly string[]).includes(apiVersion))
+    return badApiVersion(apiVersion, versions);
+  const vm = state.ensureVm(vmName);
+
+  if (endpoint === 'instance') {
+    if (method !== 'GET') return json(405, { error: 'Method not allowed' });
+    const doc = instanceDocument(vm);
+    return json(200, url.pathname.toLowerCase().endsWith('/compute') ? doc.compute : doc);
+  }
+  if (endpoint === 'token') {
+    if (method !== 'GET') return json(405, { error: 'Method not allowed' });
+    const resource = url.searchParams.get('resource');
+    if (!resource) {
+      return json(400, {
+        error: 'invalid_request',
+        error_description: "Required query variable 'resource' is missing",
+      });
+    }
+    return json(200, tokenResponse(vm, resource, url.searchParams.get('client_id') ?? undefined));
+  }
+  if (method === 'GET') return json(200, state.document(vmName, apiVersion));
+  if (method !== 'POST') return json(405, { error: 'Method not allowed' });
+  return approve(state, vmName, body);
+}
+
+/** POST StartRequests: 200 for known EventIds (also already approved), 400 for malformed bodies. */
+function approve(state: SimulatorState, vmName: string, body: string): Answer {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return json(400, { error: 'Bad request. The request body is not valid JSON.' });
+  }
+  const requests = (parsed as { StartRequests?: unknown } | null)?.StartRequests;
+  if (!Array.isArray(requests)) {
+    return json(400, { error: 'Bad request. The request body must contain a StartRequests list.' });
+  }
+  const ids: string[] = [];
+  for (const item of requests) {
+    const id = (item as { EventId?: unknown } | null)?.EventId;
+    if (typeof id !== 'string' || id === '') {
+      return json(400, { error: 'Bad request. Every StartRequests entry needs an EventId string.' });
+    }
+    ids.push(id);
+  }
+  const { unknown } = state.approve(vmName, ids);
+  if (unknown.length > 0) return json(400, { error: `Bad request. Unknown EventId: ${unknown.join(', ')}` });
+  return { status: 200, body: '' };
+}
+
+async function handleAdmin(
+  deps: HandlerDeps,
+  method: string,
+  path: string,
+  url: URL,
+  req: IncomingMessage,
+): Promise<Answer> {
+  const { admin } = deps;
+  const parts = path.split('/').filter(Boolean).slice(1).map(decodeURIComponent);
+  const route = `${method} /${parts.map((p, i) => (i === 1 && (parts[0] === 'events' || parts[0] === 'vms') ? ':id' : p)).join('/')}`;
+  const id = parts[1] ?? '';
+  let body: unknown;
+  try {
+    const text = method === 'GET' || method === 'DELETE' ? '' : await readBody(req);
+    body = text.trim() === '' ? {} : JSON.parse(text);
+  } catch (error) {
+    return json(400, {
+      error: `admin request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}`,
+    });
+  }
+  const b = (body ?? {}) as Record<string, unknown>;
+  try {
+    switch (route) {
+      case 'GET /':
+      case 'GET /state':
+        return json(200, {
+          now: new Date(admin.now()).toISOString(),
+          primaryVm: deps.state.primaryVmName,
+          vms: admin.vms(),
+          events: admin.events(),
+          approvals: admin.approvals(),
+          faults: admin.faults(),
+          scenarioDone: admin.scenarioDone(),
+        });
+      case 'GET /events':
+        return json(200, admin.events());
+      case 'POST /events':
+        return json(201, admin.injectEvent(body as Parameters<SimulatorAdmin['injectEvent']>[0]));
+      case 'POST /events/:id/status':
+        if (b.status !== 'Scheduled' && b.status !== 'Started')
+          throw new RangeError('status must be Scheduled or Started');
+        admin.setStatus(id, b.status);
+        return json(200, { ok: true });
+      case 'POST /events/:id/reschedule': {
+        const target =
+          typeof b.notBefore === 'string' || typeof b.notBefore === 'number'
+            ? b.notBefore
+            : admin.now() + parseDuration(b.noticeSeconds as string | number, 'noticeSeconds');
+        admin.reschedule(id, target);
+        return json(200, { ok: true });
+      }
+      case 'DELETE /events/:id':
+        admin.removeEvent(id);
+        return json(200, { ok: true });
+      case 'POST /advance': {
+        const ms =
+          typeof b.ms === 'number'
+            ? b.ms
+            : parseDuration((b.by ?? b.seconds) as string | number, 'advance "by"');
+        admin.advance(ms);
+        return json(200, { now: new Date(admin.now()).toISOString() });
+      }
+      case 'GET /faults':
+        return json(200, admin.faults());
+      case 'PUT /faults':
+        return json(200, admin.setFaults(Array.isArray(body) ? body : [body as never]));
+      case 'POST /faults':
+        return json(201, admin.addFault(body as never));
+      case 'DELETE /faults':
+        admin.clearFaults();
+        return json(200, { ok: true });
+      case 'GET /approvals':
+        return json(200, admin.approvals());
+      case 'GET /document':
+        return json(
+          200,
+          admin.document(
+            url.searchParams.get('vm') ?? undefined,
+            url.searchParams.get('api-version') ?? undefined,
+          ),
+        );
+      case 'GET /requests':
+        return json(200, admin.requests());
+      case 'GET /vms':
+        return json(200, admin.vms());
+      case 'POST /vms': {
+        if (typeof b.name !== 'string' || b.name === '') throw new RangeError('a VM needs a "name"');
+        return json(201, admin.addVm(b.name, b as never));
+      }
+      case 'POST /vms/:id/move':
+        admin.moveVm(id, typeof b.incarnation === 'number' ? b.incarnation : 1);
+        return json(200, { ok: true });
+      case 'GET /scenario':
+        return json(200, { done: admin.scenarioDone() });
+      default:
+        return json(404, { error: `no admin route ${method} ${path}` });
+    }
+  } catch (error) {
+    const message =
+      error instanceof Error && 'issues' in error
+        ? (error as { issues: Array<{ path: PropertyKey[]; message: string }> }).issues
+            .map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`)
+            .join('; ')
+        : error instanceof Error
+          ? error.message
+          : String(error);
+    const status = /^no event with EventId/.test(message) ? 404 : 400;
+    return json(status, { error: message });
+  }
+}
