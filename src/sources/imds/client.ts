@@ -1,0 +1,321 @@
+/**
+ * HTTP client for the Azure Instance Metadata Service (Scheduled Events, instance metadata, approvals).
+ *
+ * IMDS must never be reached through a proxy, so requests use node:http with a dedicated http.Agent that has
+ * no proxy configuration: HTTP_PROXY / HTTPS_PROXY / ALL_PROXY / NODE_USE_ENV_PROXY are ignored whatever
+ * NO_PROXY says (global fetch and http.globalAgent may honour them; this client uses neither).
+ */
+import http from 'node:http';
+import type { Logger } from '../../log.ts';
+import type { ScheduledEventsDocument, VmIdentity } from '../types.ts';
+import { parseRetryAfter } from './backoff.ts';
+import { excerptOf, ImdsError } from './errors.ts';
+import { parseInstanceMetadata, parseScheduledEventsDocument } from './parse.ts';
+
+export { ImdsError, ImdsResponseError } from './errors.ts';
+
+/** The link-local IMDS address inside every Azure VM. Tests never use it. */
+export const DEFAULT_IMDS_ENDPOINT = 'http://169.254.169.254';
+/** Newest Scheduled Events api-version (adds DurationInSeconds). */
+export const DEFAULT_API_VERSION = '2020-07-01';
+/** api-version for /metadata/instance. */
+export const DEFAULT_INSTANCE_API_VERSION = '2021-02-01';
+/** The first Scheduled Events call enables the feature and may take up to 2 minutes. */
+export const DEFAULT_FIRST_REQUEST_TIMEOUT_MS = 120_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
+/** Larger answers are rejected (a real document is a few KB). */
+const MAX_BODY_BYTES = 1024 * 1024;
+
+function metadataUrl(endpoint: string, path: string, apiVersion: string): string {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new RangeError(
+      `invalid IMDS endpoint "${endpoint}": expected a URL such as ${DEFAULT_IMDS_ENDPOINT}`,
+    );
+  }
+  if (url.protocol !== 'http:') {
+    throw new RangeError(`invalid IMDS endpoint "${endpoint}": IMDS is plain http:// (got ${url.protocol})`);
+  }
+  if (apiVersion.trim() === '') throw new RangeError('IMDS api-version must not be empty');
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/metadata/${path}`;
+  url.search = '';
+  url.hash = '';
+  url.searchParams.set('api-version', apiVersion);
+  return url.toString();
+}
+
+/**
+ * `{endpoint}/metadata/scheduledevents?api-version=V`. The endpoint may carry a path prefix
+ * (e.g. http://127.0.0.1:8080/vms/vm-3, used by the simulator to serve many VMs).
+ */
+export function buildScheduledEventsUrl(endpoint: string, apiVersion: string): string {
+  return metadataUrl(endpoint, 'scheduledevents', apiVersion);
+}
+
+/** `{endpoint}/metadata/instance?api-version=V`. */
+export function buildInstanceMetadataUrl(endpoint: string, apiVersion: string): string {
+  return metadataUrl(endpoint, 'instance', apiVersion);
+}
+
+export interface ImdsClientOptions {
+  /** Default http://169.254.169.254. */
+  endpoint?: string;
+  /** Scheduled Events api-version, default 2020-07-01. */
+  apiVersion?: string;
+  /** Instance metadata api-version, default 2021-02-01. */
+  instanceApiVersion?: string;
+  /** Timeout of Scheduled Events requests until IMDS first answered (default 120,000 ms). */
+  firstRequestTimeoutMs?: number;
+  /** Timeout of every later request (default 5,000 ms). */
+  requestTimeoutMs?: number;
+  logger?: Logger;
+}
+
+interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** Node error codes that mean the peer dropped a kept-alive connection we tried to reuse. */
+const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE']);
+
+/** Pull IMDS's own message out of an error body ({"error": "..."} or {"message": "..."}), else an excerpt. */
+function imdsMessage(body: string): string {
+  try {
+    const json: unknown = JSON.parse(body);
+    if (json && typeof json === 'object') {
+      const record = json as Record<string, unknown>;
+      for (const key of ['error', 'message', 'Message', 'error_description']) {
+        if (typeof record[key] === 'string') return record[key] as string;
+      }
+    }
+  } catch {
+    // not JSON: fall through to the excerpt
+  }
+  return excerptOf(body) || '(empty body)';
+}
+
+/** Client for IMDS Scheduled Events, instance metadata and approvals. Call close() when done. */
+export class ImdsClient {
+  readonly scheduledEventsUrl: string;
+  readonly instanceMetadataUrl: string;
+  readonly #firstRequestTimeoutMs: number;
+  readonly #requestTimeoutMs: number;
+  readonly #logger: Logger | undefined;
+  /** Dedicated agent with no proxy configuration: env proxy variables never apply to IMDS. */
+  readonly #agent = new http.Agent({ keepAlive: true, maxSockets: 4, proxyEnv: undefined });
+  #answeredOnce = false;
+
+  constructor(options: ImdsClientOptions = {}) {
+    const endpoint = options.endpoint ?? DEFAULT_IMDS_ENDPOINT;
+    this.scheduledEventsUrl = buildScheduledEventsUrl(endpoint, options.apiVersion ?? DEFAULT_API_VERSION);
+    this.instanceMetadataUrl = buildInstanceMetadataUrl(
+      endpoint,
+      options.instanceApiVersion ?? DEFAULT_INSTANCE_API_VERSION,
+    );
+    this.#firstRequestTimeoutMs = options.firstRequestTimeoutMs ?? DEFAULT_FIRST_REQUEST_TIMEOUT_MS;
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.#logger = options.logger;
+  }
+
+  /**
+   * GET the Scheduled Events document. Until IMDS has answered once, waits up to firstRequestTimeoutMs;
+   * afterwards requestTimeoutMs. Throws ImdsError for every failure (never returns an empty document).
+   */
+  async getScheduledEvents(
+    signal?: AbortSignal,
+  ): Promise<{ document: ScheduledEventsDocument; body: string }> {
+    const timeoutMs = this.#answeredOnce ? this.#requestTimeoutMs : this.#firstRequestTimeoutMs;
+    const response = await this.#send('GET', this.scheduledEventsUrl, undefined, timeoutMs, signal);
+    this.#answeredOnce = true;
+    this.#throwForStatus(response, this.scheduledEventsUrl);
+    return { document: parseScheduledEventsDocument(response.body), body: response.body };
+  }
+
+  /** GET /metadata/instance and return the VM identity (compute section). */
+  async getInstanceMetadata(signal?: AbortSignal): Promise<VmIdentity> {
+    const response = await this.#send(
+      'GET',
+      this.instanceMetadataUrl,
+      undefined,
+      this.#requestTimeoutMs,
+      signal,
+    );
+    this.#throwForStatus(response, this.instanceMetadataUrl);
+    return parseInstanceMetadata(response.body);
+  }
+
+  /** Approve (start) one or several events: POST {"StartRequests":[{"EventId":...}, ...]}. */
+  async approve(eventIds: string[], signal?: AbortSignal): Promise<void> {
+    if (eventIds.length === 0) return;
+    const body = JSON.stringify({ StartRequests: eventIds.map((EventId) => ({ EventId })) });
+    const response = await this.#send('POST', this.scheduledEventsUrl, body, this.#requestTimeoutMs, signal);
+    this.#throwForStatus(response, this.scheduledEventsUrl);
+    this.#logger?.info({ eventIds }, 'approved scheduled events');
+  }
+
+  /** Close kept-alive connections. */
+  close(): void {
+    this.#agent.destroy();
+  }
+
+  #throwForStatus(response: RawResponse, url: string): void {
+    const { status, body } = response;
+    if (status >= 200 && status < 300) return;
+    const excerpt = excerptOf(body);
+    const retryAfterMs = parseRetryAfter(headerValue(response.headers['retry-after']), Date.now());
+    const common = { httpStatus: status, excerpt, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+    if (status === 400) {
+      throw new ImdsError(
+        'bad-request',
+        `IMDS rejected the request as malformed (400: ${imdsMessage(body)}); check the api-version and endpoint configuration`,
+        common,
+      );
+    }
+    if (status === 404) {
+      throw new ImdsError(
+        'not-found',
+        `IMDS endpoint not available (404 from ${url}): not running on an Azure VM, or the endpoint is wrong`,
+        common,
+      );
+    }
+    if (status === 410) throw new ImdsError('gone', `IMDS answered 410 Gone (transient; retrying)`, common);
+    if (status === 429) {
+      throw new ImdsError('throttled', 'IMDS throttled the request (429; about 5 requests/s per VM)', common);
+    }
+    if (status >= 500) throw new ImdsError('server-error', `IMDS server error ${status}`, common);
+    throw new ImdsError('unexpected-status', `IMDS answered unexpected status ${status}`, common);
+  }
+
+  async #send(
+    method: 'GET' | 'POST',
+    url: string,
+    body: string | undefined,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<RawResponse> {
+    try {
+      return await this.#sendOnce(method, url, body, timeoutMs, signal);
+    } catch (error) {
+      // A kept-alive socket the server had already closed: retry a GET once on a fresh connection.
+      if (error instanceof StaleSocketError && method === 'GET') {
+        this.#logger?.debug({ code: error.code }, 'IMDS kept-alive connection was closed; retrying once');
+        return this.#sendOnce(method, url, body, timeoutMs, signal, true);
+      }
+      if (error instanceof StaleSocketError) throw error.imdsError;
+      throw error;
+    }
+  }
+
+  #sendOnce(
+    method: 'GET' | 'POST',
+    url: string,
+    body: string | undefined,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    isRetry = false,
+  ): Promise<RawResponse> {
+    return new Promise<RawResponse>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(new ImdsError('aborted', 'IMDS request aborted'));
+        return;
+      }
+      let settled = false;
+      const finish = (error: Error | undefined, value?: RawResponse): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        if (error) reject(error);
+        else resolve(value!);
+      };
+      const headers: http.OutgoingHttpHeaders = { Metadata: 'true', Accept: 'application/json' };
+      if (body !== undefined) {
+        headers['Content-Type'] = 'application/json';
+        headers['Content-Length'] = Buffer.byteLength(body);
+      }
+      const request = http.request(url, {
+        method,
+        headers,
+        agent: isRetry ? new http.Agent({ keepAlive: false, proxyEnv: undefined }) : this.#agent,
+      });
+      const timer = setTimeout(() => {
+        finish(new ImdsError('timeout', `IMDS did not answer within ${timeoutMs} ms (${method} ${url})`));
+        request.destroy();
+      }, timeoutMs);
+      const onAbort = (): void => {
+        finish(new ImdsError('aborted', 'IMDS request aborted'));
+        request.destroy();
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      let responded = false;
+      request.on('error', (error: NodeJS.ErrnoException) => {
+        const network = new ImdsError('network', `IMDS request failed (${method} ${url}): ${error.message}`, {
+          cause: error,
+        });
+        if (!responded && !isRetry && request.reusedSocket && STALE_SOCKET_CODES.has(error.code ?? '')) {
+          finish(new StaleSocketError(error.code ?? '', network));
+        } else {
+          finish(network);
+        }
+      });
+      request.on('response', (response) => {
+        responded = true;
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_BODY_BYTES) {
+            finish(
+              new ImdsError('invalid-response', `IMDS answer is larger than ${MAX_BODY_BYTES} bytes`, {
+                httpStatus: response.statusCode ?? 0,
+                retryable: false,
+              }),
+            );
+            request.destroy();
+            return;
+          }
+          chunks.push(chunk);
+        });
+        response.on('error', (error) => {
+          finish(
+            new ImdsError('network', `IMDS connection broke while reading the answer: ${error.message}`),
+          );
+        });
+        response.on('aborted', () => {
+          finish(new ImdsError('network', 'IMDS connection closed before the answer was complete'));
+        });
+        response.on('end', () => {
+          if (!response.complete) {
+            finish(new ImdsError('network', 'IMDS connection closed before the answer was complete'));
+            return;
+          }
+          finish(undefined, {
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          });
+        });
+      });
+      request.end(body);
+    });
+  }
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Internal marker: the request failed on a reused kept-alive socket before any answer. */
+class StaleSocketError extends Error {
+  readonly code: string;
+  readonly imdsError: ImdsError;
+  constructor(code: string, imdsError: ImdsError) {
+    super(imdsError.message);
+    this.code = code;
+    this.imdsError = imdsError;
+  }
+}

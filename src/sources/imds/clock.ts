@@ -1,0 +1,38 @@
+/** The clock sources use for scheduling; injectable so tests drive time deterministically. */
+
+/** Time and timers used by the poller, the replay source and the identity cache. */
+export interface PollerClock {
+  /** Wall clock, epoch milliseconds. */
+  now(): number;
+  /** Monotonic milliseconds (never jumps backwards). */
+  monotonic(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** The real clock: Date.now, performance.now and the global timers. */
+export const realClock: PollerClock = {
+  now: () => Date.now(),
+  monotonic: () => performance.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+/** Resolve after `ms` on `clock`, or at once when `signal` aborts (never rejects). */
+export function sleep(clock: PollerClock, ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const onAbort = (): void => {
+      clock.clearTimeout(handle);
+      resolve();
+    };
+    const handle = clock.setTimeout(
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

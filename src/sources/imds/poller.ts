@@ -1,0 +1,220 @@
+/**
+ * The IMDS poller: the first Source implementation. Polls Scheduled Events on a fixed-rate schedule
+ * (tick n at start + n * interval; ticks that a slow request or a slow consumer overran are skipped, so there
+ * is no overlap and no drift), emits every document with `changed`, and every failure with a consecutive
+ * failure count — a failure is never an empty document. Transient failures back off with full jitter and
+ * Retry-After, but polls always stay on the tick grid, so the poller never exceeds its configured rate
+ * (IMDS allows about 5 requests/s per VM, shared by every agent on it).
+ */
+import type { Logger } from '../../log.ts';
+import { CaptureWriter } from '../replay/capture.ts';
+import type { PollFailureOutcome, PollOutcome, ScheduledEventsDocument, Source } from '../types.ts';
+import { type BackoffOptions, retryDelayMs } from './backoff.ts';
+import type { ImdsClient } from './client.ts';
+import { type PollerClock, realClock, sleep } from './clock.ts';
+import { sameDocument } from './document.ts';
+import { ImdsError } from './errors.ts';
+
+export type { PollerClock } from './clock.ts';
+export { realClock } from './clock.ts';
+
+export const DEFAULT_POLL_INTERVAL_MS = 1000;
+export const MIN_POLL_INTERVAL_MS = 200;
+export const DEFAULT_MAX_BACKOFF_MS = 10_000;
+export const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
+
+/** The part of ImdsClient the poller uses (lets tests substitute a scripted client). */
+export type ScheduledEventsReader = Pick<ImdsClient, 'getScheduledEvents'>;
+
+export interface ImdsPollerOptions {
+  client: ScheduledEventsReader;
+  /** Poll interval in ms (default 1000, minimum 200). */
+  intervalMs?: number;
+  clock?: PollerClock;
+  logger: Logger;
+  /** Append every distinct document (and failure state changes) to this JSON-lines capture (`--record`). */
+  captureFile?: string;
+  /** Cap of the exponential backoff after transient failures (default 10,000 ms). */
+  maxBackoffMs?: number;
+  /** Cap applied to Retry-After (default 60,000 ms). */
+  maxRetryAfterMs?: number;
+  /** Random source for jitter, [0, 1) (tests). */
+  random?: () => number;
+}
+
+/** Schedules polls on the fixed-rate grid start + n * interval. Pure; exported for tests. */
+export class FixedRateSchedule {
+  readonly #start: number;
+  readonly #interval: number;
+
+  constructor(startMs: number, intervalMs: number) {
+    this.#start = startMs;
+    this.#interval = intervalMs;
+  }
+
+  /** The first grid tick at or after `earliestMs` and strictly after the tick `lastTickMs` (if any). */
+  nextTick(earliestMs: number, lastTickMs?: number): number {
+    let n = Math.max(0, Math.ceil((earliestMs - this.#start) / this.#interval));
+    if (lastTickMs !== undefined) {
+      const last = Math.round((lastTickMs - this.#start) / this.#interval);
+      n = Math.max(n, last + 1);
+    }
+    return this.#start + n * this.#interval;
+  }
+}
+
+/** Polls IMDS Scheduled Events; see the module comment. */
+export class ImdsPoller implements Source {
+  readonly name = 'imds';
+  readonly #client: ScheduledEventsReader;
+  readonly #intervalMs: number;
+  readonly #clock: PollerClock;
+  readonly #logger: Logger;
+  readonly #capture: CaptureWriter | undefined;
+  readonly #backoff: BackoffOptions;
+  readonly #random: () => number;
+
+  constructor(options: ImdsPollerOptions) {
+    const intervalMs = options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+    if (!Number.isFinite(intervalMs) || intervalMs < MIN_POLL_INTERVAL_MS) {
+      throw new RangeError(
+        `poll interval must be at least ${MIN_POLL_INTERVAL_MS} ms (IMDS allows about 5 requests/s per VM), got ${intervalMs}`,
+      );
+    }
+    this.#client = options.client;
+    this.#intervalMs = intervalMs;
+    this.#clock = options.clock ?? realClock;
+    this.#logger = options.logger;
+    this.#capture = options.captureFile === undefined ? undefined : new CaptureWriter(options.captureFile);
+    this.#backoff = {
+      baseMs: intervalMs,
+      maxMs: Math.max(intervalMs, options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS),
+      maxRetryAfterMs: options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
+    };
+    this.#random = options.random ?? Math.random;
+  }
+
+  /** Poll until `signal` aborts; awaits `onOutcome` before the next poll. */
+  async start(signal: AbortSignal, onOutcome: (outcome: PollOutcome) => Promise<void> | void): Promise<void> {
+    const clock = this.#clock;
+    const schedule = new FixedRateSchedule(clock.monotonic(), this.#intervalMs);
+    let previous: ScheduledEventsDocument | undefined;
+    let consecutiveFailures = 0;
+    let failureState: string | undefined;
+    let failureSinceWallMs = 0;
+    let tick = schedule.nextTick(clock.monotonic());
+
+    try {
+      while (!signal.aborted) {
+        const wait = tick - clock.monotonic();
+        if (wait > 0) await sleep(clock, wait, signal);
+        if (signal.aborted) break;
+        const pollStartedAt = tick;
+
+        let outcome: PollOutcome;
+        let retryAfterFailure: ImdsError | undefined;
+        try {
+          const { document, body } = await this.#client.getScheduledEvents(signal);
+          const observed = { wallMs: clock.now(), monotonicMs: clock.monotonic() };
+          const changed = !sameDocument(previous, document);
+          outcome = { kind: 'document', document, observed, changed };
+          if (failureState !== undefined) {
+            this.#logger.info(
+              { failures: consecutiveFailures, failingForMs: observed.wallMs - failureSinceWallMs },
+              `IMDS polling recovered after ${consecutiveFailures} failed poll(s)`,
+            );
+          }
+          consecutiveFailures = 0;
+          failureState = undefined;
+          previous = document;
+          if (changed) await this.#captureDocument(observed.wallMs, body);
+        } catch (error) {
+          if (signal.aborted) break;
+          const failure = toImdsError(error);
+          const observed = { wallMs: clock.now(), monotonicMs: clock.monotonic() };
+          consecutiveFailures += 1;
+          outcome = failureOutcome(failure, observed, consecutiveFailures);
+          const state = failure.reason;
+          if (state !== failureState) {
+            if (failureState === undefined) failureSinceWallMs = observed.wallMs;
+            this.#logFailure(failure, consecutiveFailures);
+            await this.#captureFailure(observed.wallMs, failure);
+            failureState = state;
+          }
+          if (failure.retryable) retryAfterFailure = failure;
+        }
+
+        await onOutcome(outcome);
+
+        let earliest = clock.monotonic();
+        if (retryAfterFailure) {
+          const delay = retryDelayMs(
+            consecutiveFailures,
+            this.#backoff,
+            retryAfterFailure.retryAfterMs,
+            this.#random,
+          );
+          earliest = Math.max(earliest, pollStartedAt + delay);
+        }
+        tick = schedule.nextTick(earliest, pollStartedAt);
+      }
+    } finally {
+      await this.#capture?.close();
+    }
+  }
+
+  #logFailure(failure: ImdsError, consecutiveFailures: number): void {
+    const fields = {
+      reason: failure.reason,
+      httpStatus: failure.httpStatus,
+      excerpt: failure.excerpt,
+      retryable: failure.retryable,
+      consecutiveFailures,
+    };
+    const message = `IMDS poll failed: ${failure.message}${failure.retryable ? '' : ' (will keep polling)'}`;
+    if (failure.reason === 'bad-request' || failure.reason === 'not-found')
+      this.#logger.error(fields, message);
+    else this.#logger.warn(fields, message);
+  }
+
+  async #captureDocument(wallMs: number, body: string): Promise<void> {
+    if (!this.#capture) return;
+    try {
+      await this.#capture.appendDocument(wallMs, JSON.parse(body));
+    } catch (error) {
+      this.#logger.error({ err: error }, 'could not append to the capture file');
+    }
+  }
+
+  async #captureFailure(wallMs: number, failure: ImdsError): Promise<void> {
+    if (!this.#capture) return;
+    try {
+      await this.#capture.appendFailure(wallMs, failure.reason, failure.message);
+    } catch (error) {
+      this.#logger.error({ err: error }, 'could not append to the capture file');
+    }
+  }
+}
+
+function toImdsError(error: unknown): ImdsError {
+  if (error instanceof ImdsError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new ImdsError('network', `IMDS request failed: ${message}`, { cause: error });
+}
+
+function failureOutcome(
+  failure: ImdsError,
+  observed: PollFailureOutcome['observed'],
+  consecutiveFailures: number,
+): PollFailureOutcome {
+  const outcome: PollFailureOutcome = {
+    kind: 'failure',
+    reason: failure.reason,
+    message: failure.message,
+    observed,
+    consecutiveFailures,
+  };
+  if (failure.excerpt !== undefined && failure.excerpt !== '') outcome.excerpt = failure.excerpt;
+  if (failure.httpStatus !== undefined) outcome.httpStatus = failure.httpStatus;
+  return outcome;
+}
