@@ -9,6 +9,10 @@ import { readVersion } from './version.ts';
 
 const COMMANDS: Array<() => Promise<{ register(program: Command): void }>> = [
   () => import('./commands/config.ts'),
+  () => import('./commands/run.ts'),
+  () => import('./commands/simulate.ts'),
+  () => import('./commands/events.ts'),
+  () => import('./commands/approve.ts'),
 ];
 
 export async function buildProgram(): Promise<Command> {

@@ -33,6 +33,8 @@ export interface SimulatorAdmin {
   advance(ms: number): void;
   /** Simulated now (epoch ms). */
   now(): number;
+  /** Simulated time of the next automatic transition or scenario step (null: nothing pending). */
+  nextTransitionAt(): number | null;
   setFaults(faults: FaultInput[]): Fault[];
   addFault(fault: FaultInput): Fault;
   clearFaults(): void;
@@ -81,6 +83,10 @@ export function createAdmin(ctx: AdminContext): SimulatorAdmin {
     removeEvent: (id) => mutate(() => state.remove(id)),
     advance: (ms) => mutate(() => clock.advance(ms)),
     now: () => clock.now(),
+    nextTransitionAt: () => {
+      ctx.sync();
+      return state.nextDueMs();
+    },
     setFaults: (list) => faults.set(list),
     addFault: (fault) => faults.add(fault),
     clearFaults: () => faults.clear(),

@@ -160,6 +160,18 @@ export class SimulatorState {
     return applied;
   }
 
+  /** Simulated time of the next automatic transition or timed action, or null when nothing is pending. */
+  nextDueMs(): number | null {
+    let best = this.#actions[0]?.dueMs ?? Number.POSITIVE_INFINITY;
+    for (const event of this.#events.values()) {
+      if (event.status === 'Scheduled' && event.autoStart && event.notBeforeMs !== null)
+        best = Math.min(best, event.notBeforeMs);
+      else if (event.status === 'Started' && event.startedAtMs !== null)
+        best = Math.min(best, event.startedAtMs + event.startedForMs);
+    }
+    return Number.isFinite(best) ? best : null;
+  }
+
   #nextDue(now: number): (() => void) | undefined {
     let bestMs = Number.POSITIVE_INFINITY;
     let best: (() => void) | undefined;
