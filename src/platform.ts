@@ -3,7 +3,7 @@
  * file permissions and shutdown signals. Core code asks this module instead of testing process.platform.
  */
 import { chmodSync } from 'node:fs';
-import { join, parse, posix, resolve, win32 } from 'node:path';
+import { join, posix, resolve, win32 } from 'node:path';
 
 export type PlatformName = 'linux' | 'windows' | 'other';
 
@@ -34,7 +34,7 @@ export function temporaryDiskReason(
   platform: NodeJS.Platform = process.platform,
 ): string | undefined {
   if (currentPlatform(platform) === 'windows') {
-    const root = parse(win32.resolve(dir)).root.toUpperCase();
+    const root = win32.parse(win32.resolve(dir)).root.toUpperCase();
     if (root.startsWith('D:'))
       return 'D:\\ is the Azure temporary disk on Windows VMs (wiped by Redeploy and Preempt)';
     return undefined;
