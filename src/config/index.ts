@@ -155,6 +155,8 @@ export interface CliConfigOptions {
   replay?: string | undefined;
   /** Replay speed factor. */
   replaySpeed?: string | number | undefined;
+  /** Allow the state directory on the Azure temporary disk. */
+  allowTemporaryDisk?: boolean | undefined;
 }
 
 /** Parses one `--sink` value into a raw sink entry. */
@@ -220,6 +222,10 @@ export function loadConfigForCli(
   if (opts.stateDir !== undefined) {
     overrides.stateDir = opts.stateDir;
     flags.stateDir = '--state-dir';
+  }
+  if (opts.allowTemporaryDisk === true) {
+    overrides.allowTemporaryDisk = true;
+    flags.allowTemporaryDisk = '--allow-temporary-disk';
   }
   if (opts.logLevel !== undefined) {
     overrides.log = { level: opts.logLevel };

@@ -80,9 +80,9 @@ const sourceSection = z
         file: z.string().min(1).describe('The capture file (written by imds.captureFile / run --record).'),
         speed: z
           .number()
-          .positive()
+          .min(0)
           .default(1)
-          .describe('Playback speed factor (2 = twice as fast as recorded).'),
+          .describe('Playback speed factor (2 = twice as fast as recorded, 0 = as fast as possible).'),
       })
       .strict(),
   ])

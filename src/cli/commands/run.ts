@@ -1,0 +1,96 @@
+/**
+ * `run`: the forwarder. Options override the config file (--config); without a file and without --sink,
+ * records go to stdout. SIGTERM/SIGINT (SIGINT/SIGBREAK on Windows) stop it gracefully: polling stops,
+ * in-flight deliveries get shutdownDeadlineMs, the store is closed, exit code 0. A second signal exits at
+ * once (everything is committed; nothing is lost).
+ */
+import type { Command } from 'commander';
+import { type CliConfigOptions, type Config, loadConfigForCli } from '../../config/index.ts';
+import { createLogger, type Logger } from '../../log.ts';
+import { Forwarder } from '../../pipeline/index.ts';
+import { shutdownSignals } from '../../platform.ts';
+import { StoreOpenError } from '../../store/index.ts';
+import { collect } from './config.ts';
+
+/** Adds the options shared by commands that load the configuration like `run` does. */
+export function addRunOptions(command: Command): Command {
+  return command
+    .option('--config <file>', 'YAML config file (options below override it)')
+    .option('--imds-endpoint <url>', 'IMDS base URL (default http://169.254.169.254)')
+    .option('--api-version <version>', 'Scheduled Events api-version (default 2020-07-01)')
+    .option('--poll-interval <ms>', 'poll interval in milliseconds, at least 200 (default 1000)')
+    .option('--state-dir <dir>', 'state directory for the SQLite outbox')
+    .option('--allow-temporary-disk', 'allow the state directory on the Azure temporary disk')
+    .option(
+      '--sink <spec>',
+      'sink: "stdout" or "file:PATH" (repeatable; replaces the config file sinks)',
+      collect,
+      [],
+    )
+    .option('--log-level <level>', 'fatal | error | warn | info | debug | trace | silent')
+    .option('--record <file>', 'append every distinct Scheduled Events document to this capture (JSON lines)')
+    .option('--replay <file>', 'replay a capture instead of polling IMDS')
+    .option('--replay-speed <factor>', 'replay speed factor (0 = as fast as possible)');
+}
+
+/** Loads the config for `run`: without a config file and without --sink, the stdout sink is used. */
+export function runConfig(opts: CliConfigOptions): Config {
+  const sink = opts.sink ?? [];
+  return loadConfigForCli({
+    ...opts,
+    sink: sink.length === 0 && opts.config === undefined ? ['stdout'] : sink,
+  });
+}
+
+/**
+ * Runs the forwarder until a shutdown signal (or the end of a replay). Returns the process exit code.
+ * Exported for `demo`, which runs it in-process against the simulator.
+ */
+export async function runForwarder(
+  config: Config,
+  logger: Logger,
+  options: { signal?: AbortSignal } = {},
+): Promise<number> {
+  const controller = new AbortController();
+  options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
+  const signals = shutdownSignals();
+  let received = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    received++;
+    if (received === 1) {
+      logger.info({ signal }, 'shutting down (send the signal again to exit at once)');
+      controller.abort();
+    } else {
+      logger.warn({ signal }, 'second signal: exiting now (everything committed stays in the outbox)');
+      process.exit(1);
+    }
+  };
+  for (const s of signals) process.on(s, onSignal);
+  try {
+    await new Forwarder({ config, logger }).run(controller.signal);
+    return 0;
+  } catch (error) {
+    if (error instanceof StoreOpenError) {
+      logger.fatal({ err: error.message }, 'cannot open the state store');
+      process.stderr.write(`error: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  } finally {
+    for (const s of signals) process.off(s, onSignal);
+  }
+}
+
+export function register(program: Command): void {
+  addRunOptions(
+    program
+      .command('run')
+      .description(
+        'Poll Scheduled Events, commit every change as a CloudEvents lifecycle record and deliver it to the sinks.',
+      ),
+  ).action(async (opts: CliConfigOptions) => {
+    const config = runConfig(opts);
+    const logger = createLogger({ level: config.log.level });
+    process.exitCode = await runForwarder(config, logger);
+  });
+}

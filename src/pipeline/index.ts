@@ -1,0 +1,10 @@
+/** The forwarder pipeline: source → transform → outbox commit (routed per sink) → delivery engine. */
+export { hostBootTimeMs, TEST_BOOT_TIME_ENV } from './boot-time.ts';
+export {
+  Forwarder,
+  type ForwarderOptions,
+  type ForwarderStats,
+  type IdentitySource,
+} from './forwarder.ts';
+export type { PipelineObserver } from './observer.ts';
+export { matchesFilter, type RoutedSink, routeRecords } from './route.ts';
