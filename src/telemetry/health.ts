@@ -1,0 +1,218 @@
+/**
+ * Readiness: the forwarder is ready when (1) the last successful IMDS poll is at most N poll intervals old,
+ * (2) the outbox store accepts writes, and (3) no sink is failing (N consecutive failed attempts without a
+ * success since). HealthTracker collects these facts from the pipeline; evaluateHealth() is the pure rule.
+ */
+
+import type { PollFailureReason, PollOutcome } from '../sources/types.ts';
+import type { SinkQueueStats } from '../store/index.ts';
+import type { DeliveryEngineEvent } from './metrics.ts';
+
+export interface HealthThresholds {
+  /** The poll interval in ms (1000 for IMDS). */
+  pollIntervalMs: number;
+  /** The last successful poll may be at most this many intervals old. Default 5. */
+  staleAfterPolls?: number;
+  /** A sink counts as failing after this many consecutive failed attempts. Default 3. */
+  sinkFailingAfterAttempts?: number;
+}
+
+/** Raw facts collected from the pipeline. */
+export interface HealthFacts {
+  startedAt: number;
+  lastPollSuccessAt: number | undefined;
+  lastPollFailure:
+    | { reason: PollFailureReason; message: string; at: number; consecutiveFailures: number }
+    | undefined;
+  store: { writable: boolean; error: string | undefined };
+  sinks: Record<string, SinkFacts>;
+}
+
+export interface SinkFacts {
+  consecutiveFailures: number;
+  lastSuccessAt: number | undefined;
+  lastError: string | undefined;
+  deadLettered: number;
+}
+
+export type SinkState = 'ok' | 'retrying' | 'failing';
+
+/** The JSON body of /readyz. */
+export interface HealthState {
+  ready: boolean;
+  checkedAt: string;
+  imds: {
+    ok: boolean;
+    lastSuccessAt: string | null;
+    ageSeconds: number | null;
+    staleAfterSeconds: number;
+    lastFailure?: { reason: string; message: string; at: string; consecutiveFailures: number };
+  };
+  store: { ok: boolean; error?: string };
+  sinks: Record<
+    string,
+    {
+      ok: boolean;
+      state: SinkState;
+      consecutiveFailures: number;
+      lastSuccessAt: string | null;
+      lastError?: string;
+      deadLettered: number;
+      pending?: number;
+      oldestPendingAgeSeconds?: number;
+    }
+  >;
+}
+
+const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
+
+/** Pure readiness rule over collected facts (plus optional outbox stats for the body). */
+export function evaluateHealth(
+  facts: HealthFacts,
+  thresholds: HealthThresholds,
+  nowMs: number,
+  outbox: readonly SinkQueueStats[] = [],
+): HealthState {
+  const staleAfterMs = (thresholds.staleAfterPolls ?? 5) * thresholds.pollIntervalMs;
+  const failingAfter = thresholds.sinkFailingAfterAttempts ?? 3;
+  const age = facts.lastPollSuccessAt === undefined ? null : Math.max(0, nowMs - facts.lastPollSuccessAt);
+  const imdsOk = age !== null && age <= staleAfterMs;
+  const imds: HealthState['imds'] = {
+    ok: imdsOk,
+    lastSuccessAt: iso(facts.lastPollSuccessAt),
+    ageSeconds: age === null ? null : age / 1000,
+    staleAfterSeconds: staleAfterMs / 1000,
+  };
+  if (facts.lastPollFailure) {
+    const f = facts.lastPollFailure;
+    imds.lastFailure = {
+      reason: f.reason,
+      message: f.message,
+      at: iso(f.at)!,
+      consecutiveFailures: f.consecutiveFailures,
+    };
+  }
+  const sinks: HealthState['sinks'] = {};
+  for (const [name, s] of Object.entries(facts.sinks)) {
+    const state: SinkState =
+      s.consecutiveFailures === 0 ? 'ok' : s.consecutiveFailures >= failingAfter ? 'failing' : 'retrying';
+    const entry: HealthState['sinks'][string] = {
+      ok: state !== 'failing',
+      state,
+      consecutiveFailures: s.consecutiveFailures,
+      lastSuccessAt: iso(s.lastSuccessAt),
+      deadLettered: s.deadLettered,
+    };
+    if (s.lastError !== undefined) entry.lastError = s.lastError;
+    const stats = outbox.find((o) => o.sink === name);
+    if (stats) {
+      entry.pending = stats.pending;
+      entry.oldestPendingAgeSeconds =
+        stats.oldestCreatedAt === null ? 0 : Math.max(0, (nowMs - stats.oldestCreatedAt) / 1000);
+    }
+    sinks[name] = entry;
+  }
+  const store: HealthState['store'] = { ok: facts.store.writable };
+  if (facts.store.error !== undefined) store.error = facts.store.error;
+  const ready = imdsOk && store.ok && Object.values(sinks).every((s) => s.ok);
+  return { ready, checkedAt: new Date(nowMs).toISOString(), imds, store, sinks };
+}
+
+export interface HealthTrackerOptions extends HealthThresholds {
+  /** Configured sink names (each starts as ok). */
+  sinks: readonly string[];
+  /** Wall clock, epoch ms (injectable for tests). */
+  now?: () => number;
+  /** Optional outbox stats for the /readyz body (e.g. `() => store.stats()`). */
+  outboxStats?: () => readonly SinkQueueStats[];
+}
+
+/**
+ * Collects health facts from the pipeline. Wire: recordPoll(outcome) per poll outcome;
+ * recordDeliveryEvent(event) for engine events (or onDeliveryEvents(engine, e => tracker.recordDeliveryEvent(e)));
+ * recordStoreWrite(ok, error?) after each outbox commit. snapshot() evaluates readiness now.
+ */
+export class HealthTracker {
+  readonly #facts: HealthFacts;
+  readonly #options: HealthTrackerOptions;
+  readonly #now: () => number;
+
+  constructor(options: HealthTrackerOptions) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+    this.#facts = {
+      startedAt: this.#now(),
+      lastPollSuccessAt: undefined,
+      lastPollFailure: undefined,
+      store: { writable: true, error: undefined },
+      sinks: Object.fromEntries(options.sinks.map((name) => [name, emptySink()])),
+    };
+  }
+
+  /** Track more sinks (names already tracked are kept as they are). */
+  addSinks(names: readonly string[]): void {
+    for (const name of names) this.#facts.sinks[name] ??= emptySink();
+  }
+
+  recordPoll(outcome: PollOutcome): void {
+    if (outcome.kind === 'document') {
+      this.#facts.lastPollSuccessAt = outcome.observed.wallMs;
+    } else {
+      this.#facts.lastPollFailure = {
+        reason: outcome.reason,
+        message: outcome.message,
+        at: outcome.observed.wallMs,
+        consecutiveFailures: outcome.consecutiveFailures,
+      };
+    }
+  }
+
+  /** Record the result of an outbox commit (store errors carry a secret-free message). */
+  recordStoreWrite(ok: boolean, error?: string): void {
+    this.#facts.store = ok
+      ? { writable: true, error: undefined }
+      : { writable: false, error: error ?? 'write failed' };
+  }
+
+  recordDeliveryEvent(event: DeliveryEngineEvent): void {
+    this.addSinks([event.sink]);
+    const sink = this.#facts.sinks[event.sink]!;
+    switch (event.type) {
+      case 'delivered':
+        sink.consecutiveFailures = 0;
+        sink.lastSuccessAt = this.#now();
+        sink.lastError = undefined;
+        this.recordStoreWrite(true); // the acknowledgement was written
+        break;
+      case 'retry':
+        sink.consecutiveFailures = Math.max(sink.consecutiveFailures + 1, event.attempts);
+        sink.lastError = `${event.code}: ${event.message}`.slice(0, 300);
+        break;
+      case 'deadLettered':
+        sink.deadLettered += event.count;
+        break;
+      case 'storeError':
+        this.recordStoreWrite(false, event.message);
+        break;
+    }
+  }
+
+  facts(): HealthFacts {
+    return structuredClone(this.#facts);
+  }
+
+  /** Evaluate readiness now. */
+  snapshot(): HealthState {
+    let outbox: readonly SinkQueueStats[] = [];
+    try {
+      outbox = this.#options.outboxStats?.() ?? [];
+    } catch (error) {
+      this.recordStoreWrite(false, `cannot read outbox stats: ${(error as Error).message}`);
+    }
+    return evaluateHealth(this.#facts, this.#options, this.#now(), outbox);
+  }
+}
+
+function emptySink(): SinkFacts {
+  return { consecutiveFailures: 0, lastSuccessAt: undefined, lastError: undefined, deadLettered: 0 };
+}

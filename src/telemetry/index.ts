@@ -1,0 +1,30 @@
+/**
+ * The forwarder's self-telemetry: Prometheus metrics, readiness tracking, the /healthz /readyz /metrics
+ * listener, and the PipelineObserver that wires them into `run`. See docs/observability.md.
+ */
+export {
+  evaluateHealth,
+  type HealthFacts,
+  type HealthState,
+  type HealthThresholds,
+  HealthTracker,
+  type HealthTrackerOptions,
+  type SinkState,
+} from './health.ts';
+export {
+  bindOutboxStats,
+  type CreateMetricsOptions,
+  createMetrics,
+  type DeliveryEngineEvent,
+  type DeliveryEventSource,
+  type ForwarderMetrics,
+  METRIC_PREFIX,
+  observeDeliveryEngine,
+  observeDeliveryEvent,
+  observePollOutcome,
+  observeRecords,
+  onDeliveryEvents,
+} from './metrics.ts';
+export { createTelemetryObserver, type TelemetryObserverOptions } from './observer.ts';
+export { routeOtelDiagnostics } from './otel-diag.ts';
+export { startTelemetryServer, type TelemetryServer, type TelemetryServerOptions } from './server.ts';

@@ -1,0 +1,289 @@
+/**
+ * The forwarder's own Prometheus metrics (prom-client, on a private Registry — never the global one).
+ * All names start with `sef_`. Labels are low-cardinality and secret-free: `sink` is the configured sink
+ * name, `reason`/`code` are enum-like codes, `transition` is one of six values.
+ * Feed functions (observe*) keep the wiring in the pipeline to one line per source of events.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type {
+  DeadLetteredEvent,
+  DeliveredEvent,
+  DeliveryEngineEvents,
+  RetryEvent,
+  StoreErrorEvent,
+} from '../delivery/engine.ts';
+import type { PollOutcome } from '../sources/types.ts';
+import type { SinkQueueStats } from '../store/index.ts';
+import type { LifecycleRecord } from '../transform/record.ts';
+
+export const METRIC_PREFIX = 'sef_';
+
+/** Seconds; deliveries include backoff waits, so the range goes up to 30 min. */
+export const DELIVERY_LATENCY_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
+/** Seconds; IMDS answers in a few ms, its timeout is seconds. */
+export const IMDS_LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5];
+
+export interface ForwarderMetrics {
+  readonly registry: Registry;
+  readonly polls: Counter<never>;
+  readonly pollFailures: Counter<'reason'>;
+  readonly documentChanges: Counter<never>;
+  readonly lastSuccessfulPoll: Gauge<never>;
+  readonly records: Counter<'transition'>;
+  readonly outboxPending: Gauge<'sink'>;
+  readonly outboxOldestAge: Gauge<'sink'>;
+  readonly deadLetterRows: Gauge<'sink'>;
+  readonly deliveries: Counter<'sink'>;
+  readonly deliveryFailures: Counter<'sink' | 'code'>;
+  readonly deliveryRetries: Counter<'sink'>;
+  readonly deadLetters: Counter<'sink' | 'reason'>;
+  readonly storeErrors: Counter<'sink' | 'full'>;
+  readonly deliveryLatency: Histogram<'sink'>;
+  readonly imdsLatency: Histogram<never>;
+  /**
+   * Source of the outbox gauges, read on every scrape (e.g. `() => store.stats()`); set with
+   * bindOutboxStats. Until set, the outbox gauges are empty.
+   */
+  outboxStats: (() => readonly SinkQueueStats[]) | undefined;
+  /** Wall clock for ages (injectable for tests). */
+  now: () => number;
+}
+
+export interface CreateMetricsOptions {
+  /** Also export prom-client's process/runtime metrics (prefixed `sef_`). Default true. */
+  processMetrics?: boolean;
+  outboxStats?: () => readonly SinkQueueStats[];
+  now?: () => number;
+  /** Constant labels on every metric, e.g. { vm: 'vm-web-01' }. */
+  defaultLabels?: Record<string, string>;
+}
+
+/** Create the registry and every instrument. */
+export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetrics {
+  const registry = new Registry();
+  if (options.defaultLabels) registry.setDefaultLabels(options.defaultLabels);
+  const registers = [registry];
+  const p = METRIC_PREFIX;
+
+  const readStats = (): readonly SinkQueueStats[] => {
+    const source = metrics.outboxStats;
+    if (!source) return [];
+    try {
+      return source();
+    } catch {
+      return []; // a failing store must not break the scrape; /readyz reports the store
+    }
+  };
+
+  const metrics: ForwarderMetrics = {
+    registry,
+    outboxStats: options.outboxStats,
+    now: options.now ?? Date.now,
+    polls: new Counter({
+      name: `${p}polls_total`,
+      help: 'IMDS Scheduled Events polls (success or failure).',
+      registers,
+    }),
+    pollFailures: new Counter({
+      name: `${p}poll_failures_total`,
+      help: 'Failed IMDS polls by reason (timeout, network, server-error, invalid-response, ...).',
+      labelNames: ['reason'],
+      registers,
+    }),
+    documentChanges: new Counter({
+      name: `${p}document_changes_total`,
+      help: 'Polls whose Scheduled Events document differed from the previous one.',
+      registers,
+    }),
+    lastSuccessfulPoll: new Gauge({
+      name: `${p}last_successful_poll_timestamp_seconds`,
+      help: 'Unix time of the last successful IMDS poll.',
+      registers,
+    }),
+    records: new Counter({
+      name: `${p}records_total`,
+      help: 'Lifecycle records produced, by transition.',
+      labelNames: ['transition'],
+      registers,
+    }),
+    outboxPending: new Gauge({
+      name: `${p}outbox_pending`,
+      help: 'Records waiting in the outbox, per sink.',
+      labelNames: ['sink'],
+      registers,
+      collect() {
+        this.reset();
+        for (const s of readStats()) this.set({ sink: s.sink }, s.pending);
+      },
+    }),
+    outboxOldestAge: new Gauge({
+      name: `${p}outbox_oldest_age_seconds`,
+      help: 'Age of the oldest pending outbox record, per sink (0 when empty).',
+      labelNames: ['sink'],
+      registers,
+      collect() {
+        this.reset();
+        const now = metrics.now();
+        for (const s of readStats()) {
+          this.set(
+            { sink: s.sink },
+            s.oldestCreatedAt === null ? 0 : Math.max(0, (now - s.oldestCreatedAt) / 1000),
+          );
+        }
+      },
+    }),
+    deadLetterRows: new Gauge({
+      name: `${p}dead_letter_rows`,
+      help: 'Records currently in the dead-letter table, per sink.',
+      labelNames: ['sink'],
+      registers,
+      collect() {
+        this.reset();
+        for (const s of readStats()) this.set({ sink: s.sink }, s.deadLetters);
+      },
+    }),
+    deliveries: new Counter({
+      name: `${p}deliveries_total`,
+      help: 'Records confirmed delivered, per sink.',
+      labelNames: ['sink'],
+      registers,
+    }),
+    deliveryFailures: new Counter({
+      name: `${p}delivery_failures_total`,
+      help: 'Failed delivery attempts (retryable or permanent), per sink and error code.',
+      labelNames: ['sink', 'code'],
+      registers,
+    }),
+    deliveryRetries: new Counter({
+      name: `${p}delivery_retries_total`,
+      help: 'Delivery retries scheduled, per sink.',
+      labelNames: ['sink'],
+      registers,
+    }),
+    deadLetters: new Counter({
+      name: `${p}dead_letters_total`,
+      help: 'Records moved to dead letters, per sink and reason (permanent, overflow, expired).',
+      labelNames: ['sink', 'reason'],
+      registers,
+    }),
+    storeErrors: new Counter({
+      name: `${p}store_errors_total`,
+      help: 'Failed outbox writes during delivery bookkeeping, per sink; full="true" for a full disk.',
+      labelNames: ['sink', 'full'],
+      registers,
+    }),
+    deliveryLatency: new Histogram({
+      name: `${p}delivery_latency_seconds`,
+      help: 'Time from outbox commit to confirmed delivery, per sink.',
+      labelNames: ['sink'],
+      buckets: DELIVERY_LATENCY_BUCKETS,
+      registers,
+    }),
+    imdsLatency: new Histogram({
+      name: `${p}imds_latency_seconds`,
+      help: 'IMDS Scheduled Events request duration.',
+      buckets: IMDS_LATENCY_BUCKETS,
+      registers,
+    }),
+  };
+  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: p });
+  return metrics;
+}
+
+/** Read the outbox gauges from `stats` on every scrape (typically `() => store.stats()`). */
+export function bindOutboxStats(metrics: ForwarderMetrics, stats: () => readonly SinkQueueStats[]): void {
+  metrics.outboxStats = stats;
+}
+
+/** Count one poll outcome; `latencyMs` (request duration) feeds the IMDS histogram. */
+export function observePollOutcome(
+  metrics: ForwarderMetrics,
+  outcome: PollOutcome,
+  latencyMs?: number,
+): void {
+  metrics.polls.inc();
+  if (outcome.kind === 'failure') {
+    metrics.pollFailures.inc({ reason: outcome.reason });
+  } else {
+    if (outcome.changed) metrics.documentChanges.inc();
+    metrics.lastSuccessfulPoll.set(outcome.observed.wallMs / 1000);
+  }
+  if (latencyMs !== undefined && Number.isFinite(latencyMs) && latencyMs >= 0) {
+    metrics.imdsLatency.observe(latencyMs / 1000);
+  }
+}
+
+/** Count produced records by transition. */
+export function observeRecords(metrics: ForwarderMetrics, records: readonly LifecycleRecord[]): void {
+  for (const r of records) metrics.records.inc({ transition: r.transition });
+}
+
+/** A DeliveryEngine event, tagged with its name. */
+export type DeliveryEngineEvent =
+  | ({ type: 'delivered' } & DeliveredEvent)
+  | ({ type: 'retry' } & RetryEvent)
+  | ({ type: 'deadLettered' } & DeadLetteredEvent)
+  | ({ type: 'storeError' } & StoreErrorEvent);
+
+/**
+ * Feed one DeliveryEngine event: delivered → deliveries + latency; retry → failure{code} + retry;
+ * deadLettered → dead letters{reason} (+ failure{code} for permanent failures); storeError → store errors.
+ */
+export function observeDeliveryEvent(metrics: ForwarderMetrics, event: DeliveryEngineEvent): void {
+  switch (event.type) {
+    case 'delivered':
+      metrics.deliveries.inc({ sink: event.sink }, event.count);
+      for (const ms of event.latenciesMs)
+        metrics.deliveryLatency.observe({ sink: event.sink }, Math.max(0, ms) / 1000);
+      break;
+    case 'retry':
+      metrics.deliveryFailures.inc({ sink: event.sink, code: event.code });
+      metrics.deliveryRetries.inc({ sink: event.sink });
+      break;
+    case 'deadLettered':
+      metrics.deadLetters.inc({ sink: event.sink, reason: event.reason }, event.count);
+      if (event.code !== undefined) metrics.deliveryFailures.inc({ sink: event.sink, code: event.code });
+      break;
+    case 'storeError':
+      metrics.storeErrors.inc({ sink: event.sink, full: String(event.full) });
+      break;
+  }
+}
+
+/** Minimal view of the DeliveryEngine's typed EventEmitter. */
+export interface DeliveryEventSource {
+  on<K extends keyof DeliveryEngineEvents>(
+    event: K,
+    listener: (...args: DeliveryEngineEvents[K]) => void,
+  ): unknown;
+  off<K extends keyof DeliveryEngineEvents>(
+    event: K,
+    listener: (...args: DeliveryEngineEvents[K]) => void,
+  ): unknown;
+}
+
+/** Subscribe `listener` to every delivery event of `engine`; returns an unsubscribe function. */
+export function onDeliveryEvents(
+  engine: DeliveryEventSource,
+  listener: (event: DeliveryEngineEvent) => void,
+): () => void {
+  const delivered = (e: DeliveredEvent): void => listener({ type: 'delivered', ...e });
+  const retry = (e: RetryEvent): void => listener({ type: 'retry', ...e });
+  const deadLettered = (e: DeadLetteredEvent): void => listener({ type: 'deadLettered', ...e });
+  const storeError = (e: StoreErrorEvent): void => listener({ type: 'storeError', ...e });
+  engine.on('delivered', delivered);
+  engine.on('retry', retry);
+  engine.on('deadLettered', deadLettered);
+  engine.on('storeError', storeError);
+  return () => {
+    engine.off('delivered', delivered);
+    engine.off('retry', retry);
+    engine.off('deadLettered', deadLettered);
+    engine.off('storeError', storeError);
+  };
+}
+
+/** Feed every delivery event of `engine` into the metrics; returns an unsubscribe function. */
+export function observeDeliveryEngine(metrics: ForwarderMetrics, engine: DeliveryEventSource): () => void {
+  return onDeliveryEvents(engine, (event) => observeDeliveryEvent(metrics, event));
+}
