@@ -281,12 +281,15 @@ class SinkWorker {
         continue;
       }
       this.#hadWork = true;
+      if (this.#isolateThrough > 0 && head.seq > this.#isolateThrough) {
+        this.#isolateThrough = 0; // isolation done: back to full batches
+        continue;
+      }
       const wait = head.nextAttemptAt - clock.now();
       if (wait > 0) {
         await this.#sleep(wait, false);
         continue;
       }
-      if (head.seq > this.#isolateThrough) this.#isolateThrough = 0;
       await this.#deliver(rows);
     }
     logger.debug('delivery worker stopped');

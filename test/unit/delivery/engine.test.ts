@@ -1,0 +1,298 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { retryDelayMs } from '../../../src/delivery/backoff.ts';
+import {
+  type DeadLetteredEvent,
+  type DeliveredEvent,
+  DeliveryEngine,
+  type EngineSink,
+  type RetryEvent,
+} from '../../../src/delivery/engine.ts';
+import { silentLogger } from '../../../src/log.ts';
+import { openStore, type Store } from '../../../src/store/index.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+import { FakeClock, flush, makeRecord, permanent, retryable, ScriptedSink } from './helpers.ts';
+
+let tmp: { dir: string; cleanup: () => void };
+let clock: FakeClock;
+let store: Store;
+let engine: DeliveryEngine | undefined;
+const events = {
+  delivered: [] as DeliveredEvent[],
+  retry: [] as RetryEvent[],
+  dead: [] as DeadLetteredEvent[],
+};
+
+beforeEach(() => {
+  tmp = makeTempDir('sef-engine-');
+  clock = new FakeClock();
+  store = openStore({ stateDir: tmp.dir, logger: silentLogger(), now: () => clock.now() });
+  events.delivered = [];
+  events.retry = [];
+  events.dead = [];
+});
+afterEach(async () => {
+  if (engine !== undefined) {
+    const stopping = engine.stop(0);
+    await clock.advance(2000);
+    await stopping;
+  }
+  engine = undefined;
+  store.close();
+  tmp.cleanup();
+});
+
+function startEngine(
+  sinks: EngineSink[],
+  options: { random?: () => number; rescanIntervalMs?: number } = {},
+) {
+  engine = new DeliveryEngine({
+    store,
+    sinks,
+    clock,
+    random: options.random ?? (() => 1),
+    logger: silentLogger(),
+    rescanIntervalMs: options.rescanIntervalMs ?? 60_000,
+  });
+  engine.on('delivered', (e) => events.delivered.push(e));
+  engine.on('retry', (e) => events.retry.push(e));
+  engine.on('deadLettered', (e) => events.dead.push(e));
+  engine.start();
+  return engine;
+}
+
+function commit(from: number, to: number, sinks: string[]): void {
+  const deliveries = [];
+  for (let i = from; i <= to; i++) deliveries.push({ record: makeRecord(i), sinks });
+  store.commit({ upTo: to }, deliveries);
+  engine?.notify();
+}
+
+const ids = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `rec-${from + i}`);
+
+describe('retryDelayMs', () => {
+  it('is full jitter under an exponential ceiling capped at maxMs, and honours Retry-After', () => {
+    const opts = { initialMs: 1000, maxMs: 300_000 };
+    expect(retryDelayMs(1, opts, () => 1)).toBe(1000);
+    expect(retryDelayMs(4, opts, () => 1)).toBe(8000);
+    expect(retryDelayMs(4, opts, () => 0.5)).toBe(4000);
+    expect(retryDelayMs(50, opts, () => 1)).toBe(300_000);
+    expect(retryDelayMs(5000, opts, () => 0.999)).toBeLessThanOrEqual(300_000);
+    expect(retryDelayMs(1, opts, () => 1, 42_000)).toBe(42_000);
+  });
+});
+
+describe('DeliveryEngine', () => {
+  it('delivers in commit order, in batches up to maxBatch, and removes rows only after success', async () => {
+    const sink = new ScriptedSink('a', clock, 10);
+    startEngine([{ sink }]);
+    commit(1, 25, ['a']);
+    await clock.advance(0);
+    expect(sink.delivered).toEqual(ids(1, 25));
+    expect(sink.calls.map((c) => c.ids.length)).toEqual([10, 10, 5]);
+    expect(store.pending('a', 100)).toEqual([]);
+    expect(events.delivered.reduce((n, e) => n + e.count, 0)).toBe(25);
+  });
+
+  it('delivers a lone record after 30 idle days at once, without waiting for a timer', async () => {
+    const sink = new ScriptedSink('a', clock);
+    startEngine([{ sink }], { rescanIntervalMs: 3_600_000 });
+    await clock.advance(30 * 24 * 3_600_000);
+    commit(1, 1, ['a']);
+    await flush(); // no clock advance at all: the commit notification alone wakes the worker
+    expect(sink.delivered).toEqual(['rec-1']);
+    expect(events.delivered[0]?.latenciesMs).toEqual([0]);
+  });
+
+  it('retries with persisted exponential backoff, then delivers', async () => {
+    const sink = new ScriptedSink('a', clock);
+    let failures = 3;
+    sink.failWith = () => (failures-- > 0 ? retryable() : undefined);
+    startEngine([{ sink }]);
+    commit(1, 2, ['a']);
+    await clock.advance(0);
+    expect(events.retry.map((r) => r.delayMs)).toEqual([1000]);
+    expect(store.pending('a', 1)[0]).toMatchObject({ attempts: 1, nextAttemptAt: clock.now() + 1000 });
+    await clock.advance(999);
+    expect(sink.calls).toHaveLength(1);
+    await clock.advance(1 + 2000 + 4000);
+    expect(events.retry.map((r) => [r.attempts, r.delayMs, r.code])).toEqual([
+      [1, 1000, 'http-503'],
+      [2, 2000, 'http-503'],
+      [3, 4000, 'http-503'],
+    ]);
+    expect(sink.delivered).toEqual(['rec-1', 'rec-2']);
+    expect(events.delivered[0]?.latenciesMs).toEqual([7000, 7000]);
+  });
+
+  it('honours Retry-After and treats non-DeliveryError throws as retryable', async () => {
+    const sink = new ScriptedSink('a', clock);
+    const errors = [
+      Object.assign(retryable('http-429'), {}),
+      new TypeError('socket hang up'),
+      undefined,
+    ] as Array<Error | undefined>;
+    const first = errors[0] as { retryAfterMs?: number };
+    Object.defineProperty(first, 'retryAfterMs', { value: 42_000 });
+    sink.failWith = () => errors.shift();
+    startEngine([{ sink }]);
+    commit(1, 1, ['a']);
+    await clock.advance(41_999);
+    expect(sink.calls).toHaveLength(1);
+    await clock.advance(1);
+    expect(sink.calls).toHaveLength(2);
+    expect(events.retry.map((r) => r.code)).toEqual(['http-429', 'error']);
+    await clock.advance(2000);
+    expect(sink.delivered).toEqual(['rec-1']);
+  });
+
+  it('caps the backoff at maxMs and never gives up on retryable errors', async () => {
+    const sink = new ScriptedSink('a', clock);
+    sink.failWith = () => retryable();
+    startEngine([{ sink, backoff: { initialMs: 1000, maxMs: 60_000 } }]);
+    commit(1, 1, ['a']);
+    await clock.advance(24 * 3_600_000);
+    expect(events.retry.length).toBeGreaterThan(1400);
+    expect(Math.max(...events.retry.map((r) => r.delayMs))).toBe(60_000);
+    expect(store.pending('a', 10)).toHaveLength(1);
+    expect(store.listDeadLetters()).toEqual([]);
+  });
+
+  it('dead-letters a permanent failure and keeps the rest flowing', async () => {
+    const sink = new ScriptedSink('a', clock, 1);
+    sink.failWith = (batch) => (batch[0]?.id === 'rec-2' ? permanent() : undefined);
+    startEngine([{ sink }]);
+    commit(1, 3, ['a']);
+    await clock.advance(0);
+    expect(sink.delivered).toEqual(['rec-1', 'rec-3']);
+    expect(store.listDeadLetters().map((d) => [d.recordId, d.reason, d.error])).toEqual([
+      ['rec-2', 'permanent', 'http-400: destination rejected the record (http-400)'],
+    ]);
+    expect(events.dead).toEqual([{ sink: 'a', count: 1, reason: 'permanent', code: 'http-400' }]);
+  });
+
+  it('uses failedIndex: earlier records delivered, the offending one dead-lettered, later ones re-sent', async () => {
+    const sink = new ScriptedSink('a', clock, 5);
+    let once = true;
+    sink.failWith = () => {
+      if (!once) return undefined;
+      once = false;
+      return permanent('MessageTooLarge', 2);
+    };
+    startEngine([{ sink }]);
+    commit(1, 5, ['a']);
+    await clock.advance(0);
+    expect(store.listDeadLetters().map((d) => d.recordId)).toEqual(['rec-3']);
+    expect(sink.calls.map((c) => c.ids)).toEqual([ids(1, 5), ['rec-4', 'rec-5']]);
+    expect(events.delivered.flatMap((e) => e.recordIds)).toEqual(['rec-1', 'rec-2', 'rec-4', 'rec-5']);
+  });
+
+  it('isolates a permanent failure without failedIndex by re-delivering one record at a time', async () => {
+    const sink = new ScriptedSink('a', clock, 5);
+    sink.failWith = (batch) => (batch.some((r) => r.id === 'rec-3') ? permanent() : undefined);
+    startEngine([{ sink }]);
+    commit(1, 7, ['a']);
+    await clock.advance(0);
+    expect(sink.calls.map((c) => c.ids)).toEqual([
+      ids(1, 5),
+      ['rec-1'],
+      ['rec-2'],
+      ['rec-3'],
+      ['rec-4'],
+      ['rec-5'],
+      ['rec-6', 'rec-7'],
+    ]);
+    expect(sink.delivered).toEqual(['rec-1', 'rec-2', 'rec-4', 'rec-5', 'rec-6', 'rec-7']);
+    expect(store.listDeadLetters().map((d) => d.recordId)).toEqual(['rec-3']);
+  });
+
+  it('keeps a healthy sink flowing while another sink is down', async () => {
+    const down = new ScriptedSink('down', clock);
+    down.failWith = () => retryable('connection-refused');
+    const healthy = new ScriptedSink('healthy', clock);
+    startEngine([{ sink: down }, { sink: healthy }]);
+    for (let i = 1; i <= 50; i++) {
+      commit(i, i, ['down', 'healthy']);
+      await clock.advance(60_000);
+    }
+    expect(healthy.delivered).toEqual(ids(1, 50));
+    const latencies = events.delivered.filter((e) => e.sink === 'healthy').flatMap((e) => e.latenciesMs);
+    expect(Math.max(...latencies)).toBeLessThanOrEqual(1000); // generous: it is 0 on the fake clock
+    expect(down.delivered).toEqual([]);
+    expect(store.pending('down', 100)).toHaveLength(50);
+  });
+
+  it('moves rows beyond the caps to dead letters with reason overflow, loudly', async () => {
+    const sink = new ScriptedSink('a', clock);
+    sink.failWith = () => retryable();
+    startEngine([{ sink, caps: { maxPendingRows: 5 } }]);
+    commit(1, 8, ['a']);
+    await clock.advance(5000);
+    expect(store.pending('a', 100).map((r) => r.recordId)).toEqual(ids(4, 8));
+    expect(store.listDeadLetters().map((d) => `${d.recordId}:${d.reason}`)).toEqual([
+      'rec-1:overflow',
+      'rec-2:overflow',
+      'rec-3:overflow',
+    ]);
+    expect(events.dead).toContainEqual({ sink: 'a', count: 3, reason: 'overflow' });
+  });
+
+  it('round-trips dead letter → replay → delivered', async () => {
+    const sink = new ScriptedSink('a', clock, 1);
+    let reject = true;
+    sink.failWith = (batch) => (reject && batch[0]?.id === 'rec-1' ? permanent('http-410') : undefined);
+    startEngine([{ sink }]);
+    commit(1, 2, ['a']);
+    await clock.advance(0);
+    expect(sink.delivered).toEqual(['rec-2']);
+    reject = false;
+    expect(store.replayDeadLetters({ sink: 'a' })).toBe(1);
+    engine?.notify();
+    await clock.advance(0);
+    expect(sink.delivered).toEqual(['rec-2', 'rec-1']);
+    expect(store.stats()).toEqual([]); // nothing pending, no dead letters left
+  });
+
+  it('stop() aborts an in-flight delivery at the deadline and keeps its rows pending', async () => {
+    const sink = new ScriptedSink('a', clock);
+    sink.gate = new Promise(() => {}); // never confirms
+    const e = startEngine([{ sink }]);
+    commit(1, 3, ['a']);
+    await clock.advance(0);
+    expect(sink.calls).toHaveLength(1);
+    let stopped = false;
+    const stopping = e.stop(5000).then(() => {
+      stopped = true;
+    });
+    await clock.advance(4999);
+    expect(stopped).toBe(false);
+    await clock.advance(1);
+    await stopping;
+    expect(stopped).toBe(true);
+    expect(store.pending('a', 10).map((r) => [r.recordId, r.attempts])).toEqual([
+      ['rec-1', 0],
+      ['rec-2', 0],
+      ['rec-3', 0],
+    ]);
+    expect(events.retry).toEqual([]);
+    engine = undefined;
+  });
+
+  it('stop() lets an in-flight delivery that confirms before the deadline be acknowledged', async () => {
+    const sink = new ScriptedSink('a', clock);
+    let confirm: () => void = () => {};
+    sink.gate = new Promise((r) => {
+      confirm = r;
+    });
+    const e = startEngine([{ sink }]);
+    commit(1, 2, ['a']);
+    await clock.advance(0);
+    const stopping = e.stop(5000);
+    await clock.advance(1000);
+    confirm();
+    await clock.advance(0);
+    await stopping;
+    expect(store.pending('a', 10)).toEqual([]);
+    expect(sink.calls).toHaveLength(1); // no new work taken after stop()
+    engine = undefined;
+  });
+});
