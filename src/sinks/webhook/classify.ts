@@ -54,13 +54,16 @@ const PERMANENT_BODIES = new Set([
 
 /**
  * Reduces a response body to a short, single-line, printable error string (at most 200 characters), with any
- * of the `secrets` (URL, path, keys) replaced by "[redacted]" in case a server echoes them.
+ * of the `secrets` (URL parts, keys; longest first) replaced by "[redacted]" and any URL cut to scheme and host,
+ * in case a server echoes them.
  */
 export function sanitizeBody(body: string, secrets: readonly string[] = []): string {
   let text = body;
   for (const secret of secrets) {
     if (secret.length >= 8) text = text.split(secret).join('[redacted]');
   }
+  // Any URL a server echoes is reduced to scheme and host: paths and queries of webhook URLs are credentials.
+  text = text.replace(/\bhttps?:\/\/[^\s"'<>]+/gi, (url) => safeOrigin(url));
   text = text
     // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
     .replace(/[\u0000-\u001f\u007f]+/g, ' ')

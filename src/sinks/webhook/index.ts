@@ -157,7 +157,10 @@ export function createGenericWebhookSink(
     }
   }
   const headerSecrets = Object.values(options.headers).map((s) => s.reveal());
-  const signingSecrets = options.signingSecrets.map((s) => s.reveal());
+  const signingSecrets = options.signingSecrets.flatMap((s) => [
+    s.reveal(),
+    s.reveal().replace(/^whsec_/, ''),
+  ]);
   const transport = transportFor(name, options, context, deps, [...headerSecrets, ...signingSecrets]);
   const log = context.logger.child({ sink: name, sinkType: 'webhook' });
   if (keys.length === 0)

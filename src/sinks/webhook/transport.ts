@@ -63,10 +63,7 @@ export class WebhookTransport {
     this.#ownsDispatcher = options.dispatcher === undefined;
     this.#dispatcher = options.dispatcher ?? new EnvHttpProxyAgent();
     this.#logger = options.logger;
-    const raw = options.url.reveal();
-    this.#scrub = [raw, this.#url.pathname, this.#url.search, ...(options.extraSecrets ?? [])].filter(
-      (s) => s.length >= 8,
-    );
+    this.#scrub = urlSecretParts(options.url.reveal(), this.#url).concat(options.extraSecrets ?? []);
   }
 
   /** "sink team-alerts (https://hooks.slack.com)": how this endpoint is named in messages. */
@@ -150,6 +147,31 @@ async function readLimited(body: AsyncIterable<Buffer> & { destroy(): void }): P
     }
   }
   return Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES).toString('utf8');
+}
+
+/**
+ * Every part of a webhook URL that may be a credential, longest first, for scrubbing echoed response bodies:
+ * the whole URL, path, query, and each path segment and query value (raw and decoded) of 8+ characters.
+ */
+export function urlSecretParts(raw: string, url: URL): string[] {
+  const parts = new Set<string>([raw, url.href, url.pathname, url.search]);
+  for (const segment of url.pathname.split('/')) {
+    parts.add(segment);
+    parts.add(safeDecode(segment));
+  }
+  for (const [, value] of url.searchParams) {
+    parts.add(value);
+    parts.add(encodeURIComponent(value));
+  }
+  return [...parts].filter((p) => p.length >= 8).sort((a, b) => b.length - a.length);
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 /** Validates a webhook URL (http or https); errors name only the sink, never the URL. */
