@@ -10,6 +10,7 @@ import { readVersion } from './version.ts';
 const COMMANDS: Array<() => Promise<{ register(program: Command): void }>> = [
   () => import('./commands/config.ts'),
   () => import('./commands/run.ts'),
+  () => import('./commands/demo.ts'),
   () => import('./commands/simulate.ts'),
   () => import('./commands/events.ts'),
   () => import('./commands/approve.ts'),

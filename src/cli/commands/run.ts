@@ -53,6 +53,30 @@ export async function runForwarder(
 ): Promise<number> {
   const controller = new AbortController();
   options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
+  try {
+    await handleShutdownSignals(logger, controller, () =>
+      new Forwarder({ config, logger }).run(controller.signal),
+    );
+    return 0;
+  } catch (error) {
+    if (error instanceof StoreOpenError) {
+      logger.fatal({ err: error.message }, 'cannot open the state store');
+      process.stderr.write(`error: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+/**
+ * Runs `fn` with the platform's shutdown signals wired to `controller.abort()`. A second signal exits at once
+ * (everything committed stays in the outbox).
+ */
+export async function handleShutdownSignals<T>(
+  logger: Logger,
+  controller: AbortController,
+  fn: () => Promise<T>,
+): Promise<T> {
   const signals = shutdownSignals();
   let received = 0;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -67,15 +91,7 @@ export async function runForwarder(
   };
   for (const s of signals) process.on(s, onSignal);
   try {
-    await new Forwarder({ config, logger }).run(controller.signal);
-    return 0;
-  } catch (error) {
-    if (error instanceof StoreOpenError) {
-      logger.fatal({ err: error.message }, 'cannot open the state store');
-      process.stderr.write(`error: ${error.message}\n`);
-      return 1;
-    }
-    throw error;
+    return await fn();
   } finally {
     for (const s of signals) process.off(s, onSignal);
   }
