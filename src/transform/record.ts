@@ -65,6 +65,19 @@ export interface LifecycleRecordData {
     endedAt: string | null;
     noticeSeconds: number | null;
   };
-  /** Further fields (inferred, reason, previous, observedImpact, approval, firstSeenStatus, ...) per transition. */
+  /** EventStatus when first seen ('Started' on the hardware-failure path). Always set by the transform. */
+  firstSeenStatus?: string;
+  /** 1, or 2, 3, ... when the EventId reappeared after it ended. Always set by the transform. */
+  occurrence?: number;
+  /** completed / canceled: whether the outcome is inferred rather than observed. */
+  inferred?: boolean;
+  /** completed with inferred true: why. */
+  reason?:
+    | 'host-rebooted'
+    | 'approved-by-us'
+    | 'observation-gap'
+    | 'not-before-passed'
+    | 'not-before-unknown';
+  /** Further fields (previous, changed, observedImpact, approval, ...) per transition. */
   [key: string]: unknown;
 }

@@ -9,7 +9,7 @@
 import type { PollOutcome, ScheduledEvent, VmIdentity } from '../sources/types.ts';
 import { buildRecord, type RecordContext, recordSource } from './build-record.ts';
 import { contentHash } from './ids.ts';
-import type { LifecycleRecord } from './record.ts';
+import type { LifecycleRecord, LifecycleRecordData } from './record.ts';
 import {
   DEFAULT_MAX_GAP_MS,
   ENDED_MAX_ENTRIES,
@@ -69,12 +69,7 @@ export interface TransformResult {
 }
 
 /** Why a completed record is inferred rather than observed. */
-export type InferredReason =
-  | 'host-rebooted'
-  | 'approved-by-us'
-  | 'observation-gap'
-  | 'not-before-passed'
-  | 'not-before-unknown';
+export type InferredReason = NonNullable<LifecycleRecordData['reason']>;
 
 /** The IMDS fields whose change (with the same EventId and status) produces an updated record. */
 export const UPDATE_FIELDS = ['NotBefore', 'Resources', 'DurationInSeconds', 'Description'] as const;
