@@ -199,12 +199,26 @@ function observedImpact(tracked: TrackedEvent): Record<string, unknown> {
 }
 
 /**
- * Applies one poll outcome to the state. A failed poll returns the previous state object unchanged and no
- * records. The previous state is never mutated.
+ * Applies one poll outcome to the state. A failed poll yields no record and changes nothing: without
+ * approvals it returns the previous state object itself. Approvals passed along with a failed poll are
+ * still recorded (they are not poll results, and must not be lost). The previous state is never mutated.
  */
 export function transform(previous: ForwarderState, input: TransformInput): TransformResult {
   const { outcome } = input;
-  if (outcome.kind !== 'document') return { state: previous, records: [] };
+  if (outcome.kind !== 'document') {
+    if (input.approvals === undefined || input.approvals.length === 0)
+      return { state: previous, records: [] };
+    const state: ForwarderState = structuredClone(previous);
+    const ctx: RecordContext = { vm: input.vm, source: recordSource(input.vm) };
+    const records: LifecycleRecord[] = [];
+    for (const approval of input.approvals) {
+      const event =
+        state.events.find((tracked) => tracked.eventId === approval.eventId) ??
+        unknownTracked(approval.eventId, approval.approvedAtMs);
+      records.push(...applyApproval(ctx, event, approval));
+    }
+    return { state, records };
+  }
 
   const state: ForwarderState = structuredClone(previous);
   const nowMs = outcome.observed.wallMs;

@@ -449,10 +449,30 @@ describe('transform contract', () => {
       },
       vm: VM,
       maxStallMs: 10_000,
-      approvals: [approval('F1', 0.5)],
+      hostBootTimeMs: T0 + 900,
     });
     expect(result.state).toBe(state);
     expect(result.records).toEqual([]);
+  });
+
+  it('approvals committed alongside a failed poll are still recorded (and nothing else changes)', () => {
+    const { state } = runSteps([{ at: 0, events: [event({ EventId: 'F2', notBeforeMs: NB })] }]);
+    const result = transform(state, {
+      outcome: {
+        kind: 'failure',
+        reason: 'timeout',
+        message: 'timed out',
+        observed: { wallMs: T0 + 1000, monotonicMs: 1000 },
+        consecutiveFailures: 1,
+      },
+      vm: VM,
+      approvals: [approval('F2', 0.5)],
+    });
+    expect(summary(result.records)).toEqual(['F2:approved']);
+    expect(result.state.events[0]?.approvedByUs).toBe(true);
+    expect(result.state.lastObservedAtMs).toBe(state.lastObservedAtMs);
+    const next = runSteps([{ at: 2, events: [] }], { start: result.state }).records;
+    expect(next[0]?.data).toMatchObject({ inferred: true, reason: 'approved-by-us' });
   });
 
   it('never mutates the previous state', () => {
