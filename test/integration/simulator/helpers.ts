@@ -36,7 +36,11 @@ export async function getDocument(
   return answer.json() as { DocumentIncarnation: number; Events: DocEvent[] };
 }
 
-export function postApproval(base: string, body: string, headers: Record<string, string> = MD): Promise<HttpAnswer> {
+export function postApproval(
+  base: string,
+  body: string,
+  headers: Record<string, string> = MD,
+): Promise<HttpAnswer> {
   return http(`${base}/metadata/scheduledevents?${API}`, {
     method: 'POST',
     headers: { ...headers, 'Content-Type': 'application/json' },

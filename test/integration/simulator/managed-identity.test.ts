@@ -24,13 +24,20 @@ process.stdout.write(JSON.stringify(token));
 
 /** Environment for the child: only what it needs, pointing managed identity at the simulator. */
 function childEnv(authorityHost: string, clientId?: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, AZURE_POD_IDENTITY_AUTHORITY_HOST: authorityHost };
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    AZURE_POD_IDENTITY_AUTHORITY_HOST: authorityHost,
+  };
   if (process.env.SYSTEMROOT) env.SYSTEMROOT = process.env.SYSTEMROOT;
   if (clientId) env.TEST_CLIENT_ID = clientId;
   return env;
 }
 
-async function getTokenInChild(authorityHost: string, clientId?: string): Promise<{ token: string; expiresOnTimestamp: number }> {
+async function getTokenInChild(
+  authorityHost: string,
+  clientId?: string,
+): Promise<{ token: string; expiresOnTimestamp: number }> {
   const { stdout } = await run(process.execPath, ['--input-type=module', '-e', SCRIPT], {
     cwd: process.cwd(),
     env: childEnv(authorityHost, clientId),

@@ -1,5 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type RunningSimulator, SCHEDULED_EVENTS_API_VERSIONS, startSimulator } from '../../../src/simulator/index.ts';
+import {
+  type RunningSimulator,
+  SCHEDULED_EVENTS_API_VERSIONS,
+  startSimulator,
+} from '../../../src/simulator/index.ts';
 import { API, getDocument, http, MD, postApproval } from './helpers.ts';
 
 let sim: RunningSimulator;
@@ -19,10 +23,14 @@ describe('IMDS request rules', () => {
     expect((await http(`${url}?${API}`, { headers: { Metadata: 'false' } })).status).toBe(400);
     const noVersion = await http(url, { headers: MD });
     expect(noVersion.status).toBe(400);
-    expect(noVersion.json()).toMatchObject({ error: expect.stringContaining('api-version was not specified') });
+    expect(noVersion.json()).toMatchObject({
+      error: expect.stringContaining('api-version was not specified'),
+    });
     const badVersion = await http(`${url}?api-version=2020-07-02`, { headers: MD });
     expect(badVersion.status).toBe(400);
-    expect(badVersion.json()).toMatchObject({ 'newest-versions': ['2020-07-01', '2019-08-01', '2019-04-01'] });
+    expect(badVersion.json()).toMatchObject({
+      'newest-versions': ['2020-07-01', '2019-08-01', '2019-04-01'],
+    });
     expect((await http(`${url}?api-version=latest`, { headers: MD })).status).toBe(400);
     const proxied = await http(`${url}?${API}`, { headers: { ...MD, 'X-Forwarded-For': '10.0.0.1' } });
     expect(proxied.status).toBe(400);
@@ -34,7 +42,12 @@ describe('IMDS request rules', () => {
 
   it('shapes fields and event types by api-version', async () => {
     sim = await startSimulator({ timeScale: 0 });
-    sim.admin.injectEvent({ id: 'R', type: 'Reboot', durationInSeconds: 30, description: 'Host server is undergoing maintenance.' });
+    sim.admin.injectEvent({
+      id: 'R',
+      type: 'Reboot',
+      durationInSeconds: 30,
+      description: 'Host server is undergoing maintenance.',
+    });
     sim.admin.injectEvent({ id: 'P', type: 'Preempt' });
     sim.admin.injectEvent({ id: 'T', type: 'Terminate' });
     const newest = await getDocument(sim.url, '2020-07-01');
@@ -69,16 +82,26 @@ describe('IMDS request rules', () => {
 
 describe('event state machine', () => {
   it('plays Scheduled -> Started (NotBefore passed) -> removed with NotBefore RFC 1123 then ""', async () => {
-    const start = Date.parse('2022-04-11T22:11:58Z');
-    sim = await startSimulator({ timeScale: 0, clock: undefined, vmName: 'WestNO_0' });
-    sim.admin.advance(0);
+    sim = await startSimulator({ timeScale: 0, vmName: 'WestNO_0' });
     const t0 = sim.admin.now();
     expect(await getDocument(sim.url)).toEqual({ DocumentIncarnation: 1, Events: [] });
-    sim.admin.injectEvent({ id: 'F', type: 'Freeze', notBefore: t0 + 15 * MIN, durationInSeconds: 5, startedFor: '5m' });
+    sim.admin.injectEvent({
+      id: 'F',
+      type: 'Freeze',
+      notBefore: t0 + 15 * MIN,
+      durationInSeconds: 5,
+      startedFor: '5m',
+    });
     const scheduled = await getDocument(sim.url);
     expect(scheduled.DocumentIncarnation).toBe(2);
-    expect(scheduled.Events[0]).toMatchObject({ EventStatus: 'Scheduled', EventType: 'Freeze', DurationInSeconds: 5 });
-    expect(scheduled.Events[0]?.NotBefore).toMatch(/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/);
+    expect(scheduled.Events[0]).toMatchObject({
+      EventStatus: 'Scheduled',
+      EventType: 'Freeze',
+      DurationInSeconds: 5,
+    });
+    expect(scheduled.Events[0]?.NotBefore).toMatch(
+      /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/,
+    );
     expect(Date.parse(scheduled.Events[0]!.NotBefore)).toBe(Math.floor((t0 + 15 * MIN) / 1000) * 1000);
     // Reading does not change anything: same incarnation.
     expect((await getDocument(sim.url)).DocumentIncarnation).toBe(2);
@@ -90,7 +113,6 @@ describe('event state machine', () => {
     expect(started.Events[0]).toMatchObject({ EventStatus: 'Started', NotBefore: '' });
     sim.admin.advance(5 * MIN);
     expect(await getDocument(sim.url)).toEqual({ DocumentIncarnation: 4, Events: [] });
-    expect(start).toBeGreaterThan(0);
   });
 
   it('skips incarnations a slow poller did not see, and only changes bump the incarnation', async () => {
@@ -108,10 +130,16 @@ describe('event state machine', () => {
     sim.admin.injectEvent({ id: 'U', type: 'Reboot', eventSource: 'User' });
     const approved = await postApproval(sim.url, JSON.stringify({ StartRequests: [{ EventId: 'U' }] }));
     expect(approved.status).toBe(200);
-    expect((await getDocument(sim.url)).Events[0]).toMatchObject({ EventId: 'U', EventStatus: 'Started', NotBefore: '' });
+    expect((await getDocument(sim.url)).Events[0]).toMatchObject({
+      EventId: 'U',
+      EventStatus: 'Started',
+      NotBefore: '',
+    });
     // Approving again (or an already started event) is still 200 and changes nothing.
     const incarnation = (await getDocument(sim.url)).DocumentIncarnation;
-    expect((await postApproval(sim.url, JSON.stringify({ StartRequests: [{ EventId: 'U' }] }))).status).toBe(200);
+    expect((await postApproval(sim.url, JSON.stringify({ StartRequests: [{ EventId: 'U' }] }))).status).toBe(
+      200,
+    );
     expect((await getDocument(sim.url)).DocumentIncarnation).toBe(incarnation);
     expect(sim.admin.approvals()).toEqual([
       { eventId: 'U', at: expect.any(String), vm: 'sim-vm-0' },
@@ -127,7 +155,9 @@ describe('event state machine', () => {
     sim.admin.removeEvent('C');
     expect((await getDocument(sim.url)).Events.map((e) => e.EventId)).toEqual(['U', 'HW']);
     // Removed events stay known: approving them is 200 (a race with NotBefore is not an error).
-    expect((await postApproval(sim.url, JSON.stringify({ StartRequests: [{ EventId: 'C' }] }))).status).toBe(200);
+    expect((await postApproval(sim.url, JSON.stringify({ StartRequests: [{ EventId: 'C' }] }))).status).toBe(
+      200,
+    );
   });
 
   it('answers 400 to malformed approvals', async () => {
@@ -165,7 +195,9 @@ describe('many VM identities', () => {
     expect(sim.vmUrl('web-2')).toBe(`${sim.url}/vms/web-2`);
 
     sim.admin.injectEvent({ id: 'W2', type: 'Reboot', resources: ['web-2'] });
-    expect((await getDocument(sim.url)).Events.map((e) => [e.EventId, e.Resources])).toEqual([['W2', ['web-2']]]);
+    expect((await getDocument(sim.url)).Events.map((e) => [e.EventId, e.Resources])).toEqual([
+      ['W2', ['web-2']],
+    ]);
     expect((await getDocument(sim.vmUrl('web-2'))).DocumentIncarnation).toBe(11);
     expect(await getDocument(sim.vmUrl('db-1'))).toEqual({ DocumentIncarnation: 190, Events: [] });
 
@@ -175,11 +207,15 @@ describe('many VM identities', () => {
     expect((await getDocument(sim.url)).Events.map((e) => e.EventId)).toEqual(['W2']);
 
     // Approval by one VM releases the event for all; the approval records who posted it.
-    expect((await postApproval(sim.vmUrl('fleet_9'), '{"StartRequests":[{"EventId":"F1"}]}')).status).toBe(200);
+    expect((await postApproval(sim.vmUrl('fleet_9'), '{"StartRequests":[{"EventId":"F1"}]}')).status).toBe(
+      200,
+    );
     expect((await getDocument(sim.vmUrl('fleet_1'))).Events[0]?.EventStatus).toBe('Started');
     expect(sim.admin.approvals().map((a) => a.vm)).toEqual(['fleet_9']);
 
-    const instance = await http(`${sim.vmUrl('fleet_3')}/metadata/instance?api-version=2021-02-01`, { headers: MD });
+    const instance = await http(`${sim.vmUrl('fleet_3')}/metadata/instance?api-version=2021-02-01`, {
+      headers: MD,
+    });
     const compute = (instance.json() as { compute: Record<string, unknown> }).compute;
     expect(compute).toMatchObject({
       name: 'fleet_3',
@@ -187,15 +223,23 @@ describe('many VM identities', () => {
       osProfile: { computerName: 'fleet000003' },
       resourceId: expect.stringMatching(/\/virtualMachineScaleSets\/fleet\/virtualMachines\/3$/),
     });
-    const again = await http(`${sim.vmUrl('fleet_3')}/metadata/instance?api-version=2021-02-01`, { headers: MD });
+    const again = await http(`${sim.vmUrl('fleet_3')}/metadata/instance?api-version=2021-02-01`, {
+      headers: MD,
+    });
     expect((again.json() as { compute: { vmId: string } }).compute.vmId).toBe(compute.vmId);
     const other = await http(`${sim.url}/metadata/instance/compute?api-version=2021-02-01`, { headers: MD });
-    expect(other.json()).toMatchObject({ name: 'web-1', vmScaleSetName: '', osProfile: { computerName: 'web-1' } });
+    expect(other.json()).toMatchObject({
+      name: 'web-1',
+      vmScaleSetName: '',
+      osProfile: { computerName: 'web-1' },
+    });
     expect((other.json() as { vmId: string }).vmId).not.toBe(compute.vmId);
-    expect((await http(`${sim.url}/metadata/instance?api-version=2099-01-01`, { headers: MD })).status).toBe(400);
+    expect((await http(`${sim.url}/metadata/instance?api-version=2099-01-01`, { headers: MD })).status).toBe(
+      400,
+    );
   });
 
-  it('restarts a VM\'s DocumentIncarnation after a move to another host', async () => {
+  it("restarts a VM's DocumentIncarnation after a move to another host", async () => {
     sim = await startSimulator({ timeScale: 0, initialIncarnation: 279 });
     sim.admin.injectEvent({ id: 'RD', type: 'Redeploy', status: 'Started', startedFor: 60 });
     sim.admin.advance(MIN);
@@ -228,14 +272,22 @@ describe('admin HTTP API', () => {
     expect((await admin('/events', 'POST', { type: 'Reboot', bogus: 1 })).status).toBe(400);
     expect((await admin('/events', 'POST', { type: 'Reboot', bogus: 1 })).text).toContain('bogus');
     expect((await admin('/events/nope/status', 'POST', { status: 'Started' })).status).toBe(404);
-    expect((await admin('/events/C7061BAC-AFDC-4513-B24B-AA5F13A16123/reschedule', 'POST', { noticeSeconds: '20m' })).status).toBe(200);
+    expect(
+      (
+        await admin('/events/C7061BAC-AFDC-4513-B24B-AA5F13A16123/reschedule', 'POST', {
+          noticeSeconds: '20m',
+        })
+      ).status,
+    ).toBe(200);
     expect((await admin('/advance', 'POST', { by: '20m' })).status).toBe(200);
     expect((await getDocument(sim.vmUrl('WestNO_0'))).Events[0]?.EventStatus).toBe('Started');
     expect((await admin('/events/C7061BAC-AFDC-4513-B24B-AA5F13A16123', 'DELETE')).status).toBe(200);
     expect((await getDocument(sim.vmUrl('WestNO_0'))).Events).toEqual([]);
 
     expect((await admin('/faults', 'PUT', [{ kind: 'status', status: 503, count: 1 }])).status).toBe(200);
-    expect((await admin('/faults')).json()).toEqual([expect.objectContaining({ kind: 'status', status: 503, remaining: 1 })]);
+    expect((await admin('/faults')).json()).toEqual([
+      expect.objectContaining({ kind: 'status', status: 503, remaining: 1 }),
+    ]);
     expect((await http(`${sim.url}/metadata/scheduledevents?${API}`, { headers: MD })).status).toBe(503);
     expect((await http(`${sim.url}/metadata/scheduledevents?${API}`, { headers: MD })).status).toBe(200);
     expect((await admin('/faults', 'POST', { kind: 'nonsense' })).status).toBe(400);
@@ -264,7 +316,9 @@ describe('faults', () => {
     const throttled = await http(`${sim.url}/metadata/scheduledevents?${API}`, { headers: MD });
     expect(throttled.headers.get('retry-after')).toBe('1');
     // Another VM has its own budget.
-    expect((await http(`${sim.vmUrl('other')}/metadata/scheduledevents?${API}`, { headers: MD })).status).toBe(200);
+    expect(
+      (await http(`${sim.vmUrl('other')}/metadata/scheduledevents?${API}`, { headers: MD })).status,
+    ).toBe(200);
   });
 
   it('applies faults per VM and per endpoint, for N requests', async () => {
