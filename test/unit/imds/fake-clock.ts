@@ -49,11 +49,14 @@ export class FakeClock implements PollerClock {
   }
 
   /** Settle, then fire the earliest timer (advancing time to it). Returns false when no timer is pending. */
-  async runNextTimer(): Promise<boolean> {
+  async runNextTimer(stop: () => boolean = () => false): Promise<boolean> {
     await settle();
+    if (stop()) return false;
     if (this.#timers.length === 0) {
       // Work may still be in flight on real I/O (files): give it a moment, deterministically bounded.
-      for (let i = 0; i < 200 && this.#timers.length === 0; i++) await new Promise((r) => setTimeout(r, 1));
+      for (let i = 0; i < 200 && this.#timers.length === 0 && !stop(); i++) {
+        await new Promise((r) => setTimeout(r, 1));
+      }
       if (this.#timers.length === 0) return false;
     }
     this.#timers.sort((a, b) => a.at - b.at || a.id - b.id);
@@ -67,7 +70,7 @@ export class FakeClock implements PollerClock {
   /** Fire timers until `done()` is true (checked after each timer) or no timer is pending. */
   async runUntil(done: () => boolean, maxTimers = 100_000): Promise<void> {
     for (let i = 0; i < maxTimers && !done(); i++) {
-      if (!(await this.runNextTimer())) return;
+      if (!(await this.runNextTimer(done))) return;
     }
   }
 }

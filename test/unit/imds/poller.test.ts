@@ -2,53 +2,11 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ImdsError } from '../../../src/sources/imds/errors.ts';
-import { parseScheduledEventsDocument } from '../../../src/sources/imds/parse.ts';
-import {
-  FixedRateSchedule,
-  ImdsPoller,
-  type ScheduledEventsReader,
-} from '../../../src/sources/imds/poller.ts';
-import type { PollOutcome, ScheduledEventsDocument } from '../../../src/sources/types.ts';
+import { FixedRateSchedule, ImdsPoller } from '../../../src/sources/imds/poller.ts';
+import type { PollOutcome } from '../../../src/sources/types.ts';
 import { FakeClock } from './fake-clock.ts';
 import { LIVE_MIGRATION } from './payloads.ts';
-
-type Answer = { latencyMs?: number; body?: string; error?: ImdsError };
-
-/** A scripted IMDS client whose answers take `latencyMs` on the fake clock. */
-class ScriptedClient implements ScheduledEventsReader {
-  readonly calls: number[] = [];
-  inFlight = 0;
-  maxInFlight = 0;
-  readonly #clock: FakeClock;
-  readonly #script: (call: number) => Answer;
-
-  constructor(clock: FakeClock, script: (call: number) => Answer) {
-    this.#clock = clock;
-    this.#script = script;
-  }
-
-  getScheduledEvents(signal?: AbortSignal): Promise<{ document: ScheduledEventsDocument; body: string }> {
-    const answer = this.#script(this.calls.length);
-    this.calls.push(this.#clock.monotonic());
-    this.inFlight += 1;
-    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-    return new Promise((resolve, reject) => {
-      const onAbort = (): void => {
-        this.#clock.clearTimeout(handle);
-        this.inFlight -= 1;
-        reject(new ImdsError('aborted', 'aborted'));
-      };
-      const done = (): void => {
-        signal?.removeEventListener('abort', onAbort);
-        this.inFlight -= 1;
-        if (answer.error) reject(answer.error);
-        else resolve({ document: parseScheduledEventsDocument(answer.body!), body: answer.body! });
-      };
-      const handle = this.#clock.setTimeout(done, answer.latencyMs ?? 0);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-}
+import { type Answer, ScriptedClient } from './scripted-client.ts';
 
 function logCapture(): { logger: pino.Logger; lines: Array<{ level: number; msg: string }> } {
   const lines: Array<{ level: number; msg: string }> = [];
