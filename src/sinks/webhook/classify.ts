@@ -15,20 +15,6 @@ export function safeOrigin(url: URL | string): string {
   }
 }
 
-/**
- * Retry-After as milliseconds from `nowMs`: delta-seconds or an HTTP date. Undefined when absent or
- * unparseable; never negative.
- */
-export function parseRetryAfter(value: string | null | undefined, nowMs: number): number | undefined {
-  if (value === null || value === undefined) return undefined;
-  const trimmed = value.trim();
-  if (trimmed === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
-  const date = Date.parse(trimmed);
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - nowMs);
-}
-
 const RETRYABLE_STATUS = new Set([408, 425, 429]);
 
 /**

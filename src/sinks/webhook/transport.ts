@@ -7,14 +7,9 @@
 import { type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
 import type { Secret } from '../../config/secret.ts';
 import type { Logger } from '../../log.ts';
+import { parseRetryAfter } from '../../sources/imds/backoff.ts';
 import { DeliveryError } from '../types.ts';
-import {
-  classifyNetworkError,
-  classifyResponse,
-  parseRetryAfter,
-  safeOrigin,
-  sanitizeBody,
-} from './classify.ts';
+import { classifyNetworkError, classifyResponse, safeOrigin, sanitizeBody } from './classify.ts';
 import { type Clock, RateLimiter, systemClock } from './rate-limiter.ts';
 
 export const DEFAULT_TIMEOUT_MS = 15_000;
