@@ -11,6 +11,7 @@ export {
   type HealthTrackerOptions,
   type SinkState,
 } from './health.ts';
+export { timedScheduledEventsReader } from './imds-latency.ts';
 export {
   bindOutboxStats,
   type CreateMetricsOptions,

@@ -7,6 +7,7 @@ import {
   observeDeliveryEvent,
   observePollOutcome,
   observeRecords,
+  timedScheduledEventsReader,
 } from '../../../src/telemetry/index.ts';
 import { makeRecord } from '../../integration/otel/records.ts';
 import { parsePrometheusText, sampleValue } from './prom-text.ts';
@@ -139,5 +140,26 @@ describe('createMetrics and the observe* functions', () => {
     expect(names.has('sef_process_cpu_seconds_total')).toBe(true);
     const second = createMetrics(); // no "already registered" error: each call has its own Registry
     expect(second.registry).not.toBe(m.registry);
+  });
+
+  it('timedScheduledEventsReader observes each IMDS request duration, failures included', async () => {
+    const m = createMetrics({ processMetrics: false });
+    let clock = 0;
+    const reader = timedScheduledEventsReader(
+      {
+        getScheduledEvents: async () => {
+          clock += 3;
+          if (clock > 3) throw new Error('ECONNREFUSED');
+          return { document: { DocumentIncarnation: 1, Events: [] }, body: '{}' };
+        },
+      },
+      m,
+      () => clock,
+    );
+    expect((await reader.getScheduledEvents()).document.DocumentIncarnation).toBe(1);
+    await expect(reader.getScheduledEvents()).rejects.toThrow('ECONNREFUSED');
+    const s = parsePrometheusText(await m.registry.metrics());
+    expect(sampleValue(s, 'sef_imds_latency_seconds_count')).toBe(2);
+    expect(sampleValue(s, 'sef_imds_latency_seconds_sum')).toBeCloseTo(0.006);
   });
 });
