@@ -14,6 +14,8 @@ const COMMANDS: Array<() => Promise<{ register(program: Command): void }>> = [
   () => import('./commands/simulate.ts'),
   () => import('./commands/events.ts'),
   () => import('./commands/approve.ts'),
+  () => import('./commands/outbox.ts'),
+  () => import('./commands/deadletters.ts'),
 ];
 
 export async function buildProgram(): Promise<Command> {

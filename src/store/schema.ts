@@ -23,7 +23,8 @@ export const MIGRATIONS: readonly string[] = [
     next_attempt_at INTEGER NOT NULL DEFAULT 0,
     last_error TEXT
   );
-  CREATE INDEX outbox_by_sink ON outbox (sink, seq);
+  -- covering index: per-sink order, counts, bytes and age without reading record payloads
+  CREATE INDEX outbox_by_sink ON outbox (sink, seq, bytes, created_at);
   CREATE TABLE dead_letters (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     sink TEXT NOT NULL,
