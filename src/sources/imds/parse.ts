@@ -7,6 +7,8 @@
 import type { ScheduledEvent, ScheduledEventsDocument, VmIdentity } from '../types.ts';
 import { ImdsResponseError } from './errors.ts';
 
+export { ImdsResponseError } from './errors.ts';
+
 const EVENT_TYPES = ['Freeze', 'Reboot', 'Redeploy', 'Preempt', 'Terminate'] as const;
 const EVENT_STATUSES = ['Scheduled', 'Started'] as const;
 const EVENT_SOURCES = ['Platform', 'User'] as const;
