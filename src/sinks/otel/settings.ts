@@ -12,27 +12,45 @@ export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 /** Largest batch handed to one export() call by default. */
 export const DEFAULT_MAX_BATCH = 100;
 
-/** Options under `sinks[].options` for `type: otel`. Every key is optional. */
+/** Options of a `type: otel` sink entry (next to the common keys name/type/filter/delivery). All optional. */
 export const otelOptionsSchema = z
   .object({
-    /** OTLP transport; default from OTEL_EXPORTER_OTLP_[LOGS_]PROTOCOL, else http/protobuf. */
-    protocol: z.enum(OTLP_PROTOCOLS).optional(),
-    /**
-     * Collector endpoint. HTTP: a base URL without path (e.g. http://collector:4318) gets /v1/logs appended,
-     * a URL with a path is used as-is. gRPC: http(s)://host:port.
-     */
+    protocol: z
+      .enum(OTLP_PROTOCOLS)
+      .optional()
+      .describe('OTLP transport; default OTEL_EXPORTER_OTLP_[LOGS_]PROTOCOL, else http/protobuf.'),
     endpoint: z
       .url({ protocol: /^https?$/, error: 'endpoint must be an http:// or https:// URL' })
-      .optional(),
-    /** Extra request headers / gRPC metadata; values are secrets ("${ENV}", {env}, {file}). */
-    headers: z.record(z.string().min(1), secretSchema()).optional(),
-    /** Export timeout in ms (covers the exporter's own retries); default OTEL_EXPORTER_OTLP_[LOGS_]TIMEOUT or 10000. */
-    timeoutMs: z.number().int().positive().optional(),
-    compression: z.enum(['gzip', 'none']).optional(),
-    /** `service.name` resource attribute; default OTEL_SERVICE_NAME or scheduled-events-forwarder. */
-    serviceName: z.string().min(1).optional(),
-    /** Records per export request (1..512); default 100. */
-    maxBatch: z.number().int().min(1).max(512).optional(),
+      .optional()
+      .describe(
+        'Collector URL. HTTP: a base URL without path gets /v1/logs appended, a URL with a path is used as-is; gRPC: http(s)://host:port. Default from OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT.',
+      ),
+    headers: z
+      .record(z.string().min(1), secretSchema())
+      .optional()
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the config syntax for an env secret
+      .describe('Extra request headers / gRPC metadata; values are secrets ("${ENV}", {env}, {file}).'),
+    timeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "Export timeout in ms, including the exporter's own retries; default OTEL_EXPORTER_OTLP_[LOGS_]TIMEOUT or 10000.",
+      ),
+    compression: z.enum(['gzip', 'none']).optional().describe('Request compression; default none.'),
+    serviceName: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('service.name resource attribute; default OTEL_SERVICE_NAME or scheduled-events-forwarder.'),
+    maxBatch: z
+      .number()
+      .int()
+      .min(1)
+      .max(512)
+      .optional()
+      .describe('Records per export request; default 100.'),
   })
   .strict();
 
