@@ -1,0 +1,218 @@
+/**
+ * `run` end to end with real processes against the in-test IMDS simulator: the file sink output format,
+ * graceful shutdown, reboot awareness (boot time injected), disk full (in-process, PRAGMA max_page_count),
+ * and bad configurations (exit code 2, message naming the key).
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { loadConfigForCli } from '../../../src/config/index.ts';
+import { silentLogger } from '../../../src/log.ts';
+import { Forwarder, TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
+import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import type { LifecycleRecord } from '../../../src/transform/record.ts';
+import { validateRecord } from '../../../src/transform/schema.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+import { waitFor } from '../../support/wait.ts';
+import { jsonLines, REPO, spawnCli } from './child.ts';
+
+const tmp = makeTempDir('sef-run-');
+afterAll(() => tmp.cleanup());
+const simulators: RunningSimulator[] = [];
+afterEach(async () => {
+  await Promise.all(simulators.splice(0).map((s) => s.close()));
+});
+
+let counter = 0;
+function dir(name: string): string {
+  return join(tmp.dir, `${name}-${++counter}`);
+}
+
+function readRecords(file: string): LifecycleRecord[] {
+  return existsSync(file) ? jsonLines<LifecycleRecord>(readFileSync(file, 'utf8')) : [];
+}
+
+const transitionsOf = (records: LifecycleRecord[]) => records.map((r) => `${r.subject}:${r.transition}`);
+
+describe('run --sink file:PATH', () => {
+  it('writes one valid CloudEvent JSON per line for every transition, and exits 0 on SIGTERM', async () => {
+    // timeScale 0: simulated time moves only when the test advances it (10 simulated s per real s).
+    const sim = await startSimulator({ scenario: join(REPO, 'config', 'demo.scenario.yaml'), timeScale: 0 });
+    simulators.push(sim);
+    const out = join(dir('e2e'), 'records.jsonl');
+    const fwd = spawnCli([
+      'run',
+      '--imds-endpoint',
+      sim.url,
+      '--poll-interval',
+      '200',
+      '--state-dir',
+      dir('state'),
+      '--sink',
+      `file:${out}`,
+    ]);
+    await fwd.ready;
+    const ticker = setInterval(() => sim.admin.advance(1000), 100);
+    try {
+      await waitFor(() => readRecords(out).length >= 9, 'nine records in the file', { timeoutMs: 40_000 });
+    } finally {
+      clearInterval(ticker);
+    }
+    fwd.child.kill('SIGTERM');
+    expect(await fwd.exited).toEqual({ code: 0, signal: null });
+
+    const lines = readFileSync(out, 'utf8').trimEnd().split('\n');
+    const records = lines.map((l) => JSON.parse(l) as LifecycleRecord);
+    for (const record of records) expect(validateRecord(record), record.id).toEqual([]);
+    expect(transitionsOf(records).sort()).toEqual(
+      [
+        '0D3E0000-0001-4000-8000-000000000001:scheduled',
+        '0D3E0000-0001-4000-8000-000000000001:started',
+        '0D3E0000-0001-4000-8000-000000000001:completed',
+        '0D3E0000-0002-4000-8000-000000000002:scheduled',
+        '0D3E0000-0002-4000-8000-000000000002:canceled',
+        '0D3E0000-0003-4000-8000-000000000003:scheduled',
+        '0D3E0000-0003-4000-8000-000000000003:updated',
+        '0D3E0000-0003-4000-8000-000000000003:started',
+        '0D3E0000-0003-4000-8000-000000000003:completed',
+      ].sort(),
+    );
+    expect(new Set(records.map((r) => r.id)).size).toBe(records.length);
+    expect(fwd.stderr()).toContain('"msg":"forwarder stopped"');
+  });
+});
+
+describe('reboot awareness', () => {
+  it('an event that disappears across a host reboot ends Completed (inferred, host-rebooted), not Canceled', async () => {
+    const sim = await startSimulator({ timeScale: 0 });
+    simulators.push(sim);
+    const event = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900, resources: ['sim-vm-0'] });
+    const stateDir = dir('reboot-state');
+    const out = join(dir('reboot'), 'records.jsonl');
+    const args = [
+      'run',
+      '--imds-endpoint',
+      sim.url,
+      '--poll-interval',
+      '200',
+      '--state-dir',
+      stateDir,
+      '--sink',
+      `file:${out}`,
+    ];
+
+    const before = spawnCli(args, { [TEST_BOOT_TIME_ENV]: String(Date.now() - 3_600_000) });
+    await before.ready;
+    await waitFor(() => readRecords(out).length === 1, 'the scheduled record');
+    before.child.kill('SIGKILL'); // the host goes down without warning
+    await before.exited;
+
+    sim.admin.removeEvent(event.id); // while the VM was down the maintenance happened and ended
+    const bootTime = Date.now(); // the host booted after the last observation
+    const after = spawnCli(args, { [TEST_BOOT_TIME_ENV]: String(bootTime) });
+    await after.ready;
+    await waitFor(() => readRecords(out).length === 2, 'the terminal record');
+    after.child.kill('SIGTERM');
+    expect((await after.exited).code).toBe(0);
+
+    const [scheduled, terminal] = readRecords(out);
+    expect(scheduled?.transition).toBe('scheduled');
+    expect(terminal?.transition).toBe('completed');
+    expect(terminal?.data.inferred).toBe(true);
+    expect(terminal?.data.reason).toBe('host-rebooted');
+    expect(validateRecord(terminal)).toEqual([]);
+  });
+});
+
+describe('disk full', () => {
+  it('keeps polling with a clear error while the store is full and loses no transition once space returns', async () => {
+    const sim = await startSimulator({ timeScale: 0 });
+    simulators.push(sim);
+    const out = join(dir('full'), 'records.jsonl');
+    const config = loadConfigForCli({
+      imdsEndpoint: sim.url,
+      pollInterval: 200,
+      stateDir: dir('full-state'),
+      sink: [`file:${out}`],
+    });
+    const errors: string[] = [];
+    const logger = silentLogger();
+    const forwarder = new Forwarder({
+      config,
+      logger,
+      observer: { commitFailed: (info) => errors.push(info.message) },
+    });
+    const controller = new AbortController();
+    const running = forwarder.run(controller.signal);
+    await waitFor(() => forwarder.stats.commits > 0, 'the first commit');
+
+    // The database may not grow by a single page: every commit that needs space fails with SQLITE_FULL.
+    forwarder.store!.setPageLimit(1);
+    const ids = Array.from(
+      { length: 20 },
+      (_, i) =>
+        sim.admin.injectEvent({
+          type: 'Freeze',
+          noticeSeconds: 900,
+          description: `filler ${i} ${'x'.repeat(2000)}`,
+        }).id,
+    );
+    await waitFor(() => forwarder.stats.commitFailures >= 3, 'failed commits while the disk is full');
+    expect(errors[0]).toMatch(/full|SQLITE_FULL/i);
+    const outcomesWhileFull = forwarder.stats.outcomes;
+    await waitFor(() => forwarder.stats.outcomes >= outcomesWhileFull + 3, 'polling continues while full');
+
+    forwarder.store!.setPageLimit(undefined); // space returns
+    await waitFor(() => readRecords(out).length >= ids.length, 'every scheduled record after space returns', {
+      timeoutMs: 30_000,
+    });
+    controller.abort();
+    await running;
+    expect(
+      readRecords(out)
+        .map((r) => r.subject)
+        .sort(),
+    ).toEqual([...ids].sort());
+  });
+});
+
+describe('bad configurations', () => {
+  const cases: Array<[string, string, RegExp]> = [
+    ['unknown key', 'imds: { pollIntervall: 1000 }\n', /imds\.pollIntervall: unknown key/],
+    [
+      'poll interval too small',
+      'imds: { pollIntervalMs: 10 }\n',
+      /imds\.pollIntervalMs: expected a number >= 200/,
+    ],
+    [
+      'unknown sink type',
+      'sinks: [{ name: a, type: kafka }]\n',
+      /sinks\[0\]\.type: expected one of .*"file".*got "kafka"/,
+    ],
+    ['file sink without path', 'sinks: [{ name: a, type: file }]\n', /sinks\[0\]\.path: required/],
+    [
+      'duplicate sink names',
+      'sinks: [{ name: a, type: stdout }, { name: a, type: stdout }]\n',
+      /sinks\[1\]\.name: duplicate sink name "a"/,
+    ],
+  ];
+  it.each(cases)(
+    '%s → exit code 2 naming the key (config validate and run)',
+    async (_label, yaml, pattern) => {
+      const file = join(tmp.dir, `bad-${++counter}.yaml`);
+      writeFileSync(file, yaml);
+      const validate = spawnCli(['config', 'validate', file]);
+      expect((await validate.exited).code).toBe(2);
+      expect(validate.stderr()).toMatch(pattern);
+      const run = spawnCli(['run', '--config', file, '--state-dir', dir('never')]);
+      expect((await run.exited).code).toBe(2);
+      expect(run.stderr()).toMatch(pattern);
+    },
+  );
+
+  it('a valid file → config validate exits 0', async () => {
+    const validate = spawnCli(['config', 'validate', join(REPO, 'config', 'forwarder.example.yaml')]);
+    expect((await validate.exited).code).toBe(0);
+    expect(validate.stdout()).toMatch(/^ok: .*forwarder\.example\.yaml is valid/);
+  });
+});

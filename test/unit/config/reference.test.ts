@@ -1,0 +1,59 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { loadConfig } from '../../../src/config/index.ts';
+import {
+  CONFIG_DOCS_PATH,
+  CONFIG_JSON_SCHEMA_PATH,
+  configJsonSchema,
+  renderConfigDocs,
+  renderConfigJsonSchema,
+} from '../../../src/config/reference.ts';
+
+const root = join(import.meta.dirname, '..', '..', '..');
+const EXAMPLE = join(root, 'config', 'forwarder.example.yaml');
+
+describe('generated configuration reference', () => {
+  it.each([
+    [CONFIG_DOCS_PATH, renderConfigDocs],
+    [CONFIG_JSON_SCHEMA_PATH, renderConfigJsonSchema],
+  ])('%s is up to date', (path, render) => {
+    const current = readFileSync(join(root, path), 'utf8');
+    // A plain boolean with a message: the diff of a whole generated file is noise; the fix is one command.
+    expect(current === render(), `${path} is out of date: run \`npm run docs:config\``).toBe(true);
+  });
+
+  it('documents every top-level key', () => {
+    const docs = renderConfigDocs();
+    for (const key of Object.keys((configJsonSchema() as { properties: object }).properties)) {
+      expect(docs).toContain(`\`${key}`);
+    }
+  });
+});
+
+describe('config/forwarder.example.yaml', () => {
+  it('validates with the zod schema', () => {
+    const config = loadConfig({ file: EXAMPLE });
+    expect(config.sinks.map((s) => s.name)).toEqual(['console', 'local-file']);
+    expect(config.telemetry.listen.enabled).toBe(true);
+  });
+
+  it('validates with the editor JSON Schema, which also rejects unknown keys', () => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    const validate = ajv.compile(configJsonSchema());
+    const example = parse(readFileSync(EXAMPLE, 'utf8'));
+    expect(validate(example), JSON.stringify(validate.errors)).toBe(true);
+    expect(validate({ ...example, imds: { pollIntervalMs: 100 } })).toBe(false);
+    expect(validate({ ...example, stateDirr: '/x' })).toBe(false);
+  });
+
+  it('comments every top-level section', () => {
+    const text = readFileSync(EXAMPLE, 'utf8');
+    const lines = text.split('\n');
+    for (const [index, line] of lines.entries()) {
+      if (/^[a-zA-Z]+:/.test(line)) expect(lines[index - 1], `no comment above "${line}"`).toMatch(/^#/);
+    }
+  });
+});
