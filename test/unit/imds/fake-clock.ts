@@ -53,8 +53,10 @@ export class FakeClock implements PollerClock {
     await settle();
     if (stop()) return false;
     if (this.#timers.length === 0) {
-      // Work may still be in flight on real I/O (files): give it a moment, deterministically bounded.
-      for (let i = 0; i < 200 && this.#timers.length === 0 && !stop(); i++) {
+      // Work may still be in flight on real I/O (capture files): wait for it, bounded (5 s) so a test whose
+      // system under test is genuinely idle ends instead of hanging.
+      const deadline = Date.now() + 5000;
+      while (this.#timers.length === 0 && !stop() && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 1));
       }
       if (this.#timers.length === 0) return false;

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ImdsResponseError } from '../../../src/sources/imds/errors.ts';
 import {
@@ -145,6 +146,21 @@ describe('parseNotBefore', () => {
     ['2016-09-19T18:29:47.250+01:00', '2016-09-19T17:29:47.250Z'],
   ])('%s -> %s', (raw, iso) => {
     expect(parseNotBefore(raw)).toBe(iso);
+  });
+
+  it('round-trips any instant written as RFC 1123, whatever the weekday name says', () => {
+    const weekdays = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
+    fc.assert(
+      fc.property(
+        fc.integer({ min: Date.UTC(2000, 0, 1), max: Date.UTC(2100, 0, 1) }),
+        fc.constantFrom(...weekdays),
+        (ms, weekday) => {
+          const instant = Math.floor(ms / 1000) * 1000;
+          const rfc1123 = new Date(instant).toUTCString().replace(/^[A-Za-z]{3}/, weekday);
+          expect(parseNotBefore(rfc1123)).toBe(new Date(instant).toISOString());
+        },
+      ),
+    );
   });
 
   it.each(['', '   ', '20170702', 'soon', 'Mon, 31 Feb 2022 10:00:00 GMT', 'Mon, 11 Foo 2022 22:26:58 GMT'])(
