@@ -3,7 +3,7 @@
  * the exact wire content, and acknowledgement semantics (400 → permanent, 503 / hang → retryable).
  */
 import * as grpc from '@grpc/grpc-js';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { readVersion } from '../../../src/cli/version.ts';
 import { createOtelSink } from '../../../src/sinks/otel/index.ts';
 import { otelOptionsSchema } from '../../../src/sinks/otel/settings.ts';
@@ -157,6 +157,14 @@ describe.each(['http/protobuf', 'http/json'] as const)('otel sink over %s', (pro
     expect(r.resource['host.id']).toBe(VM.vmId);
   });
 
+  it('compresses with gzip when configured', async () => {
+    const sink = sinkFor({ compression: 'gzip' });
+    await sink.deliver([makeRecord('scheduled')], signal());
+    await sink.close();
+    expect(receiver.accepted[0]!.headers['content-encoding']).toBe('gzip');
+    expectScheduledReboot(receiver.acceptedRecords()[0]);
+  });
+
   it('HTTP 400 → permanent DeliveryError with code http-400', async () => {
     receiver.enqueue({ status: 400, body: 'bad' });
     const sink = sinkFor();
@@ -202,6 +210,26 @@ describe.each(['http/protobuf', 'http/json'] as const)('otel sink over %s', (pro
 describe('otel sink configuration', () => {
   it('is registered as type otel', () => {
     expect(findSinkFactory('otel')?.type).toBe('otel');
+  });
+
+  it('honours the standard OTEL_EXPORTER_OTLP_* variables when the sink has no options', async () => {
+    const receiver = await startOtlpHttpReceiver();
+    vi.stubEnv('OTEL_EXPORTER_OTLP_PROTOCOL', 'http/json');
+    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.url);
+    vi.stubEnv('OTEL_EXPORTER_OTLP_HEADERS', 'x-tenant=t1');
+    vi.stubEnv('OTEL_SERVICE_NAME', 'sef-on-vm');
+    try {
+      const factory = findSinkFactory('otel')!;
+      const sink = factory.create('otel', factory.optionsSchema.parse({}), makeContext());
+      await sink.deliver([makeRecord('completed')], signal());
+      await sink.close?.();
+      expect(receiver.accepted[0]!.contentType).toContain('json');
+      expect(receiver.accepted[0]!.headers['x-tenant']).toBe('t1');
+      expect(receiver.acceptedRecords()[0]!.resource['service.name']).toBe('sef-on-vm');
+    } finally {
+      vi.unstubAllEnvs();
+      await receiver.close();
+    }
   });
 
   it('connection refused → retryable network error naming the endpoint without secrets', async () => {
