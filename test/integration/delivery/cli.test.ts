@@ -1,0 +1,75 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../../src/log.ts';
+import { openStore } from '../../../src/store/index.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+import { makeRecord } from '../../unit/delivery/helpers.ts';
+
+const MAIN = join(import.meta.dirname, '../../../src/cli/main.ts');
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [MAIN, ...args]);
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+let tmp: { dir: string; cleanup: () => void };
+beforeEach(() => {
+  tmp = makeTempDir('sef-cli-');
+});
+afterEach(() => tmp.cleanup());
+
+describe('outbox and deadletters commands', () => {
+  it('answers "nothing pending" with exit 0 on a missing state directory and creates nothing', async () => {
+    const dir = join(tmp.dir, 'never-used');
+    expect(await cli('outbox', 'status', '--state-dir', dir)).toMatchObject({
+      code: 0,
+      stdout: 'nothing pending\n',
+    });
+    expect(await cli('deadletters', 'list', '--state-dir', dir)).toMatchObject({
+      code: 0,
+      stdout: 'no dead letters\n',
+    });
+    expect(await cli('deadletters', 'replay', '--state-dir', dir)).toMatchObject({ code: 0 });
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('shows pending and dead letters and replays them while the forwarder holds the store', async () => {
+    const store = openStore({ stateDir: tmp.dir, logger: silentLogger() });
+    try {
+      store.commit(
+        {},
+        [1, 2, 3].map((n) => ({ record: makeRecord(n), sinks: ['hook'] })),
+      );
+      const [first] = store.pending('hook', 1);
+      store.deadLetter('hook', [first?.seq as number], {
+        reason: 'permanent',
+        error: 'exec-exit-3: prepare failed',
+      });
+      const status = await cli('outbox', 'status', '--state-dir', tmp.dir);
+      expect(status.code).toBe(0);
+      expect(status.stdout).toMatch(
+        /^hook: 2 pending \(\d+ bytes\), oldest \d+s old, next attempt now, 1 dead letters/,
+      );
+      const list = await cli('deadletters', 'list', '--state-dir', tmp.dir, '--json');
+      const rows = JSON.parse(list.stdout) as Array<{ id: number; recordId: string; error: string }>;
+      expect(rows).toEqual([
+        expect.objectContaining({ recordId: 'rec-1', error: 'exec-exit-3: prepare failed' }),
+      ]);
+      expect(await cli('deadletters', 'replay', '--state-dir', tmp.dir, '--id', 'abc')).toMatchObject({
+        code: 2,
+      });
+      const replay = await cli('deadletters', 'replay', '--state-dir', tmp.dir, '--id', String(rows[0]?.id));
+      expect(replay).toMatchObject({ code: 0, stdout: 'replayed 1 dead letter(s)\n' });
+      expect(store.pending('hook', 10).map((r) => r.recordId)).toEqual(['rec-2', 'rec-3', 'rec-1']);
+    } finally {
+      store.close();
+    }
+  });
+});
