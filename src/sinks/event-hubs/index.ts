@@ -28,6 +28,8 @@ export { type EventHubsSinkOptions, eventHubsOptionsSchema } from './options.ts'
 
 /** Consecutive failed deliveries after which the client is discarded and rebuilt on the next call. */
 const REBUILD_AFTER_FAILURES = 3;
+/** How long close() waits for the SDK to close its links and connection. */
+const CLOSE_TIMEOUT_MS = 5_000;
 
 /** The @azure/identity credential for `options.credential` (never called with a connection string). */
 export function createCredential(credential: EventHubsSinkOptions['credential']): TokenCredential {
@@ -127,11 +129,28 @@ export class EventHubsSink implements Sink {
     }
   }
 
+  /**
+   * Closes the client. Bounded: when the service is already gone the SDK can wait a long time for link
+   * detaches, which must not hold up the forwarder's shutdown.
+   */
   async close(): Promise<void> {
     this.#closed = true;
     const client = this.#client;
     this.#client = undefined;
-    await client?.close();
+    if (client === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), CLOSE_TIMEOUT_MS);
+      timer.unref();
+    });
+    const outcome = await Promise.race([client.close().catch(() => 'error' as const), timedOut]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') {
+      this.#logger.warn(
+        { sink: this.name },
+        `Event Hubs: client did not close within ${CLOSE_TIMEOUT_MS} ms; abandoning it`,
+      );
+    }
   }
 
   #getClient(): EventHubProducerClient {

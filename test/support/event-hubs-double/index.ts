@@ -62,6 +62,8 @@ export interface EventHubsFault {
   stage?: 'send' | 'cbs' | 'management';
   /** How many matching operations fail; default: every one until clearFaults(). */
   times?: number;
+  /** Let this many matching operations through before the fault starts (e.g. 1 = fail the second transfer). */
+  skip?: number;
   /** Only operations on this hub. */
   hub?: string;
 }
@@ -171,6 +173,7 @@ interface ConsumerLink {
 
 interface ActiveFault extends EventHubsFault {
   remaining: number;
+  toSkip: number;
 }
 
 const CONDITIONS: Record<
@@ -232,6 +235,10 @@ export async function startEventHubsDouble(options: EventHubsDoubleOptions = {})
     for (const fault of faults) {
       if ((fault.stage ?? 'send') !== stage || fault.remaining <= 0) continue;
       if (fault.hub !== undefined && fault.hub !== hub) continue;
+      if (fault.toSkip > 0) {
+        fault.toSkip -= 1;
+        continue;
+      }
       fault.remaining -= 1;
       stats.faultsInjected += 1;
       return fault;
@@ -772,7 +779,7 @@ export async function startEventHubsDouble(options: EventHubsDoubleOptions = {})
       ) {
         throw new Error(`fault ${fault.kind} applies to stage 'send' only`);
       }
-      faults.push({ ...fault, remaining: fault.times ?? Number.POSITIVE_INFINITY });
+      faults.push({ ...fault, remaining: fault.times ?? Number.POSITIVE_INFINITY, toSkip: fault.skip ?? 0 });
     },
     clearFaults(): void {
       faults.length = 0;
