@@ -176,8 +176,10 @@ function ids(value: string | string[]): string[] {
 
 function runStep(state: SimulatorState, faults: FaultController, step: ScenarioStep, atMs: number): void {
   if (step.inject) state.inject(step.inject, atMs);
-  else if (step.approve) state.approve(step.approve.vm ?? 'scenario', ids(step.approve.ids), atMs);
-  else if (step.setStatus) state.setStatus(step.setStatus.id, step.setStatus.status, atMs);
+  else if (step.approve) {
+    const { unknown } = state.approve(step.approve.vm ?? 'scenario', ids(step.approve.ids), atMs);
+    if (unknown.length > 0) throw new RangeError(`approve step: unknown EventId ${unknown.join(', ')}`);
+  } else if (step.setStatus) state.setStatus(step.setStatus.id, step.setStatus.status, atMs);
   else if (step.remove) for (const id of ids(step.remove)) state.remove(id, atMs);
   else if (step.reschedule) {
     const r = step.reschedule;
