@@ -21,6 +21,7 @@ import type { Connection, Delivery, EventContext, Message, Receiver, Sender } fr
 import rhea from 'rhea';
 import { partitionForKey } from './partition.ts';
 import {
+  decodeJwtClaims,
   EVENT_HUBS_JWT_AUDIENCES,
   JWT_TOKEN_TYPE,
   SAS_TOKEN_TYPE,
@@ -112,6 +113,8 @@ export interface PutTokenRecord {
   tokenType: string;
   accepted: boolean;
   reason: string | undefined;
+  /** For JWTs: the decoded claims (test tokens only; lets tests check which identity authenticated). */
+  jwtClaims?: Record<string, unknown> | undefined;
 }
 
 export interface EventHubsDoubleStats {
@@ -316,7 +319,13 @@ export async function startEventHubsDouble(options: EventHubsDoubleOptions = {})
     else if (tokenType === SAS_TOKEN_TYPE) reason = verifySasToken(token, audience, sasKeys, now());
     else if (tokenType === JWT_TOKEN_TYPE) reason = checkJwt(token, audience);
     else reason = `unsupported token type ${tokenType}`;
-    tokenLog.push({ audience, tokenType, accepted: reason === undefined, reason });
+    tokenLog.push({
+      audience,
+      tokenType,
+      accepted: reason === undefined,
+      reason,
+      ...(tokenType === JWT_TOKEN_TYPE ? { jwtClaims: decodeJwtClaims(token) } : {}),
+    });
     if (reason === undefined) reply(connection, request, 202, 'Accepted');
     else reply(connection, request, 401, `Unauthorized: ${reason}`, 'amqp:unauthorized-access');
   }
