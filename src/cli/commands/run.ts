@@ -55,7 +55,7 @@ export async function runForwarder(
   options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
   try {
     await handleShutdownSignals(logger, controller, () =>
-      new Forwarder({ config, logger }).run(controller.signal),
+      runWithTelemetry(config, logger, controller.signal),
     );
     return 0;
   } catch (error) {
@@ -65,6 +65,41 @@ export async function runForwarder(
       return 1;
     }
     throw error;
+  }
+}
+
+/**
+ * Runs the forwarder, with the /healthz /readyz /metrics listener when telemetry.listen.enabled (the pipeline
+ * reports through a PipelineObserver; see src/telemetry/observer.ts).
+ */
+async function runWithTelemetry(config: Config, logger: Logger, signal: AbortSignal): Promise<void> {
+  if (!config.telemetry.listen.enabled) {
+    await new Forwarder({ config, logger }).run(signal);
+    return;
+  }
+  const telemetry = await import('../../telemetry/index.ts');
+  const metrics = telemetry.createMetrics();
+  const health = new telemetry.HealthTracker({
+    sinks: [],
+    pollIntervalMs: config.imds.pollIntervalMs,
+    staleAfterPolls: config.telemetry.readyPollIntervals,
+  });
+  let forwarder: Forwarder | undefined;
+  const observer = telemetry.createTelemetryObserver({ metrics, health, engine: () => forwarder?.engine });
+  forwarder = new Forwarder({ config, logger, observer });
+  const running = forwarder;
+  telemetry.bindOutboxStats(metrics, () => running.store?.stats() ?? []);
+  const server = await telemetry.startTelemetryServer({
+    host: config.telemetry.listen.host,
+    port: config.telemetry.listen.port,
+    metrics,
+    health: () => health.snapshot(),
+  });
+  logger.info({ listen: server.url }, 'telemetry listening (/healthz, /readyz, /metrics)');
+  try {
+    await running.run(signal);
+  } finally {
+    await server.close();
   }
 }
 
