@@ -8,6 +8,7 @@
  * to TOP_LEVEL_SECTIONS — the loader, `config show`, the docs and the editor schema pick it up.
  */
 import { z } from 'zod';
+import { approvalSection } from '../approval/config.ts';
 import { defaultStateDir } from '../platform.ts';
 import { SINK_FACTORIES } from '../sinks/registry.ts';
 import type { SinkFactory, SinkFilter } from '../sinks/types.ts';
@@ -274,6 +275,7 @@ export function buildConfigSchema(options: BuildSchemaOptions = {}) {
       .default(5000)
       .describe('On SIGTERM/SIGINT, in-flight deliveries get this long before the process exits.'),
     sinks: sinksSchema(factories),
+    approval: approvalSection,
   };
   return z
     .object(TOP_LEVEL_SECTIONS)

@@ -8,6 +8,7 @@
  * same records again, so nothing is lost once the store recovers; polling never stops. Shutdown (abort the
  * signal): stop the source, give in-flight deliveries `shutdownDeadlineMs`, close the store.
  */
+import { ApprovalCoordinator } from '../approval/index.ts';
 import type { Config, SinkConfig } from '../config/index.ts';
 import { DeliveryEngine, type EngineSink } from '../delivery/index.ts';
 import type { Logger } from '../log.ts';
@@ -137,6 +138,7 @@ export class Forwarder {
     const onAbort = () => internal.abort();
     signal.addEventListener('abort', onAbort, { once: true });
     let sinks: Sink[] = [];
+    let approval: ApprovalCoordinator | undefined;
     try {
       this.#state = this.#loadState(store);
       const built = this.#options.source === undefined ? buildSource(config, logger) : undefined;
@@ -183,9 +185,20 @@ export class Forwarder {
       );
       observer?.ready?.({ stateDir: store.stateDir, sinks: enabled.map((s) => s.name) });
 
+      // --- approval (src/approval, docs/approval.md): resumes persisted progress against the loaded state.
+      approval = new ApprovalCoordinator({
+        config: config.approval,
+        store,
+        client,
+        identity: () => identity?.current(),
+        pollIntervalMs: config.imds.pollIntervalMs,
+        logger: logger.child({ component: 'approval' }),
+      });
+      approval.start(this.#state);
+      // --- end approval
       if (!internal.signal.aborted) {
         await source.start(internal.signal, (outcome) =>
-          this.#onOutcome(outcome, { identity, bootTimeMs, maxGapMs, stall, store, engine }),
+          this.#onOutcome(outcome, { identity, bootTimeMs, maxGapMs, stall, store, engine, approval }),
         );
       }
       if (!internal.signal.aborted && (this.#options.drainWhenSourceEnds ?? true)) {
@@ -196,6 +209,7 @@ export class Forwarder {
       signal.removeEventListener('abort', onAbort);
       observer?.stopping?.();
       stall.stop();
+      await approval?.stop(); // approval: ends running hooks / POST retries; progress stays persisted
       identity?.stop?.();
       if (this.#engine !== undefined) await this.#engine.stop(config.shutdownDeadlineMs);
       else await Promise.allSettled(sinks.map((s) => s.close?.()));
@@ -253,6 +267,7 @@ export class Forwarder {
       stall: StallDetector;
       store: Store;
       engine: DeliveryEngine;
+      approval?: ApprovalCoordinator | undefined;
     },
   ): Promise<void> {
     this.stats.outcomes++;
@@ -271,12 +286,14 @@ export class Forwarder {
         await deps.identity.refresh();
       }
     }
+    const approvals = deps.approval?.pendingApprovals() ?? []; // approval: decided, not yet committed
     const result = transform(previous, {
       outcome,
       vm: deps.identity?.current(),
       hostBootTimeMs: deps.bootTimeMs,
       maxStallMs: deps.stall.takeMaxStallMs(),
       maxGapMs: deps.maxGapMs,
+      approvals,
     });
     if (result.records.length === 0 && sameState(previous, result.state)) return;
     const deliveries = routeRecords(result.records, this.#routed);
@@ -288,6 +305,7 @@ export class Forwarder {
       return; // keep the previous committed state: the next poll's diff re-produces these records
     }
     this.#state = result.state;
+    deps.approval?.afterCommit({ state: result.state, records: result.records, approvals }); // approval
     this.stats.commits++;
     this.stats.records += result.records.length;
     if (this.#consecutiveCommitFailures > 0) {

@@ -1,0 +1,94 @@
+/**
+ * Prepare / recover hooks: commands run (no shell) through the exec sink's runCommand, with the lifecycle
+ * record on stdin, SEF_* variables in the environment, a timeout and bounded captured output that goes to the
+ * logs.
+ */
+import type { Logger } from '../log.ts';
+import { CommandStartError, runCommand } from '../sinks/exec/run-command.ts';
+import type { ScheduledEvent } from '../sources/types.ts';
+import type { ApprovalHookResult } from '../transform/index.ts';
+import type { HookConfig } from './config.ts';
+
+export type HookPhase = 'prepare' | 'recover';
+
+export interface HookRun {
+  phase: HookPhase;
+  event: ScheduledEvent;
+  /** The lifecycle record written to stdin (JSON). */
+  record: unknown;
+  affectsThisVm: boolean;
+  leader: boolean;
+  vmName: string;
+  /** The hook is killed after this long (already cut to fit the deadline). */
+  timeoutMs: number;
+  /** ISO time by which the hook must have finished (NotBefore − safety margin), if known. */
+  deadline: string | null;
+  maxOutputBytes: number;
+  signal?: AbortSignal;
+  logger: Logger;
+}
+
+/** The SEF_* environment a hook receives (on top of this process's environment and the hook's own env). */
+export function hookEnvironment(hook: HookConfig, run: HookRun): Record<string, string> {
+  const { event } = run;
+  return {
+    ...hook.env,
+    SEF_HOOK_NAME: hook.name,
+    SEF_HOOK_PHASE: run.phase,
+    SEF_EVENT_ID: event.EventId,
+    SEF_EVENT_TYPE: event.EventType,
+    SEF_EVENT_STATUS: event.EventStatus,
+    SEF_EVENT_SOURCE: event.EventSource,
+    SEF_NOT_BEFORE: event.notBeforeUtc ?? '',
+    SEF_DURATION_SECONDS: String(event.DurationInSeconds),
+    SEF_RESOURCES: event.Resources.join(','),
+    SEF_AFFECTS_THIS_VM: String(run.affectsThisVm),
+    SEF_LEADER: String(run.leader),
+    SEF_VM_NAME: run.vmName,
+    SEF_DEADLINE: run.deadline ?? '',
+  };
+}
+
+/** Runs one hook and logs its (bounded) output. Never throws: a hook that cannot start is a failed hook. */
+export async function runHook(hook: HookConfig, run: HookRun): Promise<ApprovalHookResult> {
+  const log = run.logger.child({ hook: hook.name, phase: run.phase, eventId: run.event.EventId });
+  if (run.timeoutMs <= 0) {
+    log.warn('hook not run: no time left before NotBefore minus the safety margin');
+    return { name: hook.name, ok: false, exitCode: null, durationMs: 0, timedOut: true };
+  }
+  log.info({ timeoutMs: run.timeoutMs }, 'running hook');
+  try {
+    const result = await runCommand({
+      command: hook.command,
+      args: hook.args,
+      stdin: `${JSON.stringify(run.record)}\n`,
+      env: { ...process.env, ...hookEnvironment(hook, run) },
+      timeoutMs: run.timeoutMs,
+      maxOutputBytes: run.maxOutputBytes,
+      ...(run.signal === undefined ? {} : { signal: run.signal }),
+    });
+    const ok = result.exitCode === 0 && !result.timedOut && !result.aborted;
+    const summary = {
+      exitCode: result.exitCode,
+      signal: result.signal,
+      timedOut: result.timedOut,
+      aborted: result.aborted,
+      durationMs: Math.round(result.durationMs),
+      stdout: result.stdout,
+      stderr: result.stderr,
+    };
+    if (ok) log.info(summary, 'hook succeeded');
+    else log.warn(summary, result.timedOut ? 'hook timed out' : 'hook failed');
+    return {
+      name: hook.name,
+      ok,
+      exitCode: result.exitCode,
+      durationMs: Math.round(result.durationMs),
+      timedOut: result.timedOut,
+    };
+  } catch (error) {
+    if (!(error instanceof CommandStartError)) throw error;
+    log.error({ err: error.message }, 'hook could not be started');
+    return { name: hook.name, ok: false, exitCode: null, durationMs: 0, timedOut: false };
+  }
+}

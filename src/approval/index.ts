@@ -1,0 +1,33 @@
+/**
+ * Approval: policy rules, leader election, prepare/recover hooks and StartRequests POSTs, recorded as
+ * `approved` lifecycle records through the transform. See docs/approval.md.
+ */
+export {
+  APPROVAL_ACTIONS,
+  type ApprovalAction,
+  type ApprovalConfig,
+  type ApprovalMatch,
+  type ApprovalRule,
+  approvalSection,
+  defaultApprovalConfig,
+  type HookConfig,
+  LEADER_MODES,
+  type LeaderMode,
+} from './config.ts';
+export {
+  type ApprovalClient,
+  ApprovalCoordinator,
+  type ApprovalCoordinatorOptions,
+  type CommittedStep,
+} from './coordinator.ts';
+export { type HookPhase, type HookRun, hookEnvironment, runHook } from './hooks.ts';
+export {
+  DEFAULT_RULE,
+  type Decision,
+  type DecisionContext,
+  decide,
+  hookApplies,
+  isLeader,
+  matches,
+} from './policy.ts';
+export { type EventProgress, PROGRESS_META_KEY } from './progress.ts';
