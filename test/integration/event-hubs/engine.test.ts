@@ -66,7 +66,7 @@ describe('engine + outbox + Event Hubs sink under faults', () => {
       engine.notify();
     }
     await waitFor(
-      () => store.stats().find((s) => s.sink === sink.name)?.pending === 0,
+      () => (store.stats().find((s) => s.sink === sink.name)?.pending ?? 0) === 0,
       'the outbox to drain',
       {
         timeoutMs: 30_000,
