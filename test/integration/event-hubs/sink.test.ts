@@ -284,3 +284,49 @@ describe('Event Hubs sink configuration', () => {
     });
   });
 });
+
+describe('test double: consumer epochs (used by the fleet consumer)', () => {
+  it('a consumer with a higher ownerLevel takes the partition over; the old one gets ReceiverDisconnected', async () => {
+    const hub = await startEventHubsDouble({ hubs: { fleet: 1 } });
+    const first = new EventHubConsumerClient('$Default', hub.connectionString('fleet'));
+    const second = new EventHubConsumerClient('$Default', hub.connectionString('fleet'));
+    try {
+      const sink = track(doubleSink(hub, 'fleet'));
+      await sink.deliver([makeRecord(1)], live());
+      const errors: string[] = [];
+      const seenByFirst: string[] = [];
+      const seenBySecond: string[] = [];
+      const subA = first.subscribe(
+        '0',
+        {
+          processEvents: async (b) => void seenByFirst.push(...b.map((e) => String(e.messageId))),
+          processError: async (e) => void errors.push((e as { code?: string }).code ?? e.name),
+        },
+        { startPosition: earliestEventPosition, ownerLevel: 1, maxWaitTimeInSeconds: 1 },
+      );
+      await waitFor(() => seenByFirst.length === 1, 'the first consumer to read');
+      const subB = second.subscribe(
+        '0',
+        {
+          processEvents: async (b) => void seenBySecond.push(...b.map((e) => String(e.messageId))),
+          processError: async () => {},
+        },
+        { startPosition: earliestEventPosition, ownerLevel: 2, maxWaitTimeInSeconds: 1 },
+      );
+      await waitFor(
+        () => errors.includes('ReceiverDisconnectedError'),
+        'the first consumer to be disconnected',
+      );
+      const record = makeRecord(2);
+      await sink.deliver([record], live());
+      await waitFor(() => seenBySecond.includes(record.id), 'the second consumer to read the new record');
+      await subA.close();
+      await subB.close();
+    } finally {
+      for (const s of sinks.splice(0)) await s.close();
+      await first.close();
+      await second.close();
+      await hub.close();
+    }
+  });
+});
