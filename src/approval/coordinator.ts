@@ -178,9 +178,11 @@ export class ApprovalCoordinator {
         }
         entry.prepare = 'done';
       }
-    } else if (entry.prepare === 'done' && rerun && undecided && entry.post !== 'pending') {
+    } else if (entry.prepare === 'done' && rerun && undecided && !entry.ended) {
+      // Configured to prepare again after a restart: the hooks run again before any (pending) POST.
       entry.prepare = 'pending';
       entry.hooks = [];
+      entry.post = 'none';
     }
   }
 
@@ -277,7 +279,6 @@ export class ApprovalCoordinator {
         'approval decision',
       );
     }
-    if (scheduled && affected && decision.action === 'approve' && leader) this.#readyToApprove(entry);
     return entry;
   }
 
@@ -293,11 +294,11 @@ export class ApprovalCoordinator {
   #advance(entry: EventProgress, vm: VmIdentity | undefined, terminal: LifecycleRecord | undefined): void {
     if (this.#jobs.has(entry.key) || this.#abort.signal.aborted) return;
     const event = this.#tracked.get(entry.key);
+    this.#settle(entry);
     if (!entry.ended && event !== undefined && entry.prepare === 'pending') {
       this.#startJob(entry, this.#runPrepare(entry, event, vm));
       return;
     }
-    if (entry.prepare !== 'pending' && entry.prepare !== 'running') this.#settle(entry);
     if (entry.ended && entry.recover === 'pending') {
       this.#startJob(entry, this.#runRecover(entry, vm, terminal));
     }
@@ -319,18 +320,28 @@ export class ApprovalCoordinator {
     this.#jobs.set(entry.key, tracked);
   }
 
-  /** Once the prepare hooks are done (or none apply): decide what to record and whether to POST. */
+  /**
+   * Decides what to record and whether to POST: `approve` at once (the leader does not wait for hooks),
+   * `approve-after-hooks` once every prepare hook succeeded; a non-leader records its hooks once they finished.
+   */
   #settle(entry: EventProgress): void {
     if (entry.approval !== null || entry.post !== 'none') return;
     if (!entry.affectsThisVm || entry.action === 'never') return;
+    const hooksFinished = entry.prepare === 'none' || entry.prepare === 'done';
     const hooksOk = entry.hooks.every((h) => h.ok);
-    const base = { eventId: entry.eventId, rule: entry.rule, hooks: entry.hooks };
+    const base = { eventId: entry.eventId, rule: entry.rule, hooks: [...entry.hooks] };
     if (!entry.leader) {
       // An affected non-leader did its own preparation: record it (leader false, never posted).
-      this.#setApproval(entry, { ...base, approvedAtMs: this.#now(), leader: false, posted: false });
+      if (hooksFinished)
+        this.#setApproval(entry, { ...base, approvedAtMs: this.#now(), leader: false, posted: false });
       return;
     }
-    if (entry.action === 'approve-after-hooks' && !hooksOk) {
+    if (entry.action === 'approve') {
+      this.#readyToApprove(entry);
+      return;
+    }
+    if (!hooksFinished) return;
+    if (!hooksOk) {
       this.#logger.warn(
         { eventId: entry.eventId, hooks: entry.hooks },
         'not approving: a prepare hook failed',
@@ -338,7 +349,7 @@ export class ApprovalCoordinator {
       this.#setApproval(entry, { ...base, approvedAtMs: this.#now(), leader: true, posted: false });
       return;
     }
-    if (entry.action === 'approve-after-hooks') this.#readyToApprove(entry);
+    this.#readyToApprove(entry);
   }
 
   /** The leader is ready to approve: dry-run records it, otherwise it joins the next StartRequests POST. */
@@ -350,7 +361,7 @@ export class ApprovalCoordinator {
         approvedAtMs: this.#now(),
         rule: entry.rule,
         leader: true,
-        hooks: entry.hooks,
+        hooks: [...entry.hooks],
         dryRun: true,
         posted: false,
       });
@@ -374,7 +385,7 @@ export class ApprovalCoordinator {
       approvedAtMs: this.#now(),
       rule: entry.rule,
       leader: true,
-      hooks: entry.hooks,
+      hooks: [...entry.hooks],
       posted: false,
     };
     entry.recorded = false;
@@ -540,7 +551,7 @@ export class ApprovalCoordinator {
           approvedAtMs,
           rule: entry.rule,
           leader: true,
-          hooks: entry.hooks,
+          hooks: [...entry.hooks],
           posted: true,
         };
         entry.recorded = false;
