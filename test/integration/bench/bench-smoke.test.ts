@@ -1,0 +1,82 @@
+/**
+ * Smoke test of the benchmark harness: `node bench/run.ts --smoke` runs every benchmark with tiny sample
+ * counts into a temporary directory; each JSON file must have the documented shape and the report must render
+ * from them. Timing values are deliberately not asserted.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { BenchResultFile } from '../../../bench/lib/harness.ts';
+import { readResults, renderReport } from '../../../bench/report.ts';
+import { BENCHMARKS } from '../../../bench/run.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+
+const run = promisify(execFile);
+const REPO = join(import.meta.dirname, '..', '..', '..');
+const out = makeTempDir('sef-bench-smoke-');
+afterAll(() => out.cleanup());
+
+describe('npm run bench (smoke)', () => {
+  it('writes one JSON file per benchmark with machine info, tables and raw data', {
+    timeout: 120_000,
+  }, async () => {
+    const { stdout } = await run(
+      process.execPath,
+      ['bench/run.ts', '--smoke', '--duration', '2s', '--out', out.dir],
+      { cwd: REPO, maxBuffer: 16 * 1024 * 1024 },
+    );
+    const names = BENCHMARKS.map((b) => b.name);
+    expect(names).toEqual(['detection', 'delivery', 'end-to-end', 'isolation', 'drain', 'footprint']);
+    for (const name of names) {
+      expect(stdout).toContain(join(out.dir, `${name}.json`));
+      const file = JSON.parse(readFileSync(join(out.dir, `${name}.json`), 'utf8')) as BenchResultFile;
+      expect(file).toMatchObject({ name, smoke: true });
+      expect(file.title.length).toBeGreaterThan(0);
+      expect(file.method.length).toBeGreaterThan(0);
+      expect(file.machine).toMatchObject({
+        cpuModel: expect.any(String),
+        cores: expect.any(Number),
+        memoryBytes: expect.any(Number),
+        os: expect.any(String),
+        node: process.version,
+        date: expect.any(String),
+      });
+      expect(file.machine.gitCommit).toMatch(/^[0-9a-f]{40}$/);
+      expect(file.loadAverage.before).toHaveLength(3);
+      expect(file.loadAverage.after).toHaveLength(3);
+      expect(Number.isNaN(Date.parse(file.startedAt))).toBe(false);
+      expect(typeof file.parameters).toBe('object');
+      expect(Object.keys(file.raw).length).toBeGreaterThan(0);
+      expect(Array.isArray(file.notes)).toBe(true);
+      expect(file.tables.length).toBeGreaterThan(0);
+      for (const table of file.tables) {
+        expect(table.rows.length).toBeGreaterThan(0);
+        for (const row of table.rows) {
+          expect(row).toHaveLength(table.columns.length);
+          for (const value of row) expect(['string', 'number', 'object']).toContain(typeof value);
+        }
+      }
+    }
+
+    const delivery = JSON.parse(readFileSync(join(out.dir, 'delivery.json'), 'utf8')) as BenchResultFile;
+    expect(delivery.tables[0]?.rows.map((r) => r[0])).toEqual([
+      'file',
+      'exec',
+      'webhook',
+      'slack',
+      'teams',
+      'eventhubs',
+      'otel',
+      'eventhubs (TCP_NODELAY)',
+    ]);
+    const drain = JSON.parse(readFileSync(join(out.dir, 'drain.json'), 'utf8')) as BenchResultFile;
+    // every record reached the destinations that count what they receive
+    for (const row of drain.tables[0]?.rows ?? []) if (row[4] !== null) expect(row[4]).toBe(row[1]);
+
+    const report = renderReport(readResults(out.dir));
+    for (const bench of BENCHMARKS) expect(report).toContain(`## ${bench.title}`);
+    expect(report).toContain('Smoke results');
+  });
+});
