@@ -85,6 +85,69 @@ export function renderReport(results: readonly BenchResultFile[]): string {
   return `${out.join('\n').trimEnd()}\n`;
 }
 
+interface EventHubsVariant {
+  clientNoDelay: boolean;
+  vms: number;
+  backlog: { records: number; seconds: number; recordsPerSecond: number; transfers: number };
+  steady: {
+    records: number;
+    intervalMs: number;
+    latencyMs: { p50: number; p90: number; p99: number; max: number };
+  };
+}
+
+/** The section for bench/results/event-hubs.json, written by the Event Hubs sink's own bench/event-hubs.ts. */
+export function renderEventHubsSection(json: {
+  description: string;
+  node: string;
+  cpus: number;
+  at: string;
+  variants: EventHubsVariant[];
+  notes: string[];
+}): string {
+  const rows = json.variants.map((v) => [
+    v.vms === 1 ? 'one VM' : `${v.vms} interleaved VMs`,
+    v.clientNoDelay ? 'on (test patch)' : 'off (stock SDK)',
+    v.backlog.records,
+    v.backlog.seconds,
+    v.backlog.recordsPerSecond,
+    v.backlog.transfers,
+    v.steady.latencyMs.p50,
+    v.steady.latencyMs.p99,
+    v.steady.latencyMs.max,
+  ]);
+  const table = markdownTable({
+    title: 'Backlog drain and steady committed → acked latency (ms, millisecond resolution)',
+    columns: [
+      'partition keys',
+      'TCP_NODELAY',
+      'backlog',
+      'seconds',
+      'records/s',
+      'AMQP transfers',
+      'p50',
+      'p99',
+      'max',
+    ],
+    rows,
+  });
+  return [
+    '## Event Hubs sink in depth',
+    '',
+    "`node bench/event-hubs.ts` (the Event Hubs sink's own benchmark; not part of `npm run bench`)",
+    '',
+    `${json.description}. Steady state: ${json.variants[0]?.steady.records ?? 0} records committed every ` +
+      `${json.variants[0]?.steady.intervalMs ?? 0} ms.`,
+    '',
+    table,
+    '',
+    ...json.notes.map((n) => `- ${n}`),
+    '',
+    `<sub>Run ${json.at}, Node ${json.node}, ${json.cpus} cores (same machine).</sub>`,
+    '',
+  ].join('\n');
+}
+
 function main(): void {
   const { values } = parseArgs({
     options: {
@@ -93,7 +156,11 @@ function main(): void {
       check: { type: 'boolean', default: false },
     },
   });
-  const text = renderReport(readResults(values.results ?? DEFAULT_RESULTS_DIR));
+  const dir = values.results ?? DEFAULT_RESULTS_DIR;
+  let text = renderReport(readResults(dir));
+  const eventHubs = join(dir, 'event-hubs.json');
+  if (existsSync(eventHubs))
+    text += `\n${renderEventHubsSection(JSON.parse(readFileSync(eventHubs, 'utf8')))}`;
   const target = values.out ?? DEFAULT_DOC;
   if (values.check) {
     const current = existsSync(target) ? readFileSync(target, 'utf8') : '';
