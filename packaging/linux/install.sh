@@ -6,8 +6,9 @@
 # What it does (each step is idempotent):
 #   1. checks Node.js >= 22.13 is installed (Node 24 LTS recommended; see docs/install.md for distro steps);
 #   2. installs the package into /opt/scheduled-events-forwarder (no global npm install, no build tools needed);
-#   3. writes /etc/scheduled-events-forwarder/forwarder.yaml from the example if none exists, and an empty
-#      secrets.env (mode 0600) for connection strings / webhook URLs;
+#   3. writes /etc/scheduled-events-forwarder/forwarder.yaml from the example if none exists (its ./state
+#      paths pointed at /var/lib/scheduled-events-forwarder), and an empty secrets.env (mode 0600) for
+#      connection strings / webhook URLs; validates the config with those secrets in the environment;
 #   4. installs and starts the systemd unit.
 # Environment (for tests and unusual layouts): DESTDIR (prefix for every path), SYSTEMCTL (default systemctl),
 # NODE (default node), NPM (default npm).
@@ -20,6 +21,8 @@ NODE="${NODE:-node}"
 NPM="${NPM:-npm}"
 PREFIX="$DESTDIR/opt/scheduled-events-forwarder"
 CONFIG_DIR="$DESTDIR/etc/scheduled-events-forwarder"
+# The unit's StateDirectory (a path the service sees, so without DESTDIR).
+STATE_DIR="/var/lib/scheduled-events-forwarder"
 UNIT_DIR="$DESTDIR/etc/systemd/system"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 
@@ -46,14 +49,29 @@ ENTRY="$PREFIX/node_modules/scheduled-events-forwarder/dist/cli/main.js"
 
 mkdir -p "$CONFIG_DIR"
 if [[ ! -f "$CONFIG_DIR/forwarder.yaml" ]]; then
-  cp "$PREFIX/node_modules/scheduled-events-forwarder/config/forwarder.example.yaml" "$CONFIG_DIR/forwarder.yaml"
+  # The example keeps its state in ./state (relative to the working directory). Under systemd the only
+  # writable place is the StateDirectory, so point those paths there.
+  sed -e "s#^stateDir: \./state\$#stateDir: $STATE_DIR#" -e "s#\./state/#$STATE_DIR/#g" \
+    "$PREFIX/node_modules/scheduled-events-forwarder/config/forwarder.example.yaml" >"$CONFIG_DIR/forwarder.yaml"
   say "wrote $CONFIG_DIR/forwarder.yaml (edit it, then: $SYSTEMCTL restart scheduled-events-forwarder)"
 fi
 if [[ ! -f "$CONFIG_DIR/secrets.env" ]]; then
   (umask 077 && printf '# NAME=value lines, referenced from forwarder.yaml as ${NAME}\n' >"$CONFIG_DIR/secrets.env")
 fi
 chmod 600 "$CONFIG_DIR/secrets.env"
-"$NODE" "$ENTRY" config validate "$CONFIG_DIR/forwarder.yaml" || fail "configuration is invalid (see above)"
+# Validate with the secrets the service will get: systemd passes secrets.env (NAME=value lines) as its
+# environment. Exported inside a subshell, never on a command line (where `ps` would show them).
+(
+  while IFS= read -r line || [[ -n "$line" ]]; do
+    [[ "$line" =~ ^[[:space:]]*(#|$) ]] && continue
+    [[ "$line" =~ ^[[:space:]]*([A-Za-z_][A-Za-z0-9_]*)=(.*)$ ]] || continue
+    name="${BASH_REMATCH[1]}"
+    value="${BASH_REMATCH[2]}"
+    if [[ "$value" =~ ^\"(.*)\"$ || "$value" =~ ^\'(.*)\'$ ]]; then value="${BASH_REMATCH[1]}"; fi
+    export "$name=$value"
+  done <"$CONFIG_DIR/secrets.env"
+  exec "$NODE" "$ENTRY" config validate "$CONFIG_DIR/forwarder.yaml"
+) || fail "configuration is invalid (see above)"
 
 mkdir -p "$UNIT_DIR"
 install -m 0644 "$HERE/../systemd/scheduled-events-forwarder.service" "$UNIT_DIR/scheduled-events-forwarder.service"

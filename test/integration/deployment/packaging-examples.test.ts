@@ -1,0 +1,224 @@
+/**
+ * The forwarder configs embedded in the packaging examples (cloud-init, the AKS DaemonSet) pass the real
+ * schema, and the example wiring agrees with the CLI: config paths, state directory, health port, user ids.
+ * The systemd unit and install.sh agree on paths, and install.sh writes a config whose state lives in the
+ * unit's StateDirectory (run with stand-ins for npm and systemctl; the real package install is covered by
+ * test/integration/packaging/npm-package.test.ts).
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { type Config, loadConfig } from '../../../src/config/index.ts';
+import { buildConfigSchema } from '../../../src/config/schema.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+import { argValue, parseEnvFile, parseYamlStrict, REPO } from './compose-files.ts';
+
+const tmp = makeTempDir('sef-deploy-');
+afterAll(() => tmp.cleanup());
+afterEach(() => vi.unstubAllEnvs());
+
+const LINUX_STATE_DIR = '/var/lib/scheduled-events-forwarder';
+const CONFIG_PATH = '/etc/scheduled-events-forwarder/forwarder.yaml';
+
+let counter = 0;
+/** Validates YAML text with loadConfig (written to a temp file) with `env` as the process environment. */
+function validate(yamlText: string, env: Record<string, string> = {}): Config {
+  for (const [k, v] of Object.entries(env)) vi.stubEnv(k, v);
+  const file = join(tmp.dir, `config-${++counter}.yaml`);
+  writeFileSync(file, yamlText);
+  return loadConfig({ file });
+}
+
+/** The stateDir the schema gives on Linux (the examples run on Linux VMs and AKS Linux nodes). */
+function linuxStateDir(yamlText: string, env: Record<string, string> = {}): string {
+  for (const [k, v] of Object.entries(env)) vi.stubEnv(k, v);
+  const raw = parseYamlStrict(yamlText, 'config') as Record<string, unknown>;
+  return buildConfigSchema({ platform: 'linux', env: {} }).parse(raw).stateDir;
+}
+
+describe('packaging/cloud-init/cloud-init.yaml', () => {
+  const cloudInit = readFileSync(join(REPO, 'packaging', 'cloud-init', 'cloud-init.yaml'), 'utf8');
+  const doc = parseYamlStrict(cloudInit, 'cloud-init.yaml') as {
+    write_files: Array<{ path: string; permissions: string; content: string }>;
+    runcmd: string[];
+  };
+  const file = (path: string) => doc.write_files.find((f) => f.path === path);
+
+  it('is a #cloud-config document', () => {
+    expect(cloudInit.startsWith('#cloud-config\n')).toBe(true);
+  });
+
+  it('writes a forwarder config that validates with the secrets it writes to secrets.env', () => {
+    const config = file(CONFIG_PATH);
+    const secrets = file('/etc/scheduled-events-forwarder/secrets.env');
+    expect(config).toBeDefined();
+    expect(secrets?.permissions).toBe('0600');
+    const env = parseEnvFile(secrets!.content);
+    const loaded = validate(config!.content, env);
+    expect(loaded.sinks.length).toBeGreaterThan(0);
+    expect(linuxStateDir(config!.content, env)).toBe(LINUX_STATE_DIR);
+    // Without secrets.env the config is invalid: the secrets really come from that file.
+    for (const key of Object.keys(env)) vi.stubEnv(key, '');
+    expect(() => loadConfig({ file: join(tmp.dir, `config-${counter}.yaml`) })).toThrow(
+      new RegExp(Object.keys(env)[0]!),
+    );
+  });
+
+  it('installs Node 24 and runs install.sh from the package', () => {
+    expect(doc.runcmd.join('\n')).toMatch(/setup_24\.x/);
+    expect(doc.runcmd.some((c) => c.includes('package/packaging/linux/install.sh'))).toBe(true);
+  });
+});
+
+describe('packaging/kubernetes/daemonset.yaml', () => {
+  const docs = readFileSync(join(REPO, 'packaging', 'kubernetes', 'daemonset.yaml'), 'utf8')
+    .split(/^---$/m)
+    .map((text, i) => parseYamlStrict(text, `daemonset.yaml document ${i}`) as { kind: string });
+  const byKind = (kind: string) => docs.find((d) => d.kind === kind) as never;
+  const configMap = byKind('ConfigMap') as { metadata: { name: string }; data: Record<string, string> };
+  const daemonSet = byKind('DaemonSet') as {
+    spec: {
+      template: {
+        spec: {
+          hostNetwork: boolean;
+          securityContext: { runAsUser: number; runAsNonRoot: boolean };
+          containers: Array<{
+            args: string[];
+            livenessProbe: { httpGet: { path: string; port: number; host: string } };
+            volumeMounts: Array<{ name: string; mountPath: string }>;
+          }>;
+          volumes: Array<{ name: string; configMap?: { name: string }; hostPath?: { path: string } }>;
+        };
+      };
+    };
+  };
+  const pod = daemonSet.spec.template.spec;
+  const container = pod.containers[0]!;
+  const mountOf = (volume: string) => container.volumeMounts.find((m) => m.name === volume)!.mountPath;
+  const volume = (name: string) => pod.volumes.find((v) => v.name === name)!;
+
+  it('embeds a forwarder config that validates with the real schema', () => {
+    const config = validate(configMap.data['forwarder.yaml']!);
+    expect(config.sinks.map((s) => s.type)).toContain('eventhubs');
+  });
+
+  it('runs the ConfigMap file at the path its args name', () => {
+    const configPath = argValue(container.args, '--config')!;
+    expect(container.args[0]).toBe('run');
+    const configVolume = volume('config');
+    expect(configVolume.configMap?.name).toBe(configMap.metadata.name);
+    expect(configPath).toBe(`${mountOf('config')}/forwarder.yaml`);
+    expect(Object.keys(configMap.data)).toContain('forwarder.yaml');
+  });
+
+  it('keeps state on the node (hostPath) at the stateDir the config resolves to', () => {
+    const stateDir = linuxStateDir(configMap.data['forwarder.yaml']!);
+    expect(mountOf('state')).toBe(stateDir);
+    expect(volume('state').hostPath?.path).toBe(LINUX_STATE_DIR);
+  });
+
+  it('probes the health endpoint the config enables, on the host network (IMDS answers only the node)', () => {
+    const config = validate(configMap.data['forwarder.yaml']!);
+    expect(pod.hostNetwork).toBe(true);
+    expect(config.telemetry.listen.enabled).toBe(true);
+    expect(container.livenessProbe.httpGet).toMatchObject({
+      path: '/healthz',
+      port: config.telemetry.listen.port,
+      host: config.telemetry.listen.host,
+    });
+  });
+
+  it('runs as the image user (node, uid 1000), never root', () => {
+    expect(pod.securityContext).toMatchObject({ runAsUser: 1000, runAsNonRoot: true });
+    const passwd = readFileSync(join(REPO, 'Dockerfile'), 'utf8');
+    expect(passwd).toMatch(/^USER node$/m);
+  });
+});
+
+describe('systemd unit and install.sh', () => {
+  const unit = readFileSync(join(REPO, 'packaging', 'systemd', 'scheduled-events-forwarder.service'), 'utf8');
+  const directive = (name: string) =>
+    unit
+      .split('\n')
+      .filter((l) => l.startsWith(`${name}=`))
+      .map((l) => l.slice(name.length + 1));
+
+  it('runs the installed CLI with the config in ConfigurationDirectory and writes only StateDirectory', () => {
+    const exec = directive('ExecStart')[0]!.split(' ');
+    expect(exec).toContain(
+      '/opt/scheduled-events-forwarder/node_modules/scheduled-events-forwarder/dist/cli/main.js',
+    );
+    expect(argValue(exec, '--config')).toBe(CONFIG_PATH);
+    expect(directive('ConfigurationDirectory')).toEqual(['scheduled-events-forwarder']);
+    expect(directive('StateDirectory')).toEqual(['scheduled-events-forwarder']);
+    expect(directive('WorkingDirectory')).toEqual([LINUX_STATE_DIR]);
+    expect(directive('ProtectSystem')).toEqual(['strict']);
+    expect(directive('EnvironmentFile')).toEqual(['-/etc/scheduled-events-forwarder/secrets.env']);
+  });
+
+  it('install.sh writes the example config with its state in the StateDirectory and validates it with secrets.env', () => {
+    // Stand-ins: npm "installs" a package whose entry point is this checkout's CLI; systemctl does nothing.
+    const dest = join(tmp.dir, 'root');
+    const fakePkg = join(tmp.dir, 'fake-package');
+    mkdirSync(join(fakePkg, 'dist', 'cli'), { recursive: true });
+    mkdirSync(join(fakePkg, 'config'), { recursive: true });
+    // Node runs the symlink's target (the TypeScript CLI of this checkout), as if it were the built file.
+    symlinkSync(join(REPO, 'src', 'cli', 'main.ts'), join(fakePkg, 'dist', 'cli', 'main.js'));
+    writeFileSync(join(fakePkg, 'package.json'), '{"name":"scheduled-events-forwarder","type":"module"}\n');
+    symlinkSync(
+      join(REPO, 'config', 'forwarder.example.yaml'),
+      join(fakePkg, 'config', 'forwarder.example.yaml'),
+    );
+    const npm = join(tmp.dir, 'npm');
+    writeFileSync(
+      npm,
+      `#!/bin/sh\nmkdir -p node_modules && ln -sfn '${fakePkg}' node_modules/scheduled-events-forwarder\n`,
+    );
+    const systemctl = join(tmp.dir, 'systemctl');
+    writeFileSync(systemctl, '#!/bin/sh\nexit 0\n');
+    chmodSync(npm, 0o755);
+    chmodSync(systemctl, 0o755);
+    // A secret referenced by the config must come from secrets.env (not from this process's environment).
+    const configDir = join(dest, 'etc', 'scheduled-events-forwarder');
+    mkdirSync(configDir, { recursive: true });
+    writeFileSync(
+      join(configDir, 'secrets.env'),
+      '# test\nSEF_TEST_HOOK="https://hooks.example.invalid/a?b=1&c=2"\n',
+    );
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DESTDIR: dest,
+      NPM: npm,
+      SYSTEMCTL: systemctl,
+      NODE: process.execPath,
+    };
+    delete env.SEF_TEST_HOOK;
+    const out = execFileSync('bash', [join(REPO, 'packaging', 'linux', 'install.sh'), 'fake.tgz'], {
+      env,
+      encoding: 'utf8',
+    });
+    expect(out).toContain('ok: ');
+
+    const written = readFileSync(join(configDir, 'forwarder.yaml'), 'utf8');
+    expect(written).not.toContain('./state');
+    const config = validate(written);
+    expect(config.stateDir).toBe(LINUX_STATE_DIR);
+    for (const sink of config.sinks.filter((s) => s.type === 'file')) {
+      expect(String(sink.options.path).startsWith(`${LINUX_STATE_DIR}/`)).toBe(true);
+    }
+
+    // The same install with a config that needs the secret: validation sees secrets.env.
+    writeFileSync(
+      join(configDir, 'forwarder.yaml'),
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the config's ${ENV} secret syntax
+      'sinks:\n  - name: hook\n    type: webhook\n    url: "${SEF_TEST_HOOK}"\n',
+    );
+    expect(
+      execFileSync('bash', [join(REPO, 'packaging', 'linux', 'install.sh'), 'fake.tgz'], {
+        env,
+        encoding: 'utf8',
+      }),
+    ).toContain('sinks: hook (webhook)');
+  }, 60_000);
+});
