@@ -1,0 +1,56 @@
+/** `approve` as a real child process: --config supplies the endpoint, --dry-run never POSTs, bad config exits 2. */
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, expect, it } from 'vitest';
+import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+import { MAIN, REPO } from '../run/child.ts';
+
+const execFileAsync = promisify(execFile);
+const tmp = makeTempDir('sef-approve-cli-');
+let sim: RunningSimulator | undefined;
+afterEach(async () => sim?.close());
+afterAll(() => tmp.cleanup());
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await execFileAsync(process.execPath, [MAIN, ...args], {
+      cwd: REPO,
+      timeout: 30_000,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+it('approve --config takes the endpoint from the config; --dry-run never POSTs; several ids go in one request', async () => {
+  sim = await startSimulator({ vmName: 'WestNO_0', timeScale: 0 });
+  sim.admin.injectEvent({ id: 'E-A', type: 'Reboot' });
+  sim.admin.injectEvent({ id: 'E-B', type: 'Freeze' });
+  const config = join(tmp.dir, 'forwarder.yaml');
+  writeFileSync(config, `imds:\n  endpoint: ${sim.url}\napproval:\n  dryRun: true\n`);
+
+  const dry = await cli(['approve', 'E-A', 'E-B', '--config', config, '--dry-run']);
+  expect(dry.code).toBe(0);
+  expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, wouldApprove: ['E-A', 'E-B'] });
+  expect(JSON.parse(dry.stdout).url).toContain(sim.url);
+  expect(sim.admin.approvals()).toEqual([]);
+
+  const real = await cli(['approve', 'E-A', 'E-B', '--config', config]);
+  expect([real.code, JSON.parse(real.stdout)]).toEqual([0, { approved: ['E-A', 'E-B'] }]);
+  expect(sim.admin.approvals().map((a) => a.eventId)).toEqual(['E-A', 'E-B']);
+  const posts = sim.admin.requests().log.filter((r) => r.method === 'POST');
+  expect(posts.length).toBe(1);
+});
+
+it('approve --config with a bad config exits 2 naming the key', async () => {
+  const config = join(tmp.dir, 'bad.yaml');
+  writeFileSync(config, 'approval:\n  leader: oldest\n');
+  const result = await cli(['approve', 'E-A', '--config', config, '--dry-run']);
+  expect(result.code).toBe(2);
+  expect(result.stderr).toContain('approval.leader');
+});
