@@ -48,4 +48,4 @@ if ($LASTEXITCODE) { throw "configuration $config is invalid (see above)" }
 
 & node (Join-Path $pkgDir 'packaging\windows\service.mjs') install $InstallDir
 if ($LASTEXITCODE) { throw 'service registration failed' }
-Write-Host "Installed. Logs: $dataDir\daemon\*.log (WinSW) ; status: Get-Service scheduled-events-forwarder"
+Write-Host "Installed. Logs: $dataDir\logs\*.log (WinSW; the forwarder's own log is *.err.log) ; status: Get-Service scheduled-events-forwarder"

@@ -13,14 +13,27 @@ export function buildServiceDefinition({ installDir, programData }) {
   const dataDir = win32.join(programData, SERVICE_NAME);
   const configPath = win32.join(dataDir, 'forwarder.yaml');
   const stateDir = win32.join(dataDir, 'state');
+  // node-windows' wrapper splits scriptOptions on single spaces and does no unquoting, so the paths in it can
+  // neither contain spaces nor be quoted.
+  for (const path of [configPath, stateDir]) {
+    if (/\s|"/.test(path)) {
+      throw new Error(
+        `${path}: the service arguments cannot contain spaces or quotes (node-windows splits on spaces)`,
+      );
+    }
+  }
   return {
     name: SERVICE_NAME,
     description:
       'Azure Scheduled Events forwarder: IMDS -> durable outbox -> Event Hubs, webhooks, OpenTelemetry.',
-    script: win32.join(installDir, 'node_modules', SERVICE_NAME, 'dist', 'cli', 'main.js'),
+    // service-entry.mjs runs the CLI in-process and maps node-windows' IPC "shutdown" message to SIGINT.
+    script: win32.join(installDir, 'node_modules', SERVICE_NAME, 'packaging', 'windows', 'service-entry.mjs'),
     // The state directory is explicit so a changed ProgramData layout never moves state silently.
-    scriptOptions: `run --config "${configPath}" --state-dir "${stateDir}"`,
+    scriptOptions: `run --config ${configPath} --state-dir ${stateDir}`,
     workingDirectory: dataDir,
+    // WinSW's logs (<id>.out.log, <id>.err.log with the forwarder's JSON log lines, <id>.wrapper.log) go here
+    // instead of the default `daemon` folder next to the script under Program Files.
+    logpath: win32.join(dataDir, 'logs'),
     env: [{ name: 'NODE_ENV', value: 'production' }],
     // Restart forever with growing delays: maxRetries null = no overall limit; maxRestarts bounds restarts
     // within 60 s (node-windows' wrapper) generously so a crash loop slows down instead of giving up.
@@ -29,7 +42,8 @@ export function buildServiceDefinition({ installDir, programData }) {
     wait: 2,
     grow: 0.5,
     abortOnError: false,
-    // WinSW sends Ctrl+C (SIGINT in Node) to stop; the forwarder drains in-flight deliveries and exits.
+    // WinSW stops the wrapper first (Ctrl+C); the wrapper then sends the IPC message "shutdown", which
+    // service-entry.mjs turns into SIGINT: the forwarder drains in-flight deliveries and exits.
     stopparentfirst: true,
     dataDir,
     configPath,

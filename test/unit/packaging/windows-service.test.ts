@@ -12,10 +12,10 @@ describe('Windows service definition', () => {
   it('runs the installed CLI with the config and state under %ProgramData%', () => {
     expect(def.name).toBe(SERVICE_NAME);
     expect(def.script).toBe(
-      'C:\\Program Files\\scheduled-events-forwarder\\node_modules\\scheduled-events-forwarder\\dist\\cli\\main.js',
+      'C:\\Program Files\\scheduled-events-forwarder\\node_modules\\scheduled-events-forwarder\\packaging\\windows\\service-entry.mjs',
     );
     expect(def.scriptOptions).toBe(
-      'run --config "C:\\ProgramData\\scheduled-events-forwarder\\forwarder.yaml" --state-dir "C:\\ProgramData\\scheduled-events-forwarder\\state"',
+      'run --config C:\\ProgramData\\scheduled-events-forwarder\\forwarder.yaml --state-dir C:\\ProgramData\\scheduled-events-forwarder\\state',
     );
     expect(def.workingDirectory).toBe('C:\\ProgramData\\scheduled-events-forwarder');
   });
