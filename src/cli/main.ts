@@ -16,6 +16,7 @@ const COMMANDS: Array<() => Promise<{ register(program: Command): void }>> = [
   () => import('./commands/approve.ts'),
   () => import('./commands/outbox.ts'),
   () => import('./commands/deadletters.ts'),
+  () => import('./commands/fleet.ts'),
 ];
 
 export async function buildProgram(): Promise<Command> {

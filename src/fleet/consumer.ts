@@ -1,0 +1,221 @@
+/**
+ * The fleet consumer: an EventHubConsumerClient in the configured consumer group with the Blob checkpoint store,
+ * so that several instances share the partitions through the SDK's own load balancing (ownership blobs), and a
+ * standby takes over the partitions of an instance that died once its ownership expires.
+ *
+ * Per batch: ingest into SQLite in one transaction (de-duplicated by CloudEvent (source, id)), THEN checkpoint
+ * the batch's last event. A crash between the two re-delivers the batch, which the primary key absorbs:
+ * at-least-once delivery + idempotent ingest = each record counted exactly once. If the commit fails, the
+ * partition's processing is held and the commit retried (the checkpoint never moves past uncommitted records).
+ */
+import {
+  type CheckpointStore,
+  EventHubConsumerClient,
+  type EventHubConsumerClientOptions,
+  earliestEventPosition,
+  latestEventPosition,
+  type PartitionContext,
+  type ReceivedEventData,
+  RetryMode,
+  type Subscription,
+} from '@azure/event-hubs';
+import { BlobCheckpointStore } from '@azure/eventhubs-checkpointstore-blob';
+import { ContainerClient } from '@azure/storage-blob';
+import type { Logger } from '../log.ts';
+import { createCredential } from '../sinks/event-hubs/index.ts';
+import type { FleetConfig } from './config.ts';
+import type { FleetStore, IngestResult, RawFleetEvent } from './store.ts';
+
+/** Live counters of this consumer instance. */
+export interface FleetConsumerStats {
+  batches: number;
+  events: number;
+  accepted: number;
+  duplicates: number;
+  rejected: number;
+  checkpoints: number;
+  commitRetries: number;
+  errors: number;
+  /** Partitions this instance currently processes. */
+  partitions: string[];
+}
+
+export interface FleetConsumerOptions {
+  config: FleetConfig;
+  store: FleetStore;
+  logger: Logger;
+  /** Overrides the Blob checkpoint store (tests). */
+  checkpointStore?: CheckpointStore;
+  /** Called after each committed and checkpointed batch (tests, telemetry). */
+  onBatch?: (info: { partitionId: string; result: IngestResult; lastSequenceNumber: number }) => void;
+}
+
+/** The Blob checkpoint store for the config; creates the container if missing. */
+export async function createBlobCheckpointStore(config: FleetConfig): Promise<BlobCheckpointStore> {
+  const c = config.checkpoints;
+  const container =
+    c.connectionString !== undefined
+      ? new ContainerClient(c.connectionString.reveal(), c.containerName)
+      : new ContainerClient(
+          `${c.accountUrl!.replace(/\/+$/, '')}/${c.containerName}`,
+          createCredential(c.credential),
+        );
+  await container.createIfNotExists();
+  return new BlobCheckpointStore(container);
+}
+
+/** SDK client options: bounded retries and the configured load-balancing timings. */
+function consumerClientOptions(config: FleetConfig): EventHubConsumerClientOptions {
+  const eh = config.eventHubs;
+  const options: EventHubConsumerClientOptions = {
+    retryOptions: {
+      mode: RetryMode.Exponential,
+      maxRetries: 3,
+      retryDelayInMs: 500,
+      maxRetryDelayInMs: 5_000,
+      timeoutInMs: 30_000,
+    },
+    userAgent: 'scheduled-events-forwarder-fleet',
+    loadBalancingOptions: {
+      strategy: eh.loadBalancing.strategy,
+      updateIntervalInMs: eh.loadBalancing.updateIntervalMs,
+      partitionOwnershipExpirationIntervalInMs: eh.loadBalancing.ownershipExpirationMs,
+    },
+    ...(eh.customEndpointAddress === undefined ? {} : { customEndpointAddress: eh.customEndpointAddress }),
+  };
+  return options;
+}
+
+/** The running consumer; see the module comment. */
+export class FleetConsumer {
+  readonly stats: FleetConsumerStats = {
+    batches: 0,
+    events: 0,
+    accepted: 0,
+    duplicates: 0,
+    rejected: 0,
+    checkpoints: 0,
+    commitRetries: 0,
+    errors: 0,
+    partitions: [],
+  };
+  readonly #options: FleetConsumerOptions;
+  #client: EventHubConsumerClient | undefined;
+  #subscription: Subscription | undefined;
+  #closing = false;
+  readonly #owned = new Set<string>();
+
+  constructor(options: FleetConsumerOptions) {
+    this.#options = options;
+  }
+
+  /** Connects and subscribes to every partition (load-balanced with other instances). */
+  async start(): Promise<void> {
+    const { config, logger } = this.#options;
+    const eh = config.eventHubs;
+    const checkpointStore = this.#options.checkpointStore ?? (await createBlobCheckpointStore(config));
+    const clientOptions = consumerClientOptions(config);
+    if (eh.connectionString !== undefined) {
+      const cs = eh.connectionString.reveal();
+      this.#client =
+        eh.eventHubName === undefined
+          ? new EventHubConsumerClient(eh.consumerGroup, cs, checkpointStore, clientOptions)
+          : new EventHubConsumerClient(eh.consumerGroup, cs, eh.eventHubName, checkpointStore, clientOptions);
+    } else {
+      this.#client = new EventHubConsumerClient(
+        eh.consumerGroup,
+        eh.fullyQualifiedNamespace!,
+        eh.eventHubName!,
+        createCredential(eh.credential),
+        checkpointStore,
+        clientOptions,
+      );
+    }
+    this.#subscription = this.#client.subscribe(
+      {
+        processInitialize: async (context) => {
+          this.#owned.add(context.partitionId);
+          this.stats.partitions = [...this.#owned].sort();
+          logger.info({ partition: context.partitionId }, 'partition claimed');
+        },
+        processClose: async (reason, context) => {
+          this.#owned.delete(context.partitionId);
+          this.stats.partitions = [...this.#owned].sort();
+          logger.info({ partition: context.partitionId, reason }, 'partition released');
+        },
+        processEvents: (events, context) => this.#processEvents(events, context),
+        processError: async (error, context) => {
+          if (this.#closing) return;
+          this.stats.errors++;
+          logger.warn({ err: error.message, partition: context.partitionId }, 'event hubs consumer error');
+        },
+      },
+      {
+        startPosition: eh.startPosition === 'earliest' ? earliestEventPosition : latestEventPosition,
+        maxBatchSize: eh.maxBatchSize,
+        maxWaitTimeInSeconds: eh.maxWaitTimeMs / 1000,
+      },
+    );
+    logger.info(
+      { consumerGroup: eh.consumerGroup, database: this.#options.store.path },
+      'fleet consumer subscribed',
+    );
+  }
+
+  async #processEvents(events: ReceivedEventData[], context: PartitionContext): Promise<void> {
+    if (events.length === 0) return;
+    const batch: RawFleetEvent[] = events.map((e) => ({
+      body: e.body,
+      partitionId: context.partitionId,
+      sequenceNumber: e.sequenceNumber,
+      enqueuedAt: e.enqueuedTimeUtc,
+    }));
+    const result = await this.#commitWithRetry(batch, context.partitionId);
+    if (result === undefined) return; // closing: not committed, so not checkpointed either
+    const last = events[events.length - 1]!;
+    this.stats.batches++;
+    this.stats.events += events.length;
+    this.stats.accepted += result.accepted;
+    this.stats.duplicates += result.duplicates;
+    this.stats.rejected += result.rejected;
+    if (result.rejected > 0) {
+      this.#options.logger.warn(
+        { partition: context.partitionId, rejected: result.rejected },
+        'events that are not lifecycle records were kept in the rejected table',
+      );
+    }
+    await context.updateCheckpoint(last);
+    this.stats.checkpoints++;
+    this.#options.onBatch?.({
+      partitionId: context.partitionId,
+      result,
+      lastSequenceNumber: last.sequenceNumber,
+    });
+  }
+
+  /** Commits the batch, retrying with backoff while SQLite fails (busy, disk full); undefined when closing. */
+  async #commitWithRetry(batch: RawFleetEvent[], partitionId: string): Promise<IngestResult | undefined> {
+    let delay = 200;
+    for (;;) {
+      if (this.#closing) return undefined;
+      try {
+        return this.#options.store.ingest(batch);
+      } catch (error) {
+        this.stats.commitRetries++;
+        this.#options.logger.error(
+          { err: (error as Error).message, partition: partitionId, retryInMs: delay },
+          'cannot commit the batch to the fleet database; holding the partition and retrying (no checkpoint)',
+        );
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 10_000);
+      }
+    }
+  }
+
+  /** Stops receiving (in-flight batches finish or are abandoned uncheckpointed) and closes the client. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    await this.#subscription?.close().catch(() => undefined);
+    await this.#client?.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * Pure logic of the fleet history: checking an incoming CloudEvent, and folding every record of one event
+ * occurrence (source, EventId, occurrence) into one summary row. The fold sorts its input itself, so the result
+ * does not depend on arrival order, duplicates or missing transitions (Completed without Started, a VM deleted
+ * by Preempt/Terminate that never sent a terminal record).
+ */
+import {
+  type LifecycleRecord,
+  RECORD_TYPE_PREFIX,
+  TRANSITIONS,
+  type Transition,
+} from '../transform/record.ts';
+
+/** Where an event stands in the fleet history. */
+export type FleetEventStatus = 'scheduled' | 'started' | 'completed' | 'canceled';
+
+/** How an event ended up with respect to approvals. */
+export type ApprovalOutcome = 'us' | 'dry-run' | 'lapsed' | 'none' | null;
+
+/** One row of the `events` table (see docs/fleet.md). */
+export interface FleetEvent {
+  source: string;
+  eventId: string;
+  occurrence: number;
+  vmName: string;
+  vmId: string;
+  resourceId: string;
+  location: string;
+  zone: string;
+  scaleSet: string;
+  eventType: string;
+  affectsVm: boolean;
+  resources: string[];
+  description: string;
+  eventSource: string;
+  status: FleetEventStatus;
+  firstSeenStatus: string;
+  firstSeenAt: string;
+  /** Latest known NotBefore (ISO), null when never known. */
+  notBefore: string | null;
+  /** Latest known NotBefore − first seen, whole seconds. */
+  noticeSeconds: number | null;
+  /** Azure's DurationInSeconds; null when -1 / unknown. */
+  advertisedSeconds: number | null;
+  startedAt: string | null;
+  endedAt: string | null;
+  inferred: boolean | null;
+  reason: string | null;
+  hostRebooted: boolean | null;
+  downtimeSeconds: number | null;
+  longestStallMs: number | null;
+  /** Observed impact in seconds: reboot downtime, else the longest stall; null when nothing was measured. */
+  observedSeconds: number | null;
+  approval: ApprovalOutcome;
+  approvedAt: string | null;
+  approvalRule: string | null;
+  updates: number;
+  /** Transitions that must have happened but whose record never arrived (e.g. ["started"]). */
+  missing: string[];
+  /** Preempt/Terminate of this VM that started: the VM is (being) deleted, no terminal record will come. */
+  vmDeleted: boolean;
+  records: number;
+  lastRecordAt: string;
+}
+
+/** A record accepted for ingestion, with where it came from. */
+export interface IncomingRecord {
+  record: LifecycleRecord;
+  partitionId: string;
+  sequenceNumber: number;
+  enqueuedAt: string;
+}
+
+const RANK: Record<Transition, number> = {
+  scheduled: 0,
+  updated: 1,
+  approved: 2,
+  started: 3,
+  completed: 4,
+  canceled: 4,
+};
+
+/**
+ * Checks that `value` (an event body: object, JSON text or bytes) is a lifecycle record this consumer understands.
+ * Returns the record, or the reason it is rejected.
+ */
+export function parseRecord(value: unknown): { record: LifecycleRecord } | { error: string } {
+  let body = value;
+  if (body instanceof Uint8Array) body = Buffer.from(body).toString('utf8');
+  if (typeof body === 'string') {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      return { error: 'body is not JSON' };
+    }
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    return { error: 'body is not an object' };
+  const r = body as Record<string, unknown>;
+  for (const key of ['id', 'source', 'type', 'subject', 'time'] as const) {
+    if (typeof r[key] !== 'string' || r[key] === '') return { error: `missing CloudEvents attribute ${key}` };
+  }
+  const type = r.type as string;
+  if (!type.startsWith(`${RECORD_TYPE_PREFIX}.`)) return { error: `unknown type ${type}` };
+  const transition = type.slice(RECORD_TYPE_PREFIX.length + 1);
+  if (!(TRANSITIONS as readonly string[]).includes(transition))
+    return { error: `unknown transition ${transition}` };
+  if (Number.isNaN(Date.parse(r.time as string))) return { error: 'time is not a timestamp' };
+  const data = r.data as Record<string, unknown> | undefined;
+  if (typeof data !== 'object' || data === null) return { error: 'missing data' };
+  if (typeof data.vm !== 'object' || data.vm === null) return { error: 'missing data.vm' };
+  if (typeof data.timing !== 'object' || data.timing === null) return { error: 'missing data.timing' };
+  return { record: { ...(r as unknown as LifecycleRecord), transition: transition as Transition } };
+}
+
+/** The key that groups records into one event occurrence. */
+export function occurrenceOf(record: LifecycleRecord): number {
+  const n = record.data.occurrence;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 1 ? n : 1;
+}
+
+function num(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+function str(value: unknown): string | null {
+  return typeof value === 'string' && value !== '' ? value : null;
+}
+
+function minIso(values: Array<string | null | undefined>): string | null {
+  let best: string | null = null;
+  for (const v of values) {
+    if (typeof v !== 'string' || v === '') continue;
+    if (best === null || Date.parse(v) < Date.parse(best)) best = v;
+  }
+  return best;
+}
+
+/** Sort order: observation time, then the natural order of transitions (ties in one poll). */
+export function compareRecords(a: LifecycleRecord, b: LifecycleRecord): number {
+  const dt = Date.parse(a.time) - Date.parse(b.time);
+  if (dt !== 0) return dt;
+  const dr = RANK[a.transition] - RANK[b.transition];
+  if (dr !== 0) return dr;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** Folds all records of one event occurrence (any order, at least one) into its summary row. */
+export function foldEvent(input: readonly LifecycleRecord[]): FleetEvent {
+  if (input.length === 0) throw new Error('foldEvent needs at least one record');
+  const records = [...input].sort(compareRecords);
+  const last = records[records.length - 1]!;
+  const d = last.data;
+  const has = (t: Transition) => records.some((r) => r.transition === t);
+  const terminal = records.find((r) => r.transition === 'completed' || r.transition === 'canceled');
+  const approvals = records.filter((r) => r.transition === 'approved');
+  const startedAt = minIso(records.map((r) => r.data.timing?.startedAt));
+  const firstSeenAt = minIso(records.map((r) => r.data.timing?.firstSeenAt)) ?? records[0]!.time;
+  const firstSeenStatus =
+    records.map((r) => r.data.firstSeenStatus).find((s): s is string => typeof s === 'string') ??
+    (records[0]!.transition === 'started' ? 'Started' : 'Scheduled');
+
+  let notBefore: string | null = null;
+  let noticeSeconds: number | null = null;
+  for (const r of records) {
+    if (r.data.notBeforeUtc) notBefore = r.data.notBeforeUtc;
+    const n = num(r.data.timing?.noticeSeconds);
+    if (n !== null) noticeSeconds = n;
+  }
+
+  const status: FleetEventStatus = terminal
+    ? (terminal.transition as FleetEventStatus)
+    : startedAt !== null || has('started')
+      ? 'started'
+      : 'scheduled';
+
+  const missing: string[] = [];
+  if (!has('scheduled') && firstSeenStatus !== 'Started') missing.push('scheduled');
+  if (!has('started') && startedAt !== null) missing.push('started');
+
+  const impact = (terminal?.transition === 'completed' ? terminal.data.observedImpact : undefined) as
+    | Record<string, unknown>
+    | undefined;
+  const downtimeSeconds = num(impact?.downtimeSeconds);
+  const longestStallMs = num(impact?.longestStallMs);
+  const observedSeconds =
+    downtimeSeconds !== null
+      ? downtimeSeconds
+      : longestStallMs !== null
+        ? Math.round(longestStallMs) / 1000
+        : null;
+
+  let approval: ApprovalOutcome = null;
+  let approvedAt: string | null = null;
+  let approvalRule: string | null = null;
+  const posted = approvals.find((r) => {
+    const a = r.data.approval as Record<string, unknown> | undefined;
+    return a?.posted === true && a?.dryRun !== true;
+  });
+  const chosen = posted ?? approvals[0];
+  if (chosen) {
+    const a = (chosen.data.approval ?? {}) as Record<string, unknown>;
+    approvedAt = str(a.approvedAt) ?? chosen.time;
+    approvalRule = str(a.rule);
+  }
+  if (posted || terminal?.data.reason === 'approved-by-us') approval = 'us';
+  else if (approvals.length > 0) approval = 'dry-run';
+  else if (status === 'started' || status === 'completed') {
+    // Azure started it on its own: our window lapsed (or, first seen Started, there was none).
+    approval = firstSeenStatus === 'Started' ? 'none' : 'lapsed';
+  } else if (status === 'canceled') approval = 'none';
+
+  const eventType = str(d.EventType) ?? last.maintenancetype ?? '';
+  const affectsVm = d.affectsThisVm === true;
+  const vmDeleted =
+    (eventType === 'Preempt' || eventType === 'Terminate') && affectsVm && status === 'started';
+  const advertised = num(d.DurationInSeconds);
+
+  return {
+    source: last.source,
+    eventId: last.subject,
+    occurrence: occurrenceOf(last),
+    vmName: d.vm?.name ?? '',
+    vmId: d.vm?.vmId || last.vmid || '',
+    resourceId: d.vm?.resourceId ?? '',
+    location: d.vm?.location ?? '',
+    zone: d.vm?.zone ?? '',
+    scaleSet: d.vm?.vmScaleSetName ?? '',
+    eventType,
+    affectsVm,
+    resources: Array.isArray(d.Resources) ? d.Resources.map(String) : [],
+    description: d.Description ?? '',
+    eventSource: d.EventSource ?? '',
+    status,
+    firstSeenStatus,
+    firstSeenAt,
+    notBefore,
+    noticeSeconds,
+    advertisedSeconds: advertised !== null && advertised >= 0 ? advertised : null,
+    startedAt,
+    endedAt: terminal ? (str(terminal.data.timing?.endedAt) ?? terminal.time) : null,
+    inferred: terminal ? terminal.data.inferred === true : null,
+    reason: terminal ? (str(terminal.data.reason) ?? null) : null,
+    hostRebooted: typeof impact?.hostRebooted === 'boolean' ? impact.hostRebooted : null,
+    downtimeSeconds,
+    longestStallMs,
+    observedSeconds,
+    approval,
+    approvedAt,
+    approvalRule,
+    updates: records.filter((r) => r.transition === 'updated').length,
+    missing,
+    vmDeleted,
+    records: records.length,
+    lastRecordAt: last.time,
+  };
+}
