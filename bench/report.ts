@@ -38,6 +38,40 @@ export function readResults(dir: string): BenchResultFile[] {
     .map((path) => JSON.parse(readFileSync(path, 'utf8')) as BenchResultFile);
 }
 
+type Row = Array<string | number | null>;
+const rowsOf = (file: BenchResultFile, table = 0): Row[] => file.tables[table]?.rows ?? [];
+
+/** One headline line per benchmark, computed from its first table (so the summary cannot drift either). */
+const HEADLINES: Record<string, (file: BenchResultFile) => string> = {
+  detection: (f) =>
+    `Detection (change → committed): ${rowsOf(f)
+      .map((r) => `${r[0]} ms polling: mean ${r[3]} ms, p50 ${r[4]} ms, p99 ${r[6]} ms (${r[1]} samples)`)
+      .join('; ')}.`,
+  delivery: (f) =>
+    `Delivery (committed → acknowledged), per sink: ${rowsOf(f)
+      .map((r) => `${r[0]} p50 ${r[2]} / p99 ${r[4]} ms`)
+      .join(', ')}.`,
+  'end-to-end': (f) =>
+    `IMDS change → acknowledged at 1 s polling: ${rowsOf(f)
+      .slice(1)
+      .map((r) => `${String(r[0]).replace('acknowledged by ', '')} p50 ${r[4]} ms, p99 ${r[6]} ms`)
+      .join('; ')}.`,
+  isolation: (f) =>
+    `Isolation: sink B ${rowsOf(f)
+      .map((r) => `${r[0]}: p50 ${r[2]} / p99 ${r[3]} ms`)
+      .join('; ')}.`,
+  drain: (f) =>
+    `Backlog drain (records/s): ${rowsOf(f)
+      .map((r) => `${r[0]} ${cell(r[3] ?? null)}`)
+      .join(', ')}.`,
+  footprint: (f) =>
+    `Footprint at idle 1 Hz polling: ${rowsOf(f)
+      .map((r) => `${r[0]} RSS median ${r[2]} MiB, CPU ${r[5]} % of one core`)
+      .join('; ')}; startup to first poll p50 ${rowsOf(f, 1)
+      .map((r) => `${r[0]} ${r[3]} ms`)
+      .join(', ')}.`,
+};
+
 /** The whole docs/performance.md text. */
 export function renderReport(results: readonly BenchResultFile[]): string {
   const out: string[] = [
@@ -68,6 +102,14 @@ export function renderReport(results: readonly BenchResultFile[]): string {
   if (results.length === 0) out.push('No results yet.', '');
   const smoke = results.filter((r) => r.smoke).map((r) => r.name);
   if (smoke.length > 0) out.push(`> **Smoke results** (meaningless numbers): ${smoke.join(', ')}.`, '');
+  if (results.length > 0) {
+    out.push('## Summary', '');
+    for (const r of results) {
+      const headline = HEADLINES[r.name];
+      if (headline !== undefined) out.push(`- ${headline(r)}`);
+    }
+    out.push('');
+  }
   for (const r of results) {
     const m = r.machine;
     out.push(`## ${r.title}`, '', `\`npm run bench -- ${r.name}\``, '', r.method, '');
