@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/docker/**', 'node_modules/**'],
+    // Own tiers: test/docker (npm run test:docker, needs Docker), test/browser (npm run test:browser, needs Chromium).
+    exclude: ['test/docker/**', 'test/browser/**', 'node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Two cores: keep parallelism modest so process-heavy tests do not starve each other.
