@@ -14,9 +14,7 @@ export const DEFAULT_DOC = join(import.meta.dirname, '..', 'docs', 'performance.
 function cell(value: string | number | null): string {
   if (value === null) return '–';
   if (typeof value === 'number')
-    return Number.isInteger(value) && Math.abs(value) >= 10_000
-      ? value.toLocaleString('en-US')
-      : String(value);
+    return Number.isInteger(value) && Math.abs(value) >= 1000 ? value.toLocaleString('en-US') : String(value);
   return value.replaceAll('|', '\\|');
 }
 
