@@ -137,7 +137,7 @@ export class Forwarder {
     const internal = new AbortController();
     const onAbort = () => internal.abort();
     signal.addEventListener('abort', onAbort, { once: true });
-    let sinks: Sink[] = [];
+    const sinks: Sink[] = [];
     let approval: ApprovalCoordinator | undefined;
     try {
       this.#state = this.#loadState(store);
@@ -155,7 +155,8 @@ export class Forwarder {
             }));
 
       const enabled = config.sinks.filter((s) => s.enabled);
-      sinks = enabled.map((s) => this.#createSink(s, identity));
+      // Sequentially, so that the sinks built before one that fails are closed below.
+      for (const s of enabled) sinks.push(await this.#createSink(s, identity));
       this.#routed = enabled.map((s) => ({ name: s.name, filter: s.filter }));
       this.#warnAboutOrphanedQueues(store, new Set(config.sinks.map((s) => s.name)));
       if (enabled.length === 0) {
@@ -236,7 +237,8 @@ export class Forwarder {
     }
   }
 
-  #createSink(sink: SinkConfig, identity: IdentitySource | undefined): Sink {
+  /** Builds one sink; a factory loads its implementation here (see SinkFactory.create). */
+  async #createSink(sink: SinkConfig, identity: IdentitySource | undefined): Promise<Sink> {
     const find = this.#options.findFactory ?? findSinkFactory;
     const factory = find(sink.type);
     if (factory === undefined) throw new Error(`sink ${sink.name}: unknown sink type "${sink.type}"`);

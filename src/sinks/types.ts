@@ -1,6 +1,9 @@
 /**
  * The one interface every sink implements. Adding a sink = one module under src/sinks/<kind>/ that exports
- * a SinkFactory, one line in src/sinks/registry.ts, and a section in docs/sinks.md.
+ * a SinkFactory, one line in src/sinks/registry.ts, and a section in docs/sinks.md. The registry (and with it
+ * the config schema and the CLI) loads every factory at start-up, so a factory module stays light: a sink with
+ * heavy dependencies (an SDK, an HTTP client) keeps its factory and options schema in modules that import only
+ * zod and src/config/secret.ts, and loads its implementation inside create() with `await import(...)`.
  */
 import type { z } from 'zod';
 import type { Logger } from '../log.ts';
@@ -74,7 +77,12 @@ export interface SinkFactory<Schema extends z.ZodObject = z.ZodObject> {
   readonly optionsSchema: Schema;
   /** Default record filter for this sink type (e.g. slack/teams: this VM only). */
   readonly defaultFilter?: Partial<SinkFilter>;
-  create(name: string, options: z.infer<Schema>, context: SinkContext): Sink;
+  /**
+   * Builds the sink; throws (or rejects) with a clear message when the options cannot work. May return a
+   * Promise so that the implementation loads only when a sink of this type is configured: callers always
+   * `await` the result.
+   */
+  create(name: string, options: z.infer<Schema>, context: SinkContext): Sink | Promise<Sink>;
 }
 
 export interface SinkFilter {

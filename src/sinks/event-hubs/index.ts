@@ -17,13 +17,14 @@ import {
 } from '@azure/identity';
 import type { Logger } from '../../log.ts';
 import type { LifecycleRecord } from '../../transform/record.ts';
-import { DeliveryError, type Sink, type SinkContext, type SinkFactory } from '../types.ts';
+import { DeliveryError, type Sink } from '../types.ts';
 import { classifyEventHubsError, describeError } from './errors.ts';
 import { type PartitionKeyMode, partitionKeyFor, toEventData } from './event.ts';
-import { type EventHubsSinkOptions, eventHubsOptionsSchema } from './options.ts';
+import type { EventHubsSinkOptions } from './options.ts';
 
 export { classifyEventHubsError, describeError } from './errors.ts';
 export { CLOUDEVENTS_CONTENT_TYPE, PARTITION_KEY_MODES, partitionKeyFor, toEventData } from './event.ts';
+export { eventHubsSinkFactory } from './factory.ts';
 export { type EventHubsSinkOptions, eventHubsOptionsSchema } from './options.ts';
 
 /** Consecutive failed deliveries after which the client is discarded and rebuilt on the next call. */
@@ -259,20 +260,3 @@ export class EventHubsSink implements Sink {
     return this.#client?.eventHubName ?? this.#options.eventHubName ?? this.name;
   }
 }
-
-const optionsSchema = eventHubsOptionsSchema();
-
-/** Registered in src/sinks/registry.ts as type 'eventhubs'. */
-export const eventHubsSinkFactory: SinkFactory<typeof optionsSchema> = {
-  type: 'eventhubs',
-  description:
-    'Azure Event Hubs: one CloudEvent per record (managed identity, workload identity or connection string)',
-  optionsSchema,
-  create(name: string, options: EventHubsSinkOptions, context: SinkContext): Sink {
-    return new EventHubsSink(
-      name,
-      options,
-      context.logger.child({ component: 'sink-eventhubs', sink: name }),
-    );
-  },
-};

@@ -2,9 +2,9 @@
  * Configuration of the Event Hubs sink (the `options` of a sink with `type: eventhubs`). Every key is described
  * for `config` help and docs/sinks-event-hubs.md.
  */
-import { parseEventHubConnectionString } from '@azure/event-hubs';
 import { z } from 'zod';
 import { type Env, secretSchema } from '../../config/secret.ts';
+import { parseEventHubsConnectionString } from './connection-string.ts';
 import { PARTITION_KEY_MODES } from './event.ts';
 
 const credentialSchema = z
@@ -144,7 +144,7 @@ export function eventHubsOptionsSchema(env: () => Env = () => process.env) {
       if (o.connectionString !== undefined) {
         let entityPath: string | undefined;
         try {
-          entityPath = parseEventHubConnectionString(o.connectionString.reveal()).eventHubName;
+          entityPath = parseEventHubsConnectionString(o.connectionString.reveal()).eventHubName;
         } catch {
           // never echo the parser's message: it may quote the secret
           ctx.addIssue({

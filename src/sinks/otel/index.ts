@@ -11,7 +11,7 @@ import type { LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-lo
 import { readVersion } from '../../cli/version.ts';
 import type { Env } from '../../config/secret.ts';
 import type { LifecycleRecord } from '../../transform/record.ts';
-import { DeliveryError, type Sink, type SinkContext, type SinkFactory } from '../types.ts';
+import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
 import { exportFailureToDeliveryError } from './errors.ts';
 import {
   DEFAULT_SERVICE_NAME,
@@ -20,14 +20,9 @@ import {
   SCOPE_NAME,
   toLogRecordFields,
 } from './mapping.ts';
-import {
-  type OtelOptions,
-  type OtlpSettings,
-  otelOptionsSchema,
-  resolveOtlpSettings,
-  safeEndpoint,
-} from './settings.ts';
+import { type OtelOptions, type OtlpSettings, resolveOtlpSettings, safeEndpoint } from './settings.ts';
 
+export { otelSinkFactory } from './factory.ts';
 export { otelOptionsSchema } from './settings.ts';
 
 /** Longest time close() waits for in-flight exports. */
@@ -191,10 +186,3 @@ export function createOtelSink(
   );
   return new OtelSink({ name, settings, serviceName, serviceVersion: readVersion(), context });
 }
-
-export const otelSinkFactory: SinkFactory<typeof otelOptionsSchema> = {
-  type: 'otel',
-  description: 'OpenTelemetry logs over OTLP (http/protobuf, http/json or grpc); one LogRecord per record',
-  optionsSchema: otelOptionsSchema,
-  create: (name, options, context) => createOtelSink(name, options, context),
-};

@@ -3,11 +3,11 @@
  * Block Kit) and `teams` (Workflows webhook, Adaptive Card). All three share the HTTP core in transport.ts:
  * one record per request, proxy-aware, rate limited, classified into DeliveryError.
  */
-import { z } from 'zod';
-import { type Secret, secretSchema } from '../../config/secret.ts';
+import type { Secret } from '../../config/secret.ts';
 import type { LifecycleRecord } from '../../transform/record.ts';
-import { DeliveryError, type Sink, type SinkContext, type SinkFactory, type SinkFilter } from '../types.ts';
+import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
 import { summaryLine } from './format.ts';
+import type { SlackOptions, TeamsOptions, WebhookOptions } from './options.ts';
 import type { Clock } from './rate-limiter.ts';
 import { buildSlackMessage, enforceBlockKitLimits, type SlackMessage } from './slack.ts';
 import { cloudEventRequest, decodeSigningSecret, standardWebhookHeaders } from './standard-webhooks.ts';
@@ -19,8 +19,18 @@ import {
   wrapCard,
 } from './teams.ts';
 import { loadTemplate, renderJsonTemplate, type WebhookTemplate } from './template.ts';
-import { DEFAULT_TIMEOUT_MS, type OutgoingRequest, WebhookTransport } from './transport.ts';
+import { type OutgoingRequest, WebhookTransport } from './transport.ts';
 
+export { slackSinkFactory, teamsSinkFactory, webhookSinkFactory } from './factory.ts';
+export {
+  CHAT_DEFAULT_FILTER,
+  type SlackOptions,
+  slackOptionsSchema,
+  type TeamsOptions,
+  teamsOptionsSchema,
+  type WebhookOptions,
+  webhookOptionsSchema,
+} from './options.ts';
 export type { Clock } from './rate-limiter.ts';
 
 /** Test seams: a fake clock and an explicit undici dispatcher. */
@@ -28,54 +38,6 @@ export interface WebhookSinkDeps {
   clock?: Clock;
   dispatcher?: import('undici').Dispatcher;
 }
-
-/** Slack and Teams: this VM only, the four main transitions (a 100-VM availability set must not post 100 times). */
-export const CHAT_DEFAULT_FILTER: Partial<SinkFilter> = {
-  scope: 'this-vm',
-  transitions: ['scheduled', 'started', 'completed', 'canceled'],
-};
-
-const timeoutMs = z.number().int().positive().default(DEFAULT_TIMEOUT_MS);
-
-export const webhookOptionsSchema = z
-  .object({
-    url: secretSchema(),
-    /** CloudEvents HTTP content mode. */
-    mode: z.enum(['structured', 'binary']).default('structured'),
-    /** Standard Webhooks secrets (whsec_…); several during rotation, each produces a signature. */
-    signingSecrets: z.array(secretSchema()).default([]),
-    /** Extra request headers; values are secrets (e.g. an Authorization header). */
-    headers: z.record(z.string().min(1), secretSchema()).default({}),
-    timeoutMs,
-    /** Minimum milliseconds between requests (0 = no limit). */
-    minIntervalMs: z.number().int().min(0).default(0),
-  })
-  .strict();
-
-export const slackOptionsSchema = z
-  .object({
-    url: secretSchema(),
-    /** Mustache template file rendering the whole message JSON ({text, blocks}). */
-    template: z.string().min(1).optional(),
-    timeoutMs,
-    /** Slack allows about one message per second per webhook. */
-    minIntervalMs: z.number().int().min(0).default(1000),
-  })
-  .strict();
-
-export const teamsOptionsSchema = z
-  .object({
-    url: secretSchema(),
-    /** Mustache template file rendering the Adaptive Card JSON (the `content`). */
-    template: z.string().min(1).optional(),
-    timeoutMs,
-    minIntervalMs: z.number().int().min(0).default(1000),
-  })
-  .strict();
-
-export type WebhookOptions = z.infer<typeof webhookOptionsSchema>;
-export type SlackOptions = z.infer<typeof slackOptionsSchema>;
-export type TeamsOptions = z.infer<typeof teamsOptionsSchema>;
 
 const RESERVED_HEADERS = new Set([
   'content-type',
@@ -243,26 +205,3 @@ export function createTeamsSink(
     return jsonRequest(message);
   });
 }
-
-export const webhookSinkFactory: SinkFactory<typeof webhookOptionsSchema> = {
-  type: 'webhook',
-  description: 'Generic HTTP webhook: CloudEvents (structured or binary) signed per Standard Webhooks 1.0',
-  optionsSchema: webhookOptionsSchema,
-  create: (name, options, context) => createGenericWebhookSink(name, options, context),
-};
-
-export const slackSinkFactory: SinkFactory<typeof slackOptionsSchema> = {
-  type: 'slack',
-  description: 'Slack incoming webhook: Block Kit message per lifecycle record',
-  optionsSchema: slackOptionsSchema,
-  defaultFilter: CHAT_DEFAULT_FILTER,
-  create: (name, options, context) => createSlackSink(name, options, context),
-};
-
-export const teamsSinkFactory: SinkFactory<typeof teamsOptionsSchema> = {
-  type: 'teams',
-  description: 'Microsoft Teams Workflows webhook: Adaptive Card 1.4 per lifecycle record',
-  optionsSchema: teamsOptionsSchema,
-  defaultFilter: CHAT_DEFAULT_FILTER,
-  create: (name, options, context) => createTeamsSink(name, options, context),
-};

@@ -12,7 +12,7 @@ import { DeliveryError } from '../types.ts';
 import { classifyNetworkError, classifyResponse, safeOrigin, sanitizeBody } from './classify.ts';
 import { type Clock, RateLimiter, systemClock } from './rate-limiter.ts';
 
-export const DEFAULT_TIMEOUT_MS = 15_000;
+export { DEFAULT_TIMEOUT_MS } from './options.ts';
 
 /** Largest response body read (error strings are short; the rest is discarded). */
 const MAX_RESPONSE_BYTES = 4096;

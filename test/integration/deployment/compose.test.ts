@@ -181,7 +181,7 @@ describe('the forwarder service and config/compose/forwarder.yaml', () => {
     expect(config.sinks.map((s) => s.type).sort()).toEqual(['eventhubs', 'otel', 'stdout', 'webhook']);
     for (const sink of config.sinks) {
       const factory = findSinkFactory(sink.type)!;
-      const built = factory.create(sink.name, sink.options as never, {
+      const built = await factory.create(sink.name, sink.options as never, {
         logger: silentLogger(),
         vm: () => undefined,
         stateDir: config.stateDir,

@@ -236,7 +236,7 @@ describe('Event Hubs sink configuration', () => {
     const parsed = factory!.optionsSchema.parse({ connectionString: { file } });
     expect(JSON.stringify(parsed)).not.toContain(double.sasKey);
     expect(JSON.stringify(parsed)).toContain('[redacted]');
-    const sink = factory!.create('eh-file', parsed, {
+    const sink = await factory!.create('eh-file', parsed, {
       logger: silentLogger(),
       vm: () => undefined,
       stateDir: dir,

@@ -220,7 +220,7 @@ describe('otel sink configuration', () => {
     vi.stubEnv('OTEL_SERVICE_NAME', 'sef-on-vm');
     try {
       const factory = findSinkFactory('otel')!;
-      const sink = factory.create('otel', factory.optionsSchema.parse({}), makeContext());
+      const sink = await factory.create('otel', factory.optionsSchema.parse({}), makeContext());
       await sink.deliver([makeRecord('completed')], signal());
       await sink.close?.();
       expect(receiver.accepted[0]!.contentType).toContain('json');

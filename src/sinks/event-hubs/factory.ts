@@ -1,0 +1,24 @@
+/**
+ * The Event Hubs sink's registry entry. Light on purpose: the options schema needs only zod; the SDKs
+ * (@azure/event-hubs, @azure/identity) load in create(), i.e. only when a sink of this type is configured.
+ */
+import type { SinkContext, SinkFactory } from '../types.ts';
+import { type EventHubsSinkOptions, eventHubsOptionsSchema } from './options.ts';
+
+const optionsSchema = eventHubsOptionsSchema();
+
+/** Registered in src/sinks/registry.ts as type 'eventhubs'. */
+export const eventHubsSinkFactory: SinkFactory<typeof optionsSchema> = {
+  type: 'eventhubs',
+  description:
+    'Azure Event Hubs: one CloudEvent per record (managed identity, workload identity or connection string)',
+  optionsSchema,
+  async create(name: string, options: EventHubsSinkOptions, context: SinkContext) {
+    const { EventHubsSink } = await import('./index.ts');
+    return new EventHubsSink(
+      name,
+      options,
+      context.logger.child({ component: 'sink-eventhubs', sink: name }),
+    );
+  },
+};

@@ -1,0 +1,16 @@
+/**
+ * The OpenTelemetry sink's registry entry. Light on purpose: the options schema needs only zod; the
+ * OpenTelemetry SDK and exporters load in create(), i.e. only when a sink of this type is configured.
+ */
+import type { SinkFactory } from '../types.ts';
+import { otelOptionsSchema } from './settings.ts';
+
+export const otelSinkFactory: SinkFactory<typeof otelOptionsSchema> = {
+  type: 'otel',
+  description: 'OpenTelemetry logs over OTLP (http/protobuf, http/json or grpc); one LogRecord per record',
+  optionsSchema: otelOptionsSchema,
+  async create(name, options, context) {
+    const { createOtelSink } = await import('./index.ts');
+    return createOtelSink(name, options, context);
+  },
+};

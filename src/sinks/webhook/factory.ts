@@ -1,0 +1,44 @@
+/**
+ * Registry entries of the webhook, Slack and Teams sinks. Light on purpose: the options schemas need only zod;
+ * the HTTP client (undici), templates (mustache) and payload builders load in create(), i.e. only when a sink of
+ * one of these types is configured.
+ */
+import type { SinkFactory } from '../types.ts';
+import {
+  CHAT_DEFAULT_FILTER,
+  slackOptionsSchema,
+  teamsOptionsSchema,
+  webhookOptionsSchema,
+} from './options.ts';
+
+export const webhookSinkFactory: SinkFactory<typeof webhookOptionsSchema> = {
+  type: 'webhook',
+  description: 'Generic HTTP webhook: CloudEvents (structured or binary) signed per Standard Webhooks 1.0',
+  optionsSchema: webhookOptionsSchema,
+  async create(name, options, context) {
+    const { createGenericWebhookSink } = await import('./index.ts');
+    return createGenericWebhookSink(name, options, context);
+  },
+};
+
+export const slackSinkFactory: SinkFactory<typeof slackOptionsSchema> = {
+  type: 'slack',
+  description: 'Slack incoming webhook: Block Kit message per lifecycle record',
+  optionsSchema: slackOptionsSchema,
+  defaultFilter: CHAT_DEFAULT_FILTER,
+  async create(name, options, context) {
+    const { createSlackSink } = await import('./index.ts');
+    return createSlackSink(name, options, context);
+  },
+};
+
+export const teamsSinkFactory: SinkFactory<typeof teamsOptionsSchema> = {
+  type: 'teams',
+  description: 'Microsoft Teams Workflows webhook: Adaptive Card 1.4 per lifecycle record',
+  optionsSchema: teamsOptionsSchema,
+  defaultFilter: CHAT_DEFAULT_FILTER,
+  async create(name, options, context) {
+    const { createTeamsSink } = await import('./index.ts');
+    return createTeamsSink(name, options, context);
+  },
+};
