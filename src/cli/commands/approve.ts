@@ -5,15 +5,15 @@
  * See docs/approval.md ("Manual approval").
  */
 import type { Command } from 'commander';
-import { loadConfig } from '../../config/index.ts';
 import { UsageError } from '../errors.ts';
 import { cliImdsClient, cliImdsError, type ImdsCliOptions, imdsOptions } from './events.ts';
 
 type ApproveOptions = ImdsCliOptions & { dryRun?: boolean; config?: string };
 
 /** The IMDS options of the command, taking endpoint and api-version from --config unless given explicitly. */
-function effectiveImdsOptions(opts: ApproveOptions, command: Command): ImdsCliOptions {
+async function effectiveImdsOptions(opts: ApproveOptions, command: Command): Promise<ImdsCliOptions> {
   if (opts.config === undefined) return opts;
+  const { loadConfig } = await import('../../config/index.ts');
   const config = loadConfig({ file: opts.config });
   const explicit = (name: string) => command.getOptionValueSource(name) === 'cli';
   return {
@@ -35,7 +35,7 @@ export function register(program: Command): void {
     const ids = eventIds.map((id) => id.trim());
     const empty = ids.find((id) => id === '');
     if (empty !== undefined) throw new UsageError('an EventId must not be empty');
-    const client = cliImdsClient(effectiveImdsOptions(opts, command));
+    const client = cliImdsClient(await effectiveImdsOptions(opts, command));
     try {
       if (opts.dryRun) {
         process.stdout.write(

@@ -5,8 +5,6 @@
  * default and only mode.
  */
 import type { Command } from 'commander';
-import { stringify } from 'yaml';
-import { loadConfig, loadConfigForCli, redactConfig } from '../../config/index.ts';
 
 export function register(program: Command): void {
   const config = program.command('config').description('Check or print the forwarder configuration.');
@@ -15,7 +13,8 @@ export function register(program: Command): void {
     .command('validate')
     .description('Validate a YAML config file; exit 0 when valid, 2 with every problem named otherwise.')
     .argument('<file>', 'the YAML config file')
-    .action((file: string) => {
+    .action(async (file: string) => {
+      const { loadConfig } = await import('../../config/index.ts');
       const loaded = loadConfig({ file });
       const sinks = loaded.sinks.map((s) => `${s.name} (${s.type}${s.enabled ? '' : ', disabled'})`);
       process.stdout.write(
@@ -36,7 +35,11 @@ export function register(program: Command): void {
     .option('--state-dir <dir>', 'override stateDir')
     .option('--sink <spec>', 'override sinks: "stdout" or "file:PATH" (repeatable)', collect, [])
     .option('--log-level <level>', 'override log.level')
-    .action((opts: Record<string, unknown>) => {
+    .action(async (opts: Record<string, unknown>) => {
+      const [{ loadConfigForCli, redactConfig }, { stringify }] = await Promise.all([
+        import('../../config/index.ts'),
+        import('yaml'),
+      ]);
       const loaded = loadConfigForCli(opts);
       const { value, inlineSecrets } = redactConfig(loaded);
       const header =

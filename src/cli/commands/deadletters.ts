@@ -16,8 +16,8 @@ export function register(program: Command): void {
       .description('list dead letters (id, sink, record id, reason, error)')
       .option('--sink <name>', 'only this sink')
       .option('--json', 'print JSON (full records)'),
-  ).action((opts: StoreCommandOptions & { sink?: string; json?: boolean }) => {
-    const rows = withStore(opts, true, (store) =>
+  ).action(async (opts: StoreCommandOptions & { sink?: string; json?: boolean }) => {
+    const rows = await withStore(opts, true, (store) =>
       store === undefined ? [] : store.listDeadLetters(opts.sink === undefined ? {} : { sink: opts.sink }),
     );
     if (opts.json === true) {
@@ -42,14 +42,14 @@ export function register(program: Command): void {
       .description('move dead letters back to the outbox (end of the queue, attempts reset)')
       .option('--sink <name>', 'only this sink')
       .option('--id <id>', 'only this dead letter (see `deadletters list`)'),
-  ).action((opts: StoreCommandOptions & { sink?: string; id?: string }) => {
+  ).action(async (opts: StoreCommandOptions & { sink?: string; id?: string }) => {
     let id: number | undefined;
     if (opts.id !== undefined) {
       id = Number(opts.id);
       if (!Number.isInteger(id) || id <= 0)
         throw new UsageError(`--id: expected a dead-letter id (a positive integer), got "${opts.id}"`);
     }
-    const moved = withStore(opts, false, (store) =>
+    const moved = await withStore(opts, false, (store) =>
       store === undefined
         ? 0
         : store.replayDeadLetters({

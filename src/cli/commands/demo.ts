@@ -8,10 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { loadConfigForCli } from '../../config/index.ts';
-import { createLogger, type LogLevel } from '../../log.ts';
-import { Forwarder } from '../../pipeline/index.ts';
-import { startSimulator } from '../../simulator/index.ts';
+import type { LogLevel } from '../../log.ts';
 import { handleShutdownSignals } from './run.ts';
 
 /** The bundled demo scenario. */
@@ -45,6 +42,12 @@ export function register(program: Command): void {
 
 /** Runs the demo; resolves with the exit code. */
 export async function runDemo(opts: DemoOptions): Promise<number> {
+  const [{ loadConfigForCli }, { createLogger }, { Forwarder }, { startSimulator }] = await Promise.all([
+    import('../../config/index.ts'),
+    import('../../log.ts'),
+    import('../../pipeline/index.ts'),
+    import('../../simulator/index.ts'),
+  ]);
   const stateDir = mkdtempSync(join(tmpdir(), 'sef-demo-'));
   const timeScale = opts.timeScale === undefined ? undefined : Number(opts.timeScale);
   const simulator = await startSimulator({

@@ -2,12 +2,8 @@
  * `events`: one-shot GET of the Scheduled Events document, printed as JSON (like the docs' curl example).
  */
 import type { Command } from 'commander';
-import {
-  DEFAULT_API_VERSION,
-  DEFAULT_IMDS_ENDPOINT,
-  ImdsClient,
-  ImdsError,
-} from '../../sources/imds/index.ts';
+import { DEFAULT_API_VERSION, DEFAULT_IMDS_ENDPOINT, ImdsClient } from '../../sources/imds/client.ts';
+import { ImdsError } from '../../sources/imds/errors.ts';
 import { UsageError } from '../errors.ts';
 
 export interface ImdsCliOptions {

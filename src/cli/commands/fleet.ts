@@ -7,18 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { readConfigFile } from '../../config/index.ts';
-import { SecretResolutionError } from '../../config/secret.ts';
-import {
-  type EventFilter,
-  FleetConfigError,
-  FleetStore,
-  formatReport,
-  loadFleetConfig,
-  startFleet,
-  summarize,
-} from '../../fleet/index.ts';
-import { createLogger } from '../../log.ts';
+import type { EventFilter } from '../../fleet/queries.ts';
 import { parseDuration } from '../../simulator/clock.ts';
 import { UsageError } from '../errors.ts';
 import { handleShutdownSignals } from './run.ts';
@@ -91,7 +80,11 @@ function runOverrides(opts: FleetRunOptions): Record<string, unknown> {
   };
 }
 
-function loadOrUsage(opts: FleetRunOptions) {
+async function loadOrUsage(opts: FleetRunOptions) {
+  const [{ FleetConfigError, loadFleetConfig }, { SecretResolutionError }] = await Promise.all([
+    import('../../fleet/config.ts'),
+    import('../../config/secret.ts'),
+  ]);
   try {
     return loadFleetConfig({ file: opts.config, overrides: runOverrides(opts) });
   } catch (error) {
@@ -120,7 +113,11 @@ export function parseTimeOption(value: string, flag: string, now: Date = new Dat
 }
 
 async function runFleet(opts: FleetRunOptions): Promise<number> {
-  const config = loadOrUsage(opts);
+  const config = await loadOrUsage(opts);
+  const [{ createLogger }, { startFleet }] = await Promise.all([
+    import('../../log.ts'),
+    import('../../fleet/index.ts'),
+  ]);
   const logger = createLogger({ level: config.log.level });
   const controller = new AbortController();
   return handleShutdownSignals(logger, controller, async () => {
@@ -143,10 +140,17 @@ async function runFleet(opts: FleetRunOptions): Promise<number> {
   });
 }
 
-function report(opts: FleetReportOptions): void {
+async function report(opts: FleetReportOptions): Promise<void> {
+  // Not the fleet/index.ts barrel: a report needs SQLite only, not the Event Hubs and Storage SDKs.
+  const [{ FleetStore }, { summarize }, { formatReport }] = await Promise.all([
+    import('../../fleet/store.ts'),
+    import('../../fleet/queries.ts'),
+    import('../../fleet/report.ts'),
+  ]);
   let database = opts.database;
   if (database === undefined && opts.config !== undefined) {
     // Only the database path is needed: read it from the file without resolving the hub's secrets.
+    const { readConfigFile } = await import('../../config/index.ts');
     const raw = readConfigFile(opts.config);
     if (raw.database !== undefined && typeof raw.database !== 'string') {
       throw new UsageError(`${opts.config}: database must be a file path`);
@@ -219,5 +223,5 @@ export function register(program: Command): void {
     .option('--scale-set <name>', 'only this scale set')
     .option('--vm <text>', 'only VMs whose name contains this')
     .option('--json', 'JSON instead of text')
-    .action((opts: FleetReportOptions) => report(opts));
+    .action(async (opts: FleetReportOptions) => report(opts));
 }

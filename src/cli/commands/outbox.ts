@@ -4,10 +4,8 @@
  * an empty or missing state directory answers "nothing pending" (exit 0) without creating anything.
  */
 import type { Command } from 'commander';
-import { loadConfigForCli } from '../../config/index.ts';
-import { createLogger } from '../../log.ts';
 import { defaultStateDir } from '../../platform.ts';
-import { openStoreForInspection, type Store } from '../../store/index.ts';
+import type { Store } from '../../store/index.ts';
 
 export interface StoreCommandOptions {
   stateDir?: string;
@@ -25,20 +23,28 @@ export function storeOptions(command: Command): Command {
 }
 
 /** The state directory: --state-dir, else the config file's stateDir, else the platform default. */
-export function resolveStateDirOption(opts: StoreCommandOptions): string {
+export async function resolveStateDirOption(opts: StoreCommandOptions): Promise<string> {
   if (opts.stateDir !== undefined) return opts.stateDir;
-  if (opts.config !== undefined) return loadConfigForCli({ config: opts.config }).stateDir;
+  if (opts.config !== undefined) {
+    const { loadConfigForCli } = await import('../../config/index.ts');
+    return loadConfigForCli({ config: opts.config }).stateDir;
+  }
   return defaultStateDir();
 }
 
 /** Open the store for inspection and run `fn`; undefined store means nothing was ever written there. */
-export function withStore<T>(
+export async function withStore<T>(
   opts: StoreCommandOptions,
   readOnly: boolean,
   fn: (store: Store | undefined) => T,
-): T {
+): Promise<T> {
+  const [{ createLogger }, { openStoreForInspection }] = await Promise.all([
+    import('../../log.ts'),
+    import('../../store/index.ts'),
+  ]);
   const logger = createLogger({ level: 'warn', pretty: false });
-  const store = openStoreForInspection({ stateDir: resolveStateDirOption(opts), logger, readOnly });
+  const stateDir = await resolveStateDirOption(opts);
+  const store = openStoreForInspection({ stateDir, logger, readOnly });
   try {
     return fn(store);
   } finally {
@@ -66,9 +72,9 @@ export function register(program: Command): void {
       .command('status')
       .description('pending records per sink: count, bytes, oldest age, next attempt, dead letters')
       .option('--json', 'print JSON'),
-  ).action((opts: StoreCommandOptions & { json?: boolean }) => {
+  ).action(async (opts: StoreCommandOptions & { json?: boolean }) => {
     const now = Date.now();
-    const stats = withStore(opts, true, (store) => store?.stats() ?? []);
+    const stats = await withStore(opts, true, (store) => store?.stats() ?? []);
     if (opts.json === true) {
       process.stdout.write(`${JSON.stringify(stats, null, 2)}\n`);
       return;

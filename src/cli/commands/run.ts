@@ -5,11 +5,10 @@
  * once (everything is committed; nothing is lost).
  */
 import type { Command } from 'commander';
-import { type CliConfigOptions, type Config, loadConfigForCli } from '../../config/index.ts';
-import { createLogger, type Logger } from '../../log.ts';
-import { Forwarder } from '../../pipeline/index.ts';
+import type { CliConfigOptions, Config } from '../../config/index.ts';
+import type { Logger } from '../../log.ts';
+import type { Forwarder } from '../../pipeline/index.ts';
 import { shutdownSignals } from '../../platform.ts';
-import { StoreOpenError } from '../../store/index.ts';
 import { collect } from './config.ts';
 
 /** Adds the options shared by commands that load the configuration like `run` does. */
@@ -34,7 +33,8 @@ export function addRunOptions(command: Command): Command {
 }
 
 /** Loads the config for `run`: without a config file and without --sink, the stdout sink is used. */
-export function runConfig(opts: CliConfigOptions): Config {
+export async function runConfig(opts: CliConfigOptions): Promise<Config> {
+  const { loadConfigForCli } = await import('../../config/index.ts');
   const sink = opts.sink ?? [];
   return loadConfigForCli({
     ...opts,
@@ -51,6 +51,7 @@ export async function runForwarder(
   logger: Logger,
   options: { signal?: AbortSignal } = {},
 ): Promise<number> {
+  const { StoreOpenError } = await import('../../store/index.ts');
   const controller = new AbortController();
   options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
   try {
@@ -73,6 +74,7 @@ export async function runForwarder(
  * reports through a PipelineObserver; see src/telemetry/observer.ts).
  */
 async function runWithTelemetry(config: Config, logger: Logger, signal: AbortSignal): Promise<void> {
+  const { Forwarder } = await import('../../pipeline/index.ts');
   if (!config.telemetry.listen.enabled) {
     await new Forwarder({ config, logger }).run(signal);
     return;
@@ -140,7 +142,8 @@ export function register(program: Command): void {
         'Poll Scheduled Events, commit every change as a CloudEvents lifecycle record and deliver it to the sinks.',
       ),
   ).action(async (opts: CliConfigOptions) => {
-    const config = runConfig(opts);
+    const config = await runConfig(opts);
+    const { createLogger } = await import('../../log.ts');
     const logger = createLogger({ level: config.log.level });
     process.exitCode = await runForwarder(config, logger);
   });

@@ -3,17 +3,9 @@
  * URL; it runs until Ctrl-C / SIGTERM, or with --exit-at-end until the scenario ends.
  */
 import type { Command } from 'commander';
-import { createLogger, type LogLevel } from '../../log.ts';
+import type { LogLevel } from '../../log.ts';
 import { shutdownSignals } from '../../platform.ts';
-import {
-  type FaultInput,
-  type InjectEventInput,
-  listScenarios,
-  loadScenario,
-  parseFaultSpec,
-  type Scenario,
-  startSimulator,
-} from '../../simulator/index.ts';
+import type { FaultInput, InjectEventInput, Scenario } from '../../simulator/index.ts';
 import { UsageError } from '../errors.ts';
 
 interface SimulateOptions {
@@ -79,6 +71,8 @@ export function register(program: Command): void {
     .option('--list-scenarios', 'print the bundled scenarios as JSON lines and exit')
     .option('--log-level <level>', 'log level (logs go to stderr)', 'info')
     .action(async (opts: SimulateOptions) => {
+      const [{ listScenarios, loadScenario, parseFaultSpec, startSimulator }, { createLogger }] =
+        await Promise.all([import('../../simulator/index.ts'), import('../../log.ts')]);
       if (opts.listScenarios) {
         for (const s of listScenarios()) process.stdout.write(`${JSON.stringify(s)}\n`);
         return;
