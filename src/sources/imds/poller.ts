@@ -97,12 +97,15 @@ export class ImdsPoller implements Source {
   /** Poll until `signal` aborts; awaits `onOutcome` before the next poll. */
   async start(signal: AbortSignal, onOutcome: (outcome: PollOutcome) => Promise<void> | void): Promise<void> {
     const clock = this.#clock;
-    const schedule = new FixedRateSchedule(clock.monotonic(), this.#intervalMs);
+    const startedAt = clock.monotonic();
+    const schedule = new FixedRateSchedule(startedAt, this.#intervalMs);
     let previous: ScheduledEventsDocument | undefined;
     let consecutiveFailures = 0;
     let failureState: string | undefined;
     let failureSinceWallMs = 0;
-    let tick = schedule.nextTick(clock.monotonic());
+    // Tick 0 is the start itself: poll at once. (A second clock reading would be a fraction of a millisecond
+    // later and round up to tick 1, delaying the first poll by a whole interval.)
+    let tick = startedAt;
 
     try {
       while (!signal.aborted) {

@@ -75,6 +75,22 @@ describe('ImdsPoller', () => {
     expect(outcomes.slice(0, 5).map((o) => o.observed.monotonicMs)).toEqual([2500, 5500, 8500, 11500, 14500]);
   });
 
+  it('polls at once on start, even when the clock moves on every reading (real clocks do)', async () => {
+    class MovingClock extends FakeClock {
+      override monotonic(): number {
+        this.t += 0.001;
+        return this.t;
+      }
+    }
+    const clock = new MovingClock();
+    const client = new ScriptedClient(clock, () => ({ body: EMPTY, latencyMs: 10 }));
+    const poller = new ImdsPoller({ client, intervalMs: 1000, clock, logger: pino({ level: 'silent' }) });
+    await runPoller(clock, poller, 2);
+    expect(client.calls[0]).toBeLessThan(1);
+    expect(client.calls[1]).toBeGreaterThanOrEqual(1000);
+    expect(client.calls[1]).toBeLessThan(1001);
+  });
+
   it('waits for a slow consumer before polling again', async () => {
     const clock = new FakeClock();
     const client = new ScriptedClient(clock, () => ({ body: EMPTY, latencyMs: 10 }));
