@@ -44,7 +44,7 @@ export const delivery: Benchmark = {
     try {
       for (const variant of VARIANTS) {
         const restore = variant.noDelay ? enableClientNoDelay() : undefined;
-        const harness = createDeliveryHarness({
+        const harness = await createDeliveryHarness({
           entries: (dir) => [sinkEntry(variant.kind, targets, { dir, chatMinIntervalMs: 0 })],
         });
         try {

@@ -41,7 +41,7 @@ export const drain: Benchmark = {
     try {
       for (const kind of SINK_KINDS) {
         const before = receivedAt(kind, targets) ?? 0;
-        const harness = createDeliveryHarness({
+        const harness = await createDeliveryHarness({
           entries: (dir) => [sinkEntry(kind, targets, { dir, chatMinIntervalMs: 0 })],
         });
         try {

@@ -55,7 +55,7 @@ export const isolation: Benchmark = {
     const count = ctx.smoke ? 3 : 300;
     const serverA = await HttpSinkServer.start();
     const serverB = await HttpSinkServer.start();
-    const harness = createDeliveryHarness({
+    const harness = await createDeliveryHarness({
       entries: () => [
         { name: A, type: 'webhook', url: serverA.url('/a'), timeoutMs: 2000 },
         { name: B, type: 'webhook', url: serverB.url('/b') },

@@ -33,10 +33,10 @@ export interface HarnessOptions {
   engineOverrides?: Record<string, Partial<Omit<EngineSink, 'sink'>>>;
 }
 
-export function createDeliveryHarness(options: HarnessOptions): DeliveryHarness {
+export async function createDeliveryHarness(options: HarnessOptions): Promise<DeliveryHarness> {
   const tmp = makeTempDir('sef-bench-engine-');
   const store = openStore({ stateDir: tmp.dir, logger: silentLogger() });
-  const sinks = createSinks(options.entries(tmp.dir), tmp.dir);
+  const sinks = await createSinks(options.entries(tmp.dir), tmp.dir);
   const engine = new DeliveryEngine({
     store,
     logger: silentLogger(),

@@ -99,11 +99,19 @@ export function sinkEntry(
 }
 
 /** Builds sinks in-process from raw entries, through the real config schema and the sink registry. */
-export function createSinks(entries: Array<Record<string, unknown>>, stateDir: string): Sink[] {
+export async function createSinks(
+  entries: Array<Record<string, unknown>>,
+  stateDir: string,
+): Promise<Sink[]> {
   const config = validateConfig({ stateDir, sinks: entries });
-  return config.sinks.map((s) => {
+  const sinks: Sink[] = [];
+  for (const s of config.sinks) {
     const factory = findSinkFactory(s.type);
     if (factory === undefined) throw new Error(`unknown sink type ${s.type}`);
-    return factory.create(s.name, s.options, { logger: silentLogger(), vm: () => BENCH_VM, stateDir });
-  });
+    // create() may return a Promise (sinks load their implementation lazily)
+    sinks.push(
+      await factory.create(s.name, s.options, { logger: silentLogger(), vm: () => BENCH_VM, stateDir }),
+    );
+  }
+  return sinks;
 }
