@@ -2,6 +2,9 @@
 /**
  * The command-line entry point. Each subcommand lives in src/cli/commands/<name>.ts and exports
  * `register(program)`. Usage and configuration errors print one clear message and exit with code 2.
+ * Every command module is loaded for `--help`, so it imports only light modules at the top (commander types,
+ * option helpers) and loads everything else inside its action (`await import(...)`): `--version` and `--help`
+ * stay fast, and `run` loads what the configuration needs (test/integration/run/startup-imports.test.ts).
  */
 import { Command, CommanderError } from 'commander';
 import { UsageError } from './errors.ts';

@@ -1,0 +1,131 @@
+/**
+ * Start-up footprint guard: the CLI's cheap paths and the `run` path with a stdout sink must not load the SDKs of
+ * sinks that are not configured (each costs tens of milliseconds and megabytes on every VM). Checked by the
+ * packages a real child process resolves, never by timing.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startSimulator } from '../../../src/simulator/index.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+import { waitFor } from '../../support/wait.ts';
+import { MAIN, REPO } from './child.ts';
+
+const HOOK = join(REPO, 'test', 'support', 'record-packages.mjs');
+const HEAVY = [
+  /^@azure\//,
+  /^@opentelemetry\//,
+  /^@grpc\//,
+  /^undici$/,
+  /^mustache$/,
+  /^prom-client$/,
+  /^pino-pretty$/,
+  /^ajv/,
+];
+
+const tmp = makeTempDir('sef-startup-');
+afterAll(() => tmp.cleanup());
+
+let runs = 0;
+/** A fresh file for one child's package list. */
+const packagesFile = () => join(tmp.dir, `packages-${++runs}.json`);
+const readPackages = (file: string) =>
+  (JSON.parse(readFileSync(file, 'utf8')) as { packages: string[] }).packages;
+
+/** Runs the CLI with `args`; returns its exit code, stdout and the npm packages it loaded. */
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): { status: number | null; stdout: string; packages: string[] } {
+  const file = packagesFile();
+  const result = spawnSync(process.execPath, ['--import', HOOK, MAIN, ...args], {
+    cwd: REPO,
+    encoding: 'utf8',
+    env: { ...process.env, ...env, SEF_TEST_PACKAGES_FILE: file },
+    timeout: 30_000,
+  });
+  return { status: result.status, stdout: result.stdout, packages: readPackages(file) };
+}
+
+const heavyIn = (packages: string[]) => packages.filter((p) => HEAVY.some((h) => h.test(p)));
+
+describe('start-up imports', () => {
+  it('--version loads commander only', () => {
+    const { status, stdout, packages } = cli(['--version']);
+    expect(status).toBe(0);
+    expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expect(packages).toEqual(['commander']);
+  });
+
+  it('--help lists every command without loading an SDK', () => {
+    const { status, stdout, packages } = cli(['--help']);
+    expect(status).toBe(0);
+    for (const command of [
+      'config',
+      'run',
+      'demo',
+      'simulate',
+      'events',
+      'approve',
+      'outbox',
+      'deadletters',
+      'fleet',
+    ]) {
+      expect(stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
+    }
+    expect(heavyIn(packages)).toEqual([]);
+  });
+
+  it('config validate of a config with every sink type loads no SDK', () => {
+    const config = join(tmp.dir, 'all-sinks.yaml');
+    const eventHubs =
+      'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=x;EntityPath=h';
+    const yaml = [
+      'sinks:',
+      '  - { name: eh, type: eventhubs, connectionString: { env: SEF_TEST_EH } }',
+      '  - { name: otel, type: otel, endpoint: "http://127.0.0.1:4318" }',
+      '  - { name: hook, type: webhook, url: "http://127.0.0.1:9/hook" }',
+      '  - { name: slack, type: slack, url: "http://127.0.0.1:9/slack" }',
+      '  - { name: teams, type: teams, url: "http://127.0.0.1:9/teams" }',
+      '  - { name: out, type: stdout }',
+    ].join('\n');
+    writeFileSync(config, `${yaml}\n`);
+    const { status, stdout, packages } = cli(['config', 'validate', config], { SEF_TEST_EH: eventHubs });
+    expect(stdout).toMatch(/is valid/);
+    expect(status).toBe(0);
+    expect(heavyIn(packages)).toEqual([]);
+  });
+
+  it('run with the stdout sink polls without loading an SDK, prom-client or pino-pretty', async () => {
+    const sim = await startSimulator({});
+    try {
+      const file = packagesFile();
+      const args = ['--import', HOOK, MAIN, 'run', '--imds-endpoint', sim.url, '--sink', 'stdout'];
+      const child = spawn(process.execPath, [...args, '--state-dir', join(tmp.dir, 'state')], {
+        cwd: REPO,
+        env: { ...process.env, SEF_TEST_PACKAGES_FILE: file, HTTP_PROXY: '', HTTPS_PROXY: '' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        stderr += d;
+      });
+      const exited = once(child, 'exit');
+      const polled = () => sim.admin.requests().log.some((e) => e.endpoint === 'scheduledevents');
+      await waitFor(
+        () => polled() && stderr.includes('"msg":"forwarder running"'),
+        'the forwarder to run and poll the simulator',
+      );
+      child.kill('SIGTERM');
+      const [code] = await exited;
+      expect(code).toBe(0);
+      const packages = readPackages(file);
+      expect(packages).toContain('pino');
+      expect(heavyIn(packages)).toEqual([]);
+    } finally {
+      await sim.close();
+    }
+  });
+});
