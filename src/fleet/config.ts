@@ -4,30 +4,12 @@
  * history (SQLite) and where to serve the dashboard. A YAML file and/or CLI options; secrets (connection
  * strings) through src/config/secret.ts, never logged. Documented in docs/fleet.md.
  */
-import { parseEventHubConnectionString } from '@azure/event-hubs';
 import { z } from 'zod';
 import { mergeRaw, readConfigFile } from '../config/index.ts';
 import { LOG_LEVELS } from '../config/schema.ts';
 import { type Env, secretSchema } from '../config/secret.ts';
 import type { LogLevel } from '../log.ts';
-
-const credentialSchema = z
-  .object({
-    kind: z
-      .enum(['managed-identity', 'default', 'workload-identity'])
-      .default('managed-identity')
-      .describe('managed-identity (default), default (DefaultAzureCredential) or workload-identity'),
-    clientId: z.string().min(1).optional().describe('user-assigned identity client id / app client id'),
-    resourceId: z.string().min(1).optional().describe('user-assigned identity ARM resource id'),
-    tenantId: z.string().min(1).optional().describe('tenant id (workload-identity)'),
-    tokenFilePath: z.string().min(1).optional().describe('federated token file (workload-identity)'),
-  })
-  .strict()
-  .superRefine((c, ctx) => {
-    if (c.clientId !== undefined && c.resourceId !== undefined) {
-      ctx.addIssue({ code: 'custom', message: 'credential: give clientId or resourceId, not both' });
-    }
-  });
+import { azureCredentialSchema, checkEventHubTarget } from '../sinks/event-hubs/options.ts';
 
 /** The fleet consumer's config schema; `env` is injectable for tests (secret resolution). */
 export function fleetConfigSchema(env: () => Env = () => process.env) {
@@ -52,7 +34,9 @@ export function fleetConfigSchema(env: () => Env = () => process.env) {
         .min(1)
         .default('$Default')
         .describe('consumer group (give the fleet its own)'),
-      credential: credentialSchema.prefault({}).describe('how to authenticate with fullyQualifiedNamespace'),
+      credential: azureCredentialSchema
+        .prefault({})
+        .describe('how to authenticate with fullyQualifiedNamespace'),
       startPosition: z
         .enum(['earliest', 'latest'])
         .default('earliest')
@@ -90,41 +74,7 @@ export function fleetConfigSchema(env: () => Env = () => process.env) {
         .describe('connect here instead of the namespace host'),
     })
     .strict()
-    .superRefine((o, ctx) => {
-      if ((o.connectionString === undefined) === (o.fullyQualifiedNamespace === undefined)) {
-        ctx.addIssue({
-          code: 'custom',
-          message: 'give exactly one of connectionString or fullyQualifiedNamespace (+ eventHubName)',
-        });
-        return;
-      }
-      if (o.connectionString !== undefined) {
-        let entityPath: string | undefined;
-        try {
-          entityPath = parseEventHubConnectionString(o.connectionString.reveal()).eventHubName;
-        } catch {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['connectionString'],
-            message: `connection string from ${o.connectionString.origin} is not a valid Event Hubs connection string`,
-          });
-          return;
-        }
-        if (entityPath === undefined && o.eventHubName === undefined) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['eventHubName'],
-            message: 'eventHubName is required when the connection string has no EntityPath',
-          });
-        }
-      } else if (o.eventHubName === undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['eventHubName'],
-          message: 'eventHubName is required with fullyQualifiedNamespace',
-        });
-      }
-    });
+    .superRefine(checkEventHubTarget);
 
   const checkpoints = z
     .object({
@@ -142,7 +92,7 @@ export function fleetConfigSchema(env: () => Env = () => process.env) {
         )
         .default('fleet-checkpoints')
         .describe('container for checkpoints and ownership (created if missing)'),
-      credential: credentialSchema.prefault({}).describe('how to authenticate with accountUrl'),
+      credential: azureCredentialSchema.prefault({}).describe('how to authenticate with accountUrl'),
     })
     .strict()
     .superRefine((o, ctx) => {

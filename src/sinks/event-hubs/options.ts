@@ -3,11 +3,12 @@
  * for `config` help and docs/sinks-event-hubs.md.
  */
 import { z } from 'zod';
-import { type Env, secretSchema } from '../../config/secret.ts';
+import { type Env, type Secret, secretSchema } from '../../config/secret.ts';
 import { parseEventHubsConnectionString } from './connection-string.ts';
 import { PARTITION_KEY_MODES } from './event.ts';
 
-const credentialSchema = z
+/** How to authenticate without a connection string (shared with the fleet consumer's Event Hubs and Blob access). */
+export const azureCredentialSchema = z
   .object({
     kind: z
       .enum(['managed-identity', 'default', 'workload-identity'])
@@ -102,7 +103,7 @@ export function eventHubsOptionsSchema(env: () => Env = () => process.env) {
         // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the literal ${ENV} secret syntax
         'connection string as a secret: "${ENV_VAR}", {env: NAME} or {file: PATH}; never logged. Accepts the emulator form with UseDevelopmentEmulator=true',
       ),
-      credential: credentialSchema
+      credential: azureCredentialSchema
         .prefault({})
         .describe('how to authenticate with fullyQualifiedNamespace (ignored with connectionString)'),
       partitionKey: z
@@ -126,50 +127,64 @@ export function eventHubsOptionsSchema(env: () => Env = () => process.env) {
         ),
     })
     .strict()
-    .superRefine((o, ctx) => {
-      if ((o.connectionString === undefined) === (o.fullyQualifiedNamespace === undefined)) {
-        ctx.addIssue({
-          code: 'custom',
-          message: 'give exactly one of connectionString or fullyQualifiedNamespace (+ eventHubName)',
-        });
-        return;
-      }
-      if (o.fullyQualifiedNamespace !== undefined && o.eventHubName === undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['eventHubName'],
-          message: 'eventHubName is required with fullyQualifiedNamespace',
-        });
-      }
-      if (o.connectionString !== undefined) {
-        let entityPath: string | undefined;
-        try {
-          entityPath = parseEventHubsConnectionString(o.connectionString.reveal()).eventHubName;
-        } catch {
-          // never echo the parser's message: it may quote the secret
-          ctx.addIssue({
-            code: 'custom',
-            path: ['connectionString'],
-            message: `connection string from ${o.connectionString.origin} is not a valid Event Hubs connection string (needs Endpoint and SharedAccessKeyName+SharedAccessKey or SharedAccessSignature)`,
-          });
-          return;
-        }
-        if (entityPath === undefined && o.eventHubName === undefined) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['eventHubName'],
-            message: 'eventHubName is required when the connection string has no EntityPath',
-          });
-        }
-        if (entityPath !== undefined && o.eventHubName !== undefined && entityPath !== o.eventHubName) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['eventHubName'],
-            message: `eventHubName ${o.eventHubName} differs from the connection string's EntityPath ${entityPath}`,
-          });
-        }
-      }
-    });
+    .superRefine(checkEventHubTarget);
 }
 
 export type EventHubsSinkOptions = z.infer<ReturnType<typeof eventHubsOptionsSchema>>;
+
+/**
+ * Checks an Event Hubs target: exactly one of a connection string or a namespace, and a hub name from
+ * eventHubName or the connection string's EntityPath (which must agree). Never echoes the secret. Shared with
+ * the fleet consumer's config.
+ */
+export function checkEventHubTarget(
+  o: {
+    connectionString?: Secret | undefined;
+    fullyQualifiedNamespace?: string | undefined;
+    eventHubName?: string | undefined;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  if ((o.connectionString === undefined) === (o.fullyQualifiedNamespace === undefined)) {
+    ctx.addIssue({
+      code: 'custom',
+      message: 'give exactly one of connectionString or fullyQualifiedNamespace (+ eventHubName)',
+    });
+    return;
+  }
+  if (o.fullyQualifiedNamespace !== undefined && o.eventHubName === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['eventHubName'],
+      message: 'eventHubName is required with fullyQualifiedNamespace',
+    });
+  }
+  if (o.connectionString !== undefined) {
+    let entityPath: string | undefined;
+    try {
+      entityPath = parseEventHubsConnectionString(o.connectionString.reveal()).eventHubName;
+    } catch {
+      // never echo the parser's message: it may quote the secret
+      ctx.addIssue({
+        code: 'custom',
+        path: ['connectionString'],
+        message: `connection string from ${o.connectionString.origin} is not a valid Event Hubs connection string (needs Endpoint and SharedAccessKeyName+SharedAccessKey or SharedAccessSignature)`,
+      });
+      return;
+    }
+    if (entityPath === undefined && o.eventHubName === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['eventHubName'],
+        message: 'eventHubName is required when the connection string has no EntityPath',
+      });
+    }
+    if (entityPath !== undefined && o.eventHubName !== undefined && entityPath !== o.eventHubName) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['eventHubName'],
+        message: `eventHubName ${o.eventHubName} differs from the connection string's EntityPath ${entityPath}`,
+      });
+    }
+  }
+}
