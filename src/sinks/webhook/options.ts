@@ -15,43 +15,65 @@ export const CHAT_DEFAULT_FILTER: Partial<SinkFilter> = {
   transitions: ['scheduled', 'started', 'completed', 'canceled'],
 };
 
-const timeoutMs = z.number().int().positive().default(DEFAULT_TIMEOUT_MS);
+const timeoutMs = z
+  .number()
+  .int()
+  .positive()
+  .default(DEFAULT_TIMEOUT_MS)
+  .describe('per-request timeout in milliseconds; a timeout is retried');
+const url = secretSchema().describe(
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the literal ${ENV} secret syntax
+  'webhook URL as a secret ("${ENV}", {env: NAME} or {file: PATH}); never logged (errors show scheme and host only)',
+);
 
 export const webhookOptionsSchema = z
   .object({
-    url: secretSchema(),
-    /** CloudEvents HTTP content mode. */
-    mode: z.enum(['structured', 'binary']).default('structured'),
-    /** Standard Webhooks secrets (whsec_…); several during rotation, each produces a signature. */
-    signingSecrets: z.array(secretSchema()).default([]),
-    /** Extra request headers; values are secrets (e.g. an Authorization header). */
-    headers: z.record(z.string().min(1), secretSchema()).default({}),
+    url,
+    mode: z
+      .enum(['structured', 'binary'])
+      .default('structured')
+      .describe('CloudEvents HTTP content mode: the whole CloudEvent as the body, or data + ce-* headers'),
+    signingSecrets: z
+      .array(secretSchema())
+      .default([])
+      .describe('Standard Webhooks secrets (whsec_...); several during rotation, each adds a v1 signature'),
+    headers: z
+      .record(z.string().min(1), secretSchema())
+      .default({})
+      .describe('extra request headers; values are secrets (e.g. an Authorization header)'),
     timeoutMs,
-    /** Minimum milliseconds between requests (0 = no limit). */
-    minIntervalMs: z.number().int().min(0).default(0),
+    minIntervalMs: z
+      .number()
+      .int()
+      .min(0)
+      .default(0)
+      .describe('minimum milliseconds between requests (0 = no limit)'),
   })
   .strict();
 
-export const slackOptionsSchema = z
-  .object({
-    url: secretSchema(),
-    /** Mustache template file rendering the whole message JSON ({text, blocks}). */
-    template: z.string().min(1).optional(),
-    timeoutMs,
-    /** Slack allows about one message per second per webhook. */
-    minIntervalMs: z.number().int().min(0).default(1000),
-  })
-  .strict();
+/** Slack and Teams take the same options; only what a template renders differs. */
+function chatOptionsSchema(templateRenders: string) {
+  return z
+    .object({
+      url,
+      template: z
+        .string()
+        .min(1)
+        .optional()
+        .describe(`Mustache template file rendering ${templateRenders} (logic-less: no code, no network)`),
+      timeoutMs,
+      minIntervalMs: z
+        .number()
+        .int()
+        .min(0)
+        .default(1000)
+        .describe('minimum milliseconds between messages (Slack allows about one per second per webhook)'),
+    })
+    .strict();
+}
 
-export const teamsOptionsSchema = z
-  .object({
-    url: secretSchema(),
-    /** Mustache template file rendering the Adaptive Card JSON (the `content`). */
-    template: z.string().min(1).optional(),
-    timeoutMs,
-    minIntervalMs: z.number().int().min(0).default(1000),
-  })
-  .strict();
+export const slackOptionsSchema = chatOptionsSchema('the whole message JSON ({text, blocks})');
+export const teamsOptionsSchema = chatOptionsSchema('the Adaptive Card JSON (the attachment content)');
 
 export type WebhookOptions = z.infer<typeof webhookOptionsSchema>;
 export type SlackOptions = z.infer<typeof slackOptionsSchema>;
