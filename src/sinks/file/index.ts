@@ -12,14 +12,13 @@ import { DeliveryError, type Sink, type SinkFactory } from '../types.ts';
 const optionsSchema = z
   .object({
     path: z.string().min(1).describe('file to append JSON lines to'),
-    /** Rotate before a write would make the file larger than this. */
     maxBytes: z
       .number()
       .int()
       .positive()
-      .default(100 * 1024 * 1024),
-    /** Rotated files kept (path.1 … path.N). */
-    maxFiles: z.number().int().min(1).default(5),
+      .default(100 * 1024 * 1024)
+      .describe('rotate before a write would make the file larger than this many bytes'),
+    maxFiles: z.number().int().min(1).default(5).describe('rotated files kept (path.1 … path.N)'),
   })
   .strict();
 
