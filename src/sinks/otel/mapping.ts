@@ -138,17 +138,7 @@ export function toLogRecordFields(record: LifecycleRecord): LogRecordFields {
 }
 
 /** The VM fields the resource needs; a record's `data.vm` or the SinkContext's VmIdentity both map to it. */
-export interface ResourceVm {
-  name: string;
-  vmId: string;
-  resourceId: string;
-  subscriptionId: string;
-  resourceGroup: string;
-  location: string;
-  zone: string;
-  vmScaleSetName: string;
-  vmSize: string;
-}
+export type ResourceVm = Omit<LifecycleRecord['data']['vm'], 'computerName'>;
 
 /** Prefer the record's own `data.vm`; fill empty fields from the live VmIdentity (never a second IMDS call). */
 export function resourceVmFor(record: LifecycleRecord, live: VmIdentity | undefined): ResourceVm {
