@@ -1,4 +1,5 @@
-/** Retry timing: exponential backoff with full jitter and a cap; Retry-After honoured. Pure functions. */
+/** Delivery retry timing: the shared full-jitter backoff (src/backoff.ts) with a cap; Retry-After honoured. */
+import { fullJitterBackoffMs } from '../backoff.ts';
 
 export interface BackoffOptions {
   /** First retry ceiling in ms (default 1000). */
@@ -25,8 +26,5 @@ export function retryDelayMs(
   if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) {
     return Math.round(Math.min(retryAfterMs, Math.max(options.maxMs, MAX_RETRY_AFTER_MS)));
   }
-  const exponent = Math.min(Math.max(attempts - 1, 0), 52);
-  const ceiling = Math.min(options.maxMs, options.initialMs * 2 ** exponent);
-  const r = Math.min(Math.max(random(), 0), 1);
-  return Math.round(r * ceiling);
+  return fullJitterBackoffMs(attempts, options.initialMs, options.maxMs, random);
 }

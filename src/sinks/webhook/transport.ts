@@ -5,9 +5,9 @@
  * rate limiter, and classification of the outcome into DeliveryError.
  */
 import { type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
+import { parseRetryAfter } from '../../backoff.ts';
 import type { Secret } from '../../config/secret.ts';
 import type { Logger } from '../../log.ts';
-import { parseRetryAfter } from '../../sources/imds/backoff.ts';
 import { DeliveryError } from '../types.ts';
 import { classifyNetworkError, classifyResponse, safeOrigin, sanitizeBody } from './classify.ts';
 import { type Clock, RateLimiter, systemClock } from './rate-limiter.ts';
