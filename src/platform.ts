@@ -1,7 +1,9 @@
 /**
  * Everything that differs between Linux and Windows lives here: default paths, temporary-disk detection,
- * file permissions and shutdown signals. Core code asks this module instead of testing process.platform.
+ * file permissions, shutdown signals and ending process trees. Core code asks this module instead of testing
+ * process.platform.
  */
+import { spawn } from 'node:child_process';
 import { chmodSync } from 'node:fs';
 import { join, posix, resolve, win32 } from 'node:path';
 
@@ -66,4 +68,34 @@ export function shutdownSignals(platform: NodeJS.Platform = process.platform): N
 /** Join paths with the host's separator (core code never concatenates with '/'). */
 export function statePath(stateDir: string, ...parts: string[]): string {
   return join(resolve(stateDir), ...parts);
+}
+
+/**
+ * Whether a child process gets its own process group (POSIX), so killProcessTree can signal the whole tree.
+ * Windows has no process groups for this; taskkill /T walks the tree instead.
+ */
+export function spawnsOwnProcessGroup(platform: NodeJS.Platform = process.platform): boolean {
+  return currentPlatform(platform) !== 'windows';
+}
+
+/**
+ * End a child process and its descendants: politely first (SIGTERM to the process group; taskkill /T on
+ * Windows), forcefully when `hard` (SIGKILL; taskkill /T /F). A process that is already gone is ignored.
+ */
+export function killProcessTree(
+  pid: number | undefined,
+  hard: boolean,
+  platform: NodeJS.Platform = process.platform,
+): void {
+  if (pid === undefined) return;
+  try {
+    if (currentPlatform(platform) === 'windows') {
+      const args = ['/pid', String(pid), '/T', ...(hard ? ['/F'] : [])];
+      spawn('taskkill', args, { stdio: 'ignore', windowsHide: true }).on('error', () => {});
+    } else {
+      process.kill(-pid, hard ? 'SIGKILL' : 'SIGTERM');
+    }
+  } catch {
+    // already gone
+  }
 }

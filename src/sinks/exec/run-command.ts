@@ -4,7 +4,7 @@
  * the approval module's prepare hooks.
  */
 import { spawn } from 'node:child_process';
-import { currentPlatform } from '../../platform.ts';
+import { killProcessTree, spawnsOwnProcessGroup } from '../../platform.ts';
 
 export interface RunCommandOptions {
   command: string;
@@ -50,7 +50,6 @@ export class CommandStartError extends Error {
 /** Run a command to completion (see RunCommandOptions). Rejects only with CommandStartError. */
 export function runCommand(options: RunCommandOptions): Promise<RunCommandResult> {
   const started = performance.now();
-  const windows = currentPlatform() === 'windows';
   const limit = options.maxOutputBytes ?? 64 * 1024;
   return new Promise((resolve, reject) => {
     if (options.signal?.aborted) {
@@ -72,7 +71,7 @@ export function runCommand(options: RunCommandOptions): Promise<RunCommandResult
       shell: false,
       windowsHide: true,
       // Own process group on POSIX so the whole tree can be signalled; Windows uses taskkill /T instead.
-      detached: !windows,
+      detached: spawnsOwnProcessGroup(),
     });
     const stdout = new BoundedBuffer(limit);
     const stderr = new BoundedBuffer(limit);
@@ -83,8 +82,8 @@ export function runCommand(options: RunCommandOptions): Promise<RunCommandResult
 
     const terminate = () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
-      killTree(child.pid, windows, false);
-      hardKillTimer ??= setTimeout(() => killTree(child.pid, windows, true), options.killGraceMs ?? 2000);
+      killProcessTree(child.pid, false);
+      hardKillTimer ??= setTimeout(() => killProcessTree(child.pid, true), options.killGraceMs ?? 2000);
     };
     const timeoutTimer =
       options.timeoutMs === undefined
@@ -131,21 +130,6 @@ export function runCommand(options: RunCommandOptions): Promise<RunCommandResult
     });
     child.stdin.end(options.stdin ?? '');
   });
-}
-
-/** End a process and its children. Polite first (SIGTERM / taskkill), hard on the second call. */
-function killTree(pid: number | undefined, windows: boolean, hard: boolean): void {
-  if (pid === undefined) return;
-  try {
-    if (windows) {
-      const args = ['/pid', String(pid), '/T', ...(hard ? ['/F'] : [])];
-      spawn('taskkill', args, { stdio: 'ignore', windowsHide: true }).on('error', () => {});
-    } else {
-      process.kill(-pid, hard ? 'SIGKILL' : 'SIGTERM');
-    }
-  } catch {
-    // already gone
-  }
 }
 
 /** Collects output up to a byte limit and notes truncation. */
