@@ -145,6 +145,24 @@ export function register(program: Command): void {
     const config = await runConfig(opts);
     const { createLogger } = await import('../../log.ts');
     const logger = createLogger({ level: config.log.level });
-    process.exitCode = await runForwarder(config, logger);
+    const code = await runForwarder(config, logger);
+    process.exitCode = code;
+    exitOnceStopped(logger, code);
   });
+}
+
+/** How long a stopped forwarder waits for lingering handles to close before it exits anyway. */
+export const EXIT_GRACE_MS = 1000;
+
+/**
+ * The forwarder has stopped: everything is committed and every sink was closed (or abandoned after its close
+ * deadline). A client that did not close in time (e.g. an SDK reconnecting to a service that dropped the
+ * connection) can still hold the event loop open; a service manager's stop must never hang on it, so exit
+ * after a short grace. The timer is unref'd: when nothing lingers, the process ends by itself at once.
+ */
+export function exitOnceStopped(logger: Logger, code: number): void {
+  setTimeout(() => {
+    logger.warn({ graceMs: EXIT_GRACE_MS }, 'handles still open after the forwarder stopped; exiting now');
+    process.exit(code);
+  }, EXIT_GRACE_MS).unref();
 }
