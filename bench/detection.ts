@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startSimulator } from '../src/simulator/index.ts';
 import { withTimeout } from './lib/engine.ts';
 import type { BenchContext, Benchmark, BenchOutput } from './lib/harness.ts';
-import { startInProcessForwarder } from './lib/pipeline.ts';
+import { startInProcessForwarder, toggleRebootEvent } from './lib/pipeline.ts';
 import { roundSamples, summarize } from './lib/stats.ts';
 
 /** One sample: change the document at a random phase, wait for the matching record to be committed. */
@@ -22,15 +22,10 @@ export async function detectionSamples(
     let eventId: string | undefined;
     for (let i = 0; i < count; i++) {
       await sleep(Math.random() * pollIntervalMs); // random phase relative to the poll ticks
-      let transition: string;
       const t0 = performance.now();
-      if (eventId === undefined) {
-        eventId = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: '1h', autoStart: false }).id;
-        transition = 'scheduled';
-      } else {
-        sim.admin.removeEvent(eventId);
-        transition = 'canceled';
-      }
+      const change = toggleRebootEvent(sim, eventId);
+      eventId = change.eventId;
+      const { transition } = change;
       const { at } = await withTimeout(
         forwarder.committed(eventId, transition),
         10 * pollIntervalMs + 10_000,

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startSimulator } from '../src/simulator/index.ts';
 import { withTimeout } from './lib/engine.ts';
 import type { BenchContext, Benchmark, BenchOutput } from './lib/harness.ts';
-import { startInProcessForwarder } from './lib/pipeline.ts';
+import { startInProcessForwarder, toggleRebootEvent } from './lib/pipeline.ts';
 import { roundSamples, summarize } from './lib/stats.ts';
 import { sinkEntry, startTargets } from './lib/targets.ts';
 
@@ -40,15 +40,10 @@ export const endToEnd: Benchmark = {
       for (let i = 0; i < count; i++) {
         // ≥ 1 s since the last Slack message (its rate limit), then a random phase of the poll grid.
         await sleep(POLL_INTERVAL_MS + Math.random() * POLL_INTERVAL_MS);
-        let transition: string;
         const t0 = performance.now();
-        if (eventId === undefined) {
-          eventId = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: '1h', autoStart: false }).id;
-          transition = 'scheduled';
-        } else {
-          sim.admin.removeEvent(eventId);
-          transition = 'canceled';
-        }
+        const change = toggleRebootEvent(sim, eventId);
+        eventId = change.eventId;
+        const { transition } = change;
         const committed = await withTimeout(
           forwarder.committed(eventId, transition),
           30_000,

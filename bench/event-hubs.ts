@@ -23,7 +23,7 @@ const BACKLOG = 10_000;
 const STEADY = 500;
 const STEADY_INTERVAL_MS = 5;
 
-interface VariantResult {
+export interface VariantResult {
   clientNoDelay: boolean;
   /** Distinct VMs (partition keys) in commit order, interleaved; 1 = one forwarder on one VM (production). */
   vms: number;

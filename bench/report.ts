@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { VariantResult } from './event-hubs.ts';
 import type { BenchResultFile, ResultTable } from './lib/harness.ts';
 import { BENCHMARKS, DEFAULT_RESULTS_DIR } from './run.ts';
 
@@ -125,24 +126,13 @@ export function renderReport(results: readonly BenchResultFile[]): string {
   return `${out.join('\n').trimEnd()}\n`;
 }
 
-interface EventHubsVariant {
-  clientNoDelay: boolean;
-  vms: number;
-  backlog: { records: number; seconds: number; recordsPerSecond: number; transfers: number };
-  steady: {
-    records: number;
-    intervalMs: number;
-    latencyMs: { p50: number; p90: number; p99: number; max: number };
-  };
-}
-
 /** The section for bench/results/event-hubs.json, written by the Event Hubs sink's own bench/event-hubs.ts. */
 export function renderEventHubsSection(json: {
   description: string;
   node: string;
   cpus: number;
   at: string;
-  variants: EventHubsVariant[];
+  variants: VariantResult[];
   notes: string[];
 }): string {
   const rows = json.variants.map((v) => [

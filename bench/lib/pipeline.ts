@@ -5,6 +5,7 @@
 import { validateConfig } from '../../src/config/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { Forwarder } from '../../src/pipeline/index.ts';
+import type { RunningSimulator } from '../../src/simulator/index.ts';
 import type { LifecycleRecord } from '../../src/transform/index.ts';
 import { makeTempDir } from '../../test/support/tmp.ts';
 import { waitFor } from '../../test/support/wait.ts';
@@ -112,4 +113,20 @@ export async function startInProcessForwarder(options: InProcessOptions): Promis
       tmp.cleanup();
     },
   };
+}
+
+/**
+ * Changes the simulator's document once, alternating: injects a Reboot (a `scheduled` record) when no event is
+ * pending, removes it otherwise (a `canceled` record). Returns the event and the transition to wait for.
+ */
+export function toggleRebootEvent(
+  sim: RunningSimulator,
+  pendingEventId: string | undefined,
+): { eventId: string; transition: 'scheduled' | 'canceled' } {
+  if (pendingEventId === undefined) {
+    const eventId = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: '1h', autoStart: false }).id;
+    return { eventId, transition: 'scheduled' };
+  }
+  sim.admin.removeEvent(pendingEventId);
+  return { eventId: pendingEventId, transition: 'canceled' };
 }

@@ -146,6 +146,19 @@ function jsonRequest(payload: unknown): OutgoingRequest {
   return { body, headers: () => ({ 'content-type': 'application/json; charset=utf-8' }) };
 }
 
+/** What every chat sink (Slack, Teams) starts from: its optional operator template and its HTTP transport. */
+function chatSinkParts(
+  name: string,
+  options: SlackOptions | TeamsOptions,
+  context: SinkContext,
+  deps: WebhookSinkDeps,
+): { template: WebhookTemplate | undefined; transport: ReturnType<typeof transportFor> } {
+  return {
+    template: options.template ? loadTemplate(options.template, name) : undefined,
+    transport: transportFor(name, options, context, deps),
+  };
+}
+
 /** Creates a Slack incoming-webhook sink. */
 export function createSlackSink(
   name: string,
@@ -153,10 +166,7 @@ export function createSlackSink(
   context: SinkContext,
   deps: WebhookSinkDeps = {},
 ): Sink {
-  const template: WebhookTemplate | undefined = options.template
-    ? loadTemplate(options.template, name)
-    : undefined;
-  const transport = transportFor(name, options, context, deps);
+  const { template, transport } = chatSinkParts(name, options, context, deps);
   return new OneRecordPerRequestSink(name, transport, (record) => {
     const message: SlackMessage = template
       ? enforceBlockKitLimits(
@@ -175,10 +185,7 @@ export function createTeamsSink(
   context: SinkContext,
   deps: WebhookSinkDeps = {},
 ): Sink {
-  const template: WebhookTemplate | undefined = options.template
-    ? loadTemplate(options.template, name)
-    : undefined;
-  const transport = transportFor(name, options, context, deps);
+  const { template, transport } = chatSinkParts(name, options, context, deps);
   if (isRetiredConnectorUrl(transport.url)) {
     context.logger
       .child({ sink: name, sinkType: 'teams' })
