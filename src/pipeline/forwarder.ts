@@ -59,11 +59,6 @@ export interface ForwarderStats {
   records: number;
 }
 
-/** Why a commit was skipped: the outcome changed nothing (a failed poll, or the same state). */
-function sameState(a: ForwarderState, b: ForwarderState): boolean {
-  return a === b || JSON.stringify(a) === JSON.stringify(b);
-}
-
 /** Builds the configured source: the IMDS poller (with its client) or the replay source. */
 function buildSource(config: Config, logger: Logger): { source: Source; client: ImdsClient | undefined } {
   if (config.source.type === 'replay') {
@@ -297,7 +292,9 @@ export class Forwarder {
       maxGapMs: deps.maxGapMs,
       approvals,
     });
-    if (result.records.length === 0 && sameState(previous, result.state)) return;
+    // transform() returns the previous state object itself when nothing changed; every document poll moves
+    // lastObservedAtMs (reboot awareness needs it durable), so there is nothing else to compare.
+    if (result.records.length === 0 && result.state === previous) return;
     const deliveries = routeRecords(result.records, this.#routed);
     try {
       deps.store.commit(result.state, deliveries);
