@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
-import { restrictFile, statePath } from '../platform.ts';
+import { createPrivateFile, restrictFile, statePath } from '../platform.ts';
 import { SQLITE_BUSY, StoreOpenError, sqliteErrorCode } from './errors.ts';
 
 export const LOCK_FILE = 'forwarder.lock';
@@ -25,6 +25,9 @@ export function acquireStateDirLock(
   const pidPath = `${path}.pid`;
   let db: DatabaseSync | undefined;
   try {
+    // Created 0600 first: SQLite gives forwarder.lock-journal (kept while the exclusive lock is held) the mode
+    // of the main file.
+    createPrivateFile(path, platform);
     db = new DatabaseSync(path, { timeout: 0 });
     db.exec('PRAGMA locking_mode=EXCLUSIVE');
     db.exec('BEGIN EXCLUSIVE');
@@ -49,9 +52,9 @@ export function acquireStateDirLock(
       cause: error,
     });
   }
-  restrictFile(path, platform);
   try {
     writeFileSync(pidPath, `${process.pid}\n`, { mode: 0o600 });
+    restrictFile(pidPath, platform);
   } catch {
     // informational only
   }

@@ -15,7 +15,7 @@ import {
 } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import type { Logger } from '../log.ts';
-import { restrictFile } from '../platform.ts';
+import { createPrivateFile } from '../platform.ts';
 import type { LifecycleRecord } from '../transform/record.ts';
 import { isCorruption, SQLITE_FULL, StoreOpenError, sqliteErrorCode, toWriteError } from './errors.ts';
 import type { StateDirLock } from './lock.ts';
@@ -152,12 +152,6 @@ interface StoreInternals {
   lock?: StateDirLock;
   /** Path of the reserve file; undefined for read-only inspection. */
   reservePath?: string;
-}
-
-/** Pre-create a file with owner-only permissions so SQLite never creates it world-readable. */
-export function createPrivateFile(path: string, platform?: NodeJS.Platform): void {
-  if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600));
-  restrictFile(path, platform);
 }
 
 /**
