@@ -11,7 +11,11 @@ import {
   constants,
   existsSync,
   openSync,
-  readFileSync, realpathSync, type Stats, statSync } from 'node:fs';
+  readFileSync,
+  realpathSync,
+  type Stats,
+  statSync,
+} from 'node:fs';
 import { userInfo } from 'node:os';
 import { basename, dirname, join, posix, resolve, win32 } from 'node:path';
 
@@ -80,7 +84,8 @@ export function temporaryDiskReason(
       }
     }
   }
-  if (currentPlatform(platform) !== 'linux' || (!onThisHost && options.mountInfo === undefined)) return undefined;
+  if (currentPlatform(platform) !== 'linux' || (!onThisHost && options.mountInfo === undefined))
+    return undefined;
   const mounts = parseMountInfo(options.mountInfo ?? readMountInfo());
   const holder = mountHolding(mounts, real);
   if (holder === undefined) return undefined;
@@ -130,7 +135,8 @@ function readMountInfo(): string {
 
 /** Parses /proc/self/mountinfo (proc(5)): field 3 is major:minor, field 5 the mount point, after "-" the source. */
 function parseMountInfo(text: string): MountEntry[] {
-  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
+  const unescape = (s: string) =>
+    s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
   const entries: MountEntry[] = [];
   for (const line of text.split('\n')) {
     const fields = line.split(' ');
@@ -251,7 +257,10 @@ export function accessProblem(
   const windows = currentPlatform(platform) === 'windows';
   let code: string | undefined;
   try {
-    accessSync(path, kind === 'directory' ? constants.W_OK | constants.X_OK : constants.R_OK | constants.W_OK);
+    accessSync(
+      path,
+      kind === 'directory' ? constants.W_OK | constants.X_OK : constants.R_OK | constants.W_OK,
+    );
   } catch (error) {
     code = (error as NodeJS.ErrnoException).code ?? 'EACCES';
   }
