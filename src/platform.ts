@@ -135,7 +135,7 @@ function readMountInfo(): string {
 
 /** Parses /proc/self/mountinfo (proc(5)): field 3 is major:minor, field 5 the mount point, after "-" the source. */
 function parseMountInfo(text: string): MountEntry[] {
-  const unescape = (s: string) =>
+  const decodeOctal = (s: string) =>
     s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
   const entries: MountEntry[] = [];
   for (const line of text.split('\n')) {
@@ -144,8 +144,8 @@ function parseMountInfo(text: string): MountEntry[] {
     if (fields.length < 6 || dash < 0) continue;
     entries.push({
       device: fields[2] as string,
-      mountPoint: unescape(fields[4] as string),
-      source: unescape(fields[dash + 2] ?? ''),
+      mountPoint: decodeOctal(fields[4] as string),
+      source: decodeOctal(fields[dash + 2] ?? ''),
     });
   }
   return entries;

@@ -96,7 +96,7 @@ describe('files in a fresh state directory (item 9)', () => {
       Object.fromEntries(list.map((n) => [n, modeOf(join(dir, n)).toString(8)]));
     expect(modes(names)).toEqual(Object.fromEntries(names.map((n) => [n, '600'])));
     expect(modeOf(dir)).toBe(0o700);
-    open.splice(0).forEach((s) => s.close());
+    for (const s of open.splice(0)) s.close();
     const after = readdirSync(dir).sort();
     expect(after.length).toBeGreaterThan(0);
     expect(modes(after)).toEqual(Object.fromEntries(after.map((n) => [n, '600'])));
