@@ -18,7 +18,7 @@ import { ImdsClient, ImdsPoller, VmIdentityCache } from '../sources/imds/index.t
 import { ReplaySource } from '../sources/replay/index.ts';
 import { StallDetector } from '../sources/stall-detector.ts';
 import type { PollOutcome, Source, VmIdentity } from '../sources/types.ts';
-import { openStore, type Store, StoreWriteError } from '../store/index.ts';
+import { openStoreWhenPossible, type Store, StoreWriteError } from '../store/index.ts';
 import { type ForwarderState, initialState, restoreState, transform } from '../transform/index.ts';
 import { hostBootTimeMs } from './boot-time.ts';
 import type { PipelineObserver } from './observer.ts';
@@ -119,12 +119,16 @@ export class Forwarder {
     const bootTimeMs = this.#options.bootTimeMs ?? hostBootTimeMs();
     const maxGapMs = 2 * config.imds.pollIntervalMs + config.imds.requestTimeoutMs;
 
-    const store = openStore({
+    // A full (or failing) state disk does not end the start: wait for it, not ready meanwhile (docs/delivery.md).
+    const store = await openStoreWhenPossible({
       stateDir: config.stateDir,
       allowTemporaryDisk: config.allowTemporaryDisk,
       logger: logger.child({ component: 'store' }),
       ...(this.#options.maxPageCount === undefined ? {} : { maxPageCount: this.#options.maxPageCount }),
+      signal,
+      onUnavailable: (error) => observer?.storeUnavailable?.({ message: error.message }),
     });
+    if (store === undefined) return this.stats; // stopped while waiting for the disk
     this.#store = store;
     let client: ImdsClient | undefined;
     const stall = new StallDetector();

@@ -6,6 +6,8 @@ import type { PollOutcome } from '../sources/types.ts';
 import type { LifecycleRecord } from '../transform/record.ts';
 
 export interface PipelineObserver {
+  /** The state store cannot be opened yet (disk full, I/O error); opening is retried. */
+  storeUnavailable?(info: { message: string }): void;
   /** The store is open, sinks are built and the source is about to start. */
   ready?(info: { stateDir: string; sinks: string[] }): void;
   /** Every poll outcome, before it is transformed. */

@@ -16,9 +16,15 @@ export class StoreWriteError extends Error {
 
 /** The store cannot be opened (locked by another process, temporary disk, newer schema, wrong pragmas). */
 export class StoreOpenError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /**
+   * True when the cause is a condition of the disk that can pass without a configuration change (disk full,
+   * an I/O error): openStoreWhenPossible() keeps retrying instead of failing the start.
+   */
+  readonly retryable: boolean;
+  constructor(message: string, options?: { cause?: unknown; retryable?: boolean }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'StoreOpenError';
+    this.retryable = options?.retryable ?? false;
   }
 }
 
@@ -27,6 +33,7 @@ export const SQLITE_CORRUPT = 11;
 export const SQLITE_FULL = 13;
 export const SQLITE_NOTADB = 26;
 export const SQLITE_BUSY = 5;
+export const SQLITE_IOERR = 10;
 
 /** The SQLite result code carried by a node:sqlite error, if any. */
 export function sqliteErrorCode(error: unknown): number | undefined {

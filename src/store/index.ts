@@ -2,8 +2,9 @@
  * The store's public API: openStore() for the forwarder (locks the state directory, creates it if needed) and
  * openStoreForInspection() for CLI commands (never creates anything, takes no lock).
  */
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statfsSync, statSync, unlinkSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseSync } from 'node:sqlite';
 import type { Logger } from '../log.ts';
 import {
@@ -17,7 +18,7 @@ import {
   statePath,
   temporaryDiskReason,
 } from '../platform.ts';
-import { StoreOpenError } from './errors.ts';
+import { SQLITE_FULL, SQLITE_IOERR, StoreOpenError, sqliteErrorCode } from './errors.ts';
 import { acquireStateDirLock, LOCK_FILE } from './lock.ts';
 import { SCHEMA_VERSION } from './schema.ts';
 import {
@@ -87,6 +88,21 @@ export function openStore(options: OpenStoreOptions): Store {
       'state directory is on the temporary disk (explicitly allowed)',
     );
   }
+  try {
+    return openIn(stateDir, platform, options);
+  } catch (error) {
+    const disk = diskOpenError(error, stateDir);
+    if (disk === undefined) throw error;
+    if (!disk.full || !releaseReserveForOpen(stateDir, options.logger)) throw disk.error;
+    try {
+      return openIn(stateDir, platform, options);
+    } catch (retryError) {
+      throw diskOpenError(retryError, stateDir)?.error ?? retryError;
+    }
+  }
+}
+
+function openIn(stateDir: string, platform: NodeJS.Platform, options: OpenStoreOptions): Store {
   prepareStateDirectory(stateDir, platform);
   const lock = acquireStateDirLock(stateDir, platform);
   try {
@@ -107,6 +123,132 @@ export function openStore(options: OpenStoreOptions): Store {
   } catch (error) {
     lock.release();
     throw error;
+  }
+}
+
+/**
+ * A failure to open caused by the disk (full, or an I/O error) as a retryable StoreOpenError naming the disk,
+ * or undefined for any other failure. SQLite reports a full disk during open as SQLITE_FULL, or as a bare
+ * SQLITE_IOERR ("disk I/O error") when growing the -shm/-wal file fails: the free space decides then.
+ */
+function diskOpenError(error: unknown, stateDir: string): { error: StoreOpenError; full: boolean } | undefined {
+  let sqlite: number | undefined;
+  let errno: string | undefined;
+  for (let e: unknown = error; e !== undefined && e !== null; e = (e as { cause?: unknown }).cause) {
+    sqlite ??= sqliteErrorCode(e);
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('E') && !code.startsWith('ERR_')) errno ??= code;
+    if (typeof e !== 'object') break;
+  }
+  const io = sqlite === SQLITE_IOERR || errno === 'EIO';
+  if (sqlite !== SQLITE_FULL && errno !== 'ENOSPC' && errno !== 'EDQUOT' && !io) return undefined;
+  const space = freeSpace(stateDir);
+  const full = !io || (space !== undefined && space.free < NEARLY_FULL_BYTES);
+  const detail = (error as Error).message;
+  const where = space === undefined ? '' : ` (${formatBytes(space.free)} free of ${formatBytes(space.total)})`;
+  const message = full
+    ? `the disk holding ${stateDir} is full${where}: SQLite cannot open the state database (${detail}). Free space on that ` +
+      'filesystem; the forwarder keeps running, retries opening, and starts by itself as soon as it can write.'
+    : `I/O error on the disk holding ${stateDir}${where} while opening the state database (${detail}). The forwarder ` +
+      'keeps retrying; check the disk (kernel log, the VM disk health).';
+  return { error: new StoreOpenError(message, { cause: error, retryable: true }), full };
+}
+
+/** Below this much free space an I/O error while opening is taken for a full disk. */
+const NEARLY_FULL_BYTES = 256 * 1024;
+
+function freeSpace(dir: string): { free: number; total: number } | undefined {
+  for (let p = dir; ; p = resolve(p, '..')) {
+    try {
+      const s = statfsSync(p);
+      return { free: s.bavail * s.bsize, total: s.blocks * s.bsize };
+    } catch {
+      if (resolve(p, '..') === p) return undefined;
+    }
+  }
+}
+
+function formatBytes(n: number): string {
+  if (n >= 1024 * 1024 * 1024) return `${(n / 1024 ** 3).toFixed(1)} GiB`;
+  if (n >= 1024 * 1024) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
+  if (n >= 1024) return `${(n / 1024).toFixed(0)} KiB`;
+  return `${n} bytes`;
+}
+
+/**
+ * On a full disk, the reserve file kept by the last run (docs/delivery.md) is what lets the store open: release
+ * it (once) and say so. Returns whether there was one to release.
+ */
+function releaseReserveForOpen(stateDir: string, logger: Logger): boolean {
+  const path = statePath(stateDir, RESERVE_FILE);
+  try {
+    unlinkSync(path);
+  } catch {
+    return false;
+  }
+  logger.error(
+    { stateDir, reserveFile: path },
+    'DISK FULL at startup: released the disk-full reserve file to open the state store; new records cannot be ' +
+      'committed until space is freed',
+  );
+  return true;
+}
+
+/** Retry delays while the store cannot be opened: 1 s doubling to 15 s. */
+export function storeOpenRetryDelayMs(attempt: number): number {
+  return Math.min(15_000, 1000 * 2 ** Math.min(Math.max(attempt - 1, 0), 4));
+}
+
+/** At most one "still cannot open the state store" error line per this interval. */
+export const STORE_OPEN_LOG_INTERVAL_MS = 30_000;
+
+export interface OpenStoreWhenPossibleOptions extends OpenStoreOptions {
+  /** Stop retrying (resolves undefined). */
+  signal?: AbortSignal;
+  /** Each failed attempt that will be retried (readiness: the store is not available). */
+  onUnavailable?: (error: StoreOpenError, attempt: number) => void;
+  /** Test hook: delay before the next attempt (default storeOpenRetryDelayMs). */
+  retryDelayMs?: (attempt: number) => number;
+}
+
+/**
+ * openStore(), but a failure caused by the disk (full, I/O error: StoreOpenError.retryable) does not end the
+ * start: the error is logged at once and then at most every 30 s, and opening is retried with backoff until it
+ * works or `signal` aborts (then resolves undefined). Every other failure (configuration, permissions, another
+ * forwarder, a newer schema) throws as before.
+ */
+export async function openStoreWhenPossible(options: OpenStoreWhenPossibleOptions): Promise<Store | undefined> {
+  const delay = options.retryDelayMs ?? storeOpenRetryDelayMs;
+  const firstFailureAt = Date.now();
+  let lastLogAt = Number.NEGATIVE_INFINITY;
+  for (let attempt = 1; ; attempt++) {
+    if (options.signal?.aborted) return undefined;
+    try {
+      const store = openStore(options);
+      if (attempt > 1) {
+        options.logger.info(
+          { stateDir: store.stateDir, attempts: attempt, waitedMs: Date.now() - firstFailureAt },
+          'state store opened after waiting for the disk',
+        );
+      }
+      return store;
+    } catch (error) {
+      if (!(error instanceof StoreOpenError) || !error.retryable) throw error;
+      const retryInMs = delay(attempt);
+      options.onUnavailable?.(error, attempt);
+      if (Date.now() - lastLogAt >= STORE_OPEN_LOG_INTERVAL_MS) {
+        lastLogAt = Date.now();
+        options.logger.error(
+          { attempts: attempt, waitingMs: Date.now() - firstFailureAt, retryInMs },
+          `cannot open the state store: ${error.message}`,
+        );
+      }
+      try {
+        await sleep(retryInMs, undefined, { signal: options.signal });
+      } catch {
+        return undefined; // aborted
+      }
+    }
   }
 }
 

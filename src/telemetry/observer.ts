@@ -33,6 +33,7 @@ export function createTelemetryObserver(
   return {
     ready: ({ sinks }) => {
       health.addSinks(sinks);
+      health.recordStoreWrite(true); // the store is open (it may have waited for the disk)
       const engine = options.engine?.();
       if (engine && !unsubscribe) {
         unsubscribe = onDeliveryEvents(engine, (event) => {
@@ -48,6 +49,9 @@ export function createTelemetryObserver(
     committed: ({ records }) => {
       observeRecords(metrics, records);
       health.recordStoreWrite(true);
+    },
+    storeUnavailable: ({ message }) => {
+      health.recordStoreWrite(false, `cannot open the state store: ${message}`);
     },
     commitFailed: ({ message, full }) => {
       health.recordStoreWrite(false, full ? `disk full: ${message}` : message);
