@@ -18,7 +18,7 @@ import { ImdsClient, ImdsPoller, VmIdentityCache } from '../sources/imds/index.t
 import { ReplaySource } from '../sources/replay/index.ts';
 import { StallDetector } from '../sources/stall-detector.ts';
 import type { PollOutcome, Source, VmIdentity } from '../sources/types.ts';
-import { openStoreWhenPossible, type Store, StoreWriteError } from '../store/index.ts';
+import { openStoreWhenPossible, type Store, StoreWriteError, storeDamage } from '../store/index.ts';
 import { type ForwarderState, initialState, restoreState, transform } from '../transform/index.ts';
 import { hostBootTimeMs } from './boot-time.ts';
 import type { PipelineObserver } from './observer.ts';
@@ -183,7 +183,11 @@ export class Forwarder {
         },
         'forwarder running',
       );
-      observer?.ready?.({ stateDir: store.stateDir, sinks: enabled.map((s) => s.name) });
+      observer?.ready?.({
+        stateDir: store.stateDir,
+        sinks: enabled.map((s) => s.name),
+        storeDamage: storeDamage(store),
+      });
 
       // --- approval (src/approval, docs/approval.md): resumes persisted progress against the loaded state.
       approval = new ApprovalCoordinator({

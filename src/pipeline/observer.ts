@@ -3,13 +3,17 @@
  * to. Every method is optional; the pipeline never depends on an observer being present.
  */
 import type { PollOutcome } from '../sources/types.ts';
+import type { StoreDamage } from '../store/index.ts';
 import type { LifecycleRecord } from '../transform/record.ts';
 
 export interface PipelineObserver {
   /** The state store cannot be opened yet (disk full, I/O error); opening is retried. */
   storeUnavailable?(info: { message: string }): void;
-  /** The store is open, sinks are built and the source is about to start. */
-  ready?(info: { stateDir: string; sinks: string[] }): void;
+  /**
+   * The store is open, sinks are built and the source is about to start. `storeDamage`: damage found when the
+   * store was opened (a damaged WAL, a quarantined database), as recorded in the store.
+   */
+  ready?(info: { stateDir: string; sinks: string[]; storeDamage?: readonly StoreDamage[] }): void;
   /** Every poll outcome, before it is transformed. */
   outcome?(outcome: PollOutcome): void;
   /** A poll outcome's state and records were committed (records routed to `rows` outbox rows). */

@@ -4,8 +4,8 @@
  */
 import { existsSync, mkdirSync, statfsSync, statSync, unlinkSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DatabaseSync } from 'node:sqlite';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log.ts';
 import {
   accessProblem,
@@ -25,9 +25,11 @@ import {
   BUSY_TIMEOUT_MS,
   DATABASE_FILE,
   openDatabase,
+  QUARANTINE_META,
   RESERVE_FILE,
   SqliteStore,
   type Store,
+  WAL_DAMAGE_META,
 } from './store.ts';
 
 export { StoreOpenError, StoreWriteError } from './errors.ts';
@@ -43,7 +45,53 @@ export type {
   SinkQueueStats,
   Store,
 } from './store.ts';
-export { DATABASE_FILE, RESERVE_BYTES, RESERVE_FILE } from './store.ts';
+export { DATABASE_FILE, QUARANTINE_META, RESERVE_BYTES, RESERVE_FILE, WAL_DAMAGE_META } from './store.ts';
+
+/** Damage found when the store was opened (persisted in meta, so it survives restarts until cleared). */
+export interface StoreDamage {
+  /** wal: committed WAL frames could not be replayed (rows lost); corrupt: the database was quarantined. */
+  kind: 'wal' | 'corrupt';
+  /** When it was detected (ISO 8601). */
+  at: string;
+  /** The damaged file, and where a copy (wal) or the file itself (corrupt) was kept. */
+  file: string;
+  keptAt?: string;
+  detail: string;
+}
+
+/** The damage recorded in the store's meta table (newest kinds first), for /readyz and metrics. */
+export function storeDamage(store: Store): StoreDamage[] {
+  const found: StoreDamage[] = [];
+  const read = (key: string): Record<string, unknown> | undefined => {
+    try {
+      const raw = store.getMeta(key);
+      return raw === undefined ? undefined : (JSON.parse(raw) as Record<string, unknown>);
+    } catch {
+      return undefined;
+    }
+  };
+  const wal = read(WAL_DAMAGE_META);
+  if (wal !== undefined) {
+    found.push({
+      kind: 'wal',
+      at: String(wal.at),
+      file: String(wal.wal),
+      ...(typeof wal.copy === 'string' ? { keptAt: wal.copy } : {}),
+      detail: `${String(wal.detail)}; at least ${String(wal.lostTransactions)} committed transaction(s) lost`,
+    });
+  }
+  const corrupt = read(QUARANTINE_META);
+  if (corrupt !== undefined) {
+    found.push({
+      kind: 'corrupt',
+      at: String(corrupt.at),
+      file: store.databasePath,
+      keptAt: String(corrupt.file),
+      detail: 'the database failed its integrity check and was quarantined; a fresh one was started',
+    });
+  }
+  return found;
+}
 
 export interface OpenStoreOptions {
   /** Default: defaultStateDir() from src/platform.ts. */
@@ -131,7 +179,10 @@ function openIn(stateDir: string, platform: NodeJS.Platform, options: OpenStoreO
  * or undefined for any other failure. SQLite reports a full disk during open as SQLITE_FULL, or as a bare
  * SQLITE_IOERR ("disk I/O error") when growing the -shm/-wal file fails: the free space decides then.
  */
-function diskOpenError(error: unknown, stateDir: string): { error: StoreOpenError; full: boolean } | undefined {
+function diskOpenError(
+  error: unknown,
+  stateDir: string,
+): { error: StoreOpenError; full: boolean } | undefined {
   let sqlite: number | undefined;
   let errno: string | undefined;
   for (let e: unknown = error; e !== undefined && e !== null; e = (e as { cause?: unknown }).cause) {
@@ -145,7 +196,8 @@ function diskOpenError(error: unknown, stateDir: string): { error: StoreOpenErro
   const space = freeSpace(stateDir);
   const full = !io || (space !== undefined && space.free < NEARLY_FULL_BYTES);
   const detail = (error as Error).message;
-  const where = space === undefined ? '' : ` (${formatBytes(space.free)} free of ${formatBytes(space.total)})`;
+  const where =
+    space === undefined ? '' : ` (${formatBytes(space.free)} free of ${formatBytes(space.total)})`;
   const message = full
     ? `the disk holding ${stateDir} is full${where}: SQLite cannot open the state database (${detail}). Free space on that ` +
       'filesystem; the forwarder keeps running, retries opening, and starts by itself as soon as it can write.'
@@ -217,7 +269,9 @@ export interface OpenStoreWhenPossibleOptions extends OpenStoreOptions {
  * works or `signal` aborts (then resolves undefined). Every other failure (configuration, permissions, another
  * forwarder, a newer schema) throws as before.
  */
-export async function openStoreWhenPossible(options: OpenStoreWhenPossibleOptions): Promise<Store | undefined> {
+export async function openStoreWhenPossible(
+  options: OpenStoreWhenPossibleOptions,
+): Promise<Store | undefined> {
   const delay = options.retryDelayMs ?? storeOpenRetryDelayMs;
   const firstFailureAt = Date.now();
   let lastLogAt = Number.NEGATIVE_INFINITY;

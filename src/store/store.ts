@@ -5,21 +5,24 @@
  */
 import {
   closeSync,
+  copyFileSync,
   existsSync,
   fsyncSync,
   openSync,
   renameSync,
+  rmSync,
   statSync,
   unlinkSync,
   writeSync,
 } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import type { Logger } from '../log.ts';
-import { createPrivateFile } from '../platform.ts';
+import { createPrivateFile, restrictFile } from '../platform.ts';
 import type { LifecycleRecord } from '../transform/record.ts';
 import { isCorruption, SQLITE_FULL, StoreOpenError, sqliteErrorCode, toWriteError } from './errors.ts';
 import type { StateDirLock } from './lock.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.ts';
+import { inspectWal, type WalInspection } from './wal-check.ts';
 
 export const DATABASE_FILE = 'forwarder.db';
 export const RESERVE_FILE = 'disk-reserve.bin';
@@ -163,6 +166,32 @@ export function openDatabase(
   logger: Logger,
   options: { platform?: NodeJS.Platform; now: () => number },
 ): DatabaseSync {
+  // Before SQLite opens (and resets) a damaged WAL: see what it will drop, say so, keep a copy.
+  const walDamage = detectWalDamage(databasePath, logger, options.now(), options.platform);
+  const db = openOrQuarantine(databasePath, logger, options);
+  if (walDamage !== undefined) {
+    try {
+      db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(
+        WAL_DAMAGE_META,
+        JSON.stringify(walDamage),
+      );
+    } catch (error) {
+      logger.error({ err: error }, `could not record meta key ${WAL_DAMAGE_META} (the error above stands)`);
+    }
+  }
+  return db;
+}
+
+/** Meta key: the last damaged WAL found at open (JSON: at, wal, copy, detail, lostTransactions, lostFrames). */
+export const WAL_DAMAGE_META = 'store.lastWalDamage';
+/** Meta key: the last corrupt database quarantined at open (JSON: at, file). */
+export const QUARANTINE_META = 'store.lastQuarantine';
+
+function openOrQuarantine(
+  databasePath: string,
+  logger: Logger,
+  options: { platform?: NodeJS.Platform; now: () => number },
+): DatabaseSync {
   try {
     return openVerified(databasePath, options.platform);
   } catch (error) {
@@ -175,11 +204,72 @@ export function openDatabase(
     );
     const db = openVerified(databasePath, options.platform);
     db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(
-      'store.lastQuarantine',
+      QUARANTINE_META,
       JSON.stringify({ at: new Date(options.now()).toISOString(), file: quarantined }),
     );
     return db;
   }
+}
+
+/**
+ * Inspect the WAL left by the last process (src/store/wal-check.ts). When committed frames will not be replayed:
+ * copy the database, WAL and WAL index as found (forensics, manual recovery), log loudly, and return what to
+ * record under WAL_DAMAGE_META.
+ */
+function detectWalDamage(
+  databasePath: string,
+  logger: Logger,
+  nowMs: number,
+  platform: NodeJS.Platform | undefined,
+): Record<string, unknown> | undefined {
+  let inspection: WalInspection;
+  try {
+    inspection = inspectWal(databasePath);
+    // Confirm: a CLI writer (deadletters replay) running at this very moment could race the first look.
+    if (inspection.damage !== undefined) inspection = inspectWal(databasePath);
+  } catch (error) {
+    logger.warn(
+      { err: error, databasePath },
+      'could not inspect the WAL before opening the database; continuing',
+    );
+    return undefined;
+  }
+  const damage = inspection.damage;
+  if (damage === undefined) return undefined;
+  const stamp = new Date(nowMs).toISOString().replace(/[:.]/g, '-');
+  let copy = `${databasePath}.damaged-wal-${stamp}`;
+  for (let n = 1; existsSync(copy); n++) copy = `${databasePath}.damaged-wal-${stamp}-${n}`;
+  let copyError: string | undefined;
+  const copied: string[] = [];
+  try {
+    for (const suffix of ['', '-wal', '-shm']) {
+      if (!existsSync(databasePath + suffix)) continue;
+      copyFileSync(databasePath + suffix, copy + suffix);
+      copied.push(copy + suffix);
+      restrictFile(copy + suffix, platform);
+    }
+  } catch (error) {
+    copyError = (error as Error).message;
+    for (const path of copied) rmSync(path, { force: true });
+  }
+  const report = {
+    at: new Date(nowMs).toISOString(),
+    wal: inspection.walPath,
+    ...(copyError === undefined ? { copy } : { copyError }),
+    detail: damage.detail,
+    lostTransactions: damage.lostTransactions,
+    lostFrames: damage.lostFrames,
+  };
+  logger.error(
+    report,
+    `STATE DATABASE WAL IS DAMAGED: ${inspection.walPath}: ${damage.detail}. At least ${damage.lostTransactions} ` +
+      `committed transaction(s) (${damage.lostFrames} frames) cannot be replayed: the state and outbox rows they ` +
+      'held are LOST (transitions still visible in IMDS are recorded again; records of those already gone are not). ' +
+      (copyError === undefined
+        ? `The database, WAL and WAL index as found are kept at ${copy}{,-wal,-shm} for forensics.`
+        : `Could not keep a copy of the damaged files (${copyError}).`),
+  );
+  return report;
 }
 
 class CorruptDatabaseError extends Error {}

@@ -5,7 +5,7 @@
  */
 
 import type { PollFailureReason, PollOutcome } from '../sources/types.ts';
-import type { SinkQueueStats } from '../store/index.ts';
+import type { SinkQueueStats, StoreDamage } from '../store/index.ts';
 import type { DeliveryEngineEvent } from './metrics.ts';
 
 export interface HealthThresholds {
@@ -25,6 +25,8 @@ export interface HealthFacts {
     | { reason: PollFailureReason; message: string; at: number; consecutiveFailures: number }
     | undefined;
   store: { writable: boolean; error: string | undefined };
+  /** Damage found when the store was opened (shown in /readyz; does not affect readiness). */
+  storeDamage?: readonly StoreDamage[];
   sinks: Record<string, SinkFacts>;
 }
 
@@ -48,7 +50,7 @@ export interface HealthState {
     staleAfterSeconds: number;
     lastFailure?: { reason: string; message: string; at: string; consecutiveFailures: number };
   };
-  store: { ok: boolean; error?: string };
+  store: { ok: boolean; error?: string; damage?: StoreDamage[] };
   sinks: Record<
     string,
     {
@@ -114,6 +116,7 @@ export function evaluateHealth(
   }
   const store: HealthState['store'] = { ok: facts.store.writable };
   if (facts.store.error !== undefined) store.error = facts.store.error;
+  if (facts.storeDamage !== undefined && facts.storeDamage.length > 0) store.damage = [...facts.storeDamage];
   const ready = imdsOk && store.ok && Object.values(sinks).every((s) => s.ok);
   return { ready, checkedAt: new Date(nowMs).toISOString(), imds, store, sinks };
 }
@@ -172,6 +175,11 @@ export class HealthTracker {
     this.#facts.store = ok
       ? { writable: true, error: undefined }
       : { writable: false, error: error ?? 'write failed' };
+  }
+
+  /** Record damage found when the store was opened (reported in /readyz; readiness is not affected). */
+  recordStoreDamage(damage: readonly StoreDamage[]): void {
+    this.#facts.storeDamage = damage;
   }
 
   recordDeliveryEvent(event: DeliveryEngineEvent): void {

@@ -38,6 +38,7 @@ export interface ForwarderMetrics {
   readonly deliveryRetries: Counter<'sink'>;
   readonly deadLetters: Counter<'sink' | 'reason'>;
   readonly storeErrors: Counter<'sink' | 'full'>;
+  readonly storeDamage: Gauge<'kind'>;
   readonly deliveryLatency: Histogram<'sink'>;
   readonly imdsLatency: Histogram<never>;
   /**
@@ -170,6 +171,14 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
       name: `${p}store_errors_total`,
       help: 'Failed outbox writes during delivery bookkeeping, per sink; full="true" for a full disk.',
       labelNames: ['sink', 'full'],
+      registers,
+    }),
+    storeDamage: new Gauge({
+      name: `${p}store_damage_detected_timestamp_seconds`,
+      help:
+        'Unix time damage to the state database was last found at open, per kind (wal: committed WAL frames ' +
+        'could not be replayed, rows lost; corrupt: the database was quarantined). Absent when never.',
+      labelNames: ['kind'],
       registers,
     }),
     deliveryLatency: new Histogram({

@@ -31,9 +31,14 @@ export function createTelemetryObserver(
     unsubscribe = undefined;
   };
   return {
-    ready: ({ sinks }) => {
+    ready: ({ sinks, storeDamage }) => {
       health.addSinks(sinks);
       health.recordStoreWrite(true); // the store is open (it may have waited for the disk)
+      health.recordStoreDamage(storeDamage ?? []);
+      for (const d of storeDamage ?? []) {
+        const at = Date.parse(d.at);
+        if (Number.isFinite(at)) metrics.storeDamage.set({ kind: d.kind }, at / 1000);
+      }
       const engine = options.engine?.();
       if (engine && !unsubscribe) {
         unsubscribe = onDeliveryEvents(engine, (event) => {
