@@ -80,13 +80,17 @@ describe('starting on a full state disk', () => {
     ]);
     const child = fwd;
     const full = await waitFor(
-      () => jsonLines(child.stderr()).find((l) => String(l.msg).includes(`the disk holding ${stateDir} is full`)),
+      () =>
+        jsonLines(child.stderr()).find((l) => String(l.msg).includes(`the disk holding ${stateDir} is full`)),
       'the disk-full error line',
     );
     expect(full.level).toBe(50);
     expect(String(full.msg)).toContain('retries opening');
     const listen = await waitFor(
-      () => jsonLines(child.stderr()).find((l) => String(l.msg).startsWith('telemetry listening'))?.listen as string | undefined,
+      () =>
+        jsonLines(child.stderr()).find((l) => String(l.msg).startsWith('telemetry listening'))?.listen as
+          | string
+          | undefined,
       'the telemetry listener',
     );
     const readyz = await fetch(`${listen}/readyz`);
@@ -99,10 +103,15 @@ describe('starting on a full state disk', () => {
 
     unlinkSync(filler);
     await child.ready;
-    const opened = jsonLines(child.stderr()).find((l) => l.msg === 'state store opened after waiting for the disk');
+    const opened = jsonLines(child.stderr()).find(
+      (l) => l.msg === 'state store opened after waiting for the disk',
+    );
     expect(opened?.attempts as number).toBeGreaterThanOrEqual(2);
     expect(new Set(jsonLines(child.stderr()).map((l) => l.pid)).size).toBe(1);
-    await waitFor(async () => (await fetch(`${listen}/readyz`)).status === 200, '/readyz ready once the store is open');
+    await waitFor(
+      async () => (await fetch(`${listen}/readyz`)).status === 200,
+      '/readyz ready once the store is open',
+    );
     // The disk-full line is not repeated on every attempt (at most one every 30 s).
     const fullLines = jsonLines(child.stderr()).filter((l) => String(l.msg).includes('is full'));
     expect(fullLines.length).toBeLessThanOrEqual(Math.ceil((opened?.waitedMs as number) / 30_000) + 1);
