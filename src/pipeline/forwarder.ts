@@ -128,7 +128,10 @@ export class Forwarder {
       signal,
       onUnavailable: (error) => observer?.storeUnavailable?.({ message: error.message }),
     });
-    if (store === undefined) return this.stats; // stopped while waiting for the disk
+    if (store === undefined) {
+      logger.info('stopped while waiting for the state store to open');
+      return this.stats;
+    }
     this.#store = store;
     let client: ImdsClient | undefined;
     const stall = new StallDetector();

@@ -47,7 +47,7 @@ export type {
 } from './store.ts';
 export { DATABASE_FILE, QUARANTINE_META, RESERVE_BYTES, RESERVE_FILE, WAL_DAMAGE_META } from './store.ts';
 
-/** Damage found when the store was opened (persisted in meta, so it survives restarts until cleared). */
+/** Damage found when the store was opened (persisted in meta, so it is still reported after restarts). */
 export interface StoreDamage {
   /** wal: committed WAL frames could not be replayed (rows lost); corrupt: the database was quarantined. */
   kind: 'wal' | 'corrupt';
@@ -59,7 +59,7 @@ export interface StoreDamage {
   detail: string;
 }
 
-/** The damage recorded in the store's meta table (newest kinds first), for /readyz and metrics. */
+/** The damage recorded in the store's meta table, for /readyz and metrics. */
 export function storeDamage(store: Store): StoreDamage[] {
   const found: StoreDamage[] = [];
   const read = (key: string): Record<string, unknown> | undefined => {
@@ -111,9 +111,10 @@ export interface OpenStoreOptions {
 /**
  * Open the forwarder's store: refuses the Azure temporary disk (real path, mount), creates the directory (0700)
  * or checks an existing one (never changes its mode; refuses one writable by other users or not usable by this
- * process, naming owner, mode and fix), takes the one-process lock, opens the database (WAL + FULL asserted, integrity checked, migrated; a corrupt file is
- * quarantined and a fresh one started) and keeps a disk-full reserve file. Throws StoreOpenError with a clear
- * message when it cannot.
+ * process, naming owner, mode and fix), takes the one-process lock, checks the WAL left by the last process
+ * (a damaged one is reported and kept), opens the database (WAL + FULL asserted, integrity checked, migrated; a
+ * corrupt file is quarantined and a fresh one started) and keeps a disk-full reserve file. Throws
+ * StoreOpenError with a clear message when it cannot (retryable when the disk is full or failing).
  */
 export function openStore(options: OpenStoreOptions): Store {
   const platform = options.platform ?? process.platform;
