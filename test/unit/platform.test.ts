@@ -36,6 +36,24 @@ describe('platform', () => {
     expect(temporaryDiskReason('C:\\ProgramData\\scheduled-events-forwarder', 'win32')).toBeUndefined();
   });
 
+  it('finds the Linux temporary disk through the mount table (bind mounts of it elsewhere)', () => {
+    const mountInfo = [
+      '27 1 254:0 / / rw,relatime - ext4 /dev/sda1 rw',
+      '40 27 8:17 / /mnt rw,relatime - ext4 /dev/sdb1 rw',
+      '41 27 8:17 /sef /srv/data\\040disk rw,relatime - ext4 /dev/sdb1 rw',
+      '42 27 8:33 / /datadisk rw,relatime - ext4 /dev/sdc1 rw',
+    ].join('\n');
+    const reason = temporaryDiskReason('/srv/data disk/state', 'linux', { mountInfo });
+    expect(reason).toContain('/srv/data disk');
+    expect(reason).toContain('8:17');
+    expect(reason).toContain('/mnt is the Azure temporary disk');
+    expect(temporaryDiskReason('/datadisk/state', 'linux', { mountInfo })).toBeUndefined();
+    expect(temporaryDiskReason('/var/lib/sef', 'linux', { mountInfo })).toBeUndefined();
+    // Without a mount at /mnt (a plain directory on the root filesystem) nothing else is flagged.
+    const noMnt = mountInfo.split('\n').filter((l) => !l.includes(' /mnt ')).join('\n');
+    expect(temporaryDiskReason('/srv/data disk/state', 'linux', { mountInfo: noMnt })).toBeUndefined();
+  });
+
   it('uses the signals each platform delivers for a graceful stop', () => {
     expect(shutdownSignals('linux')).toEqual(['SIGTERM', 'SIGINT']);
     expect(shutdownSignals('win32')).toEqual(['SIGINT', 'SIGBREAK']);
