@@ -50,7 +50,10 @@ describe('platform', () => {
     expect(temporaryDiskReason('/datadisk/state', 'linux', { mountInfo })).toBeUndefined();
     expect(temporaryDiskReason('/var/lib/sef', 'linux', { mountInfo })).toBeUndefined();
     // Without a mount at /mnt (a plain directory on the root filesystem) nothing else is flagged.
-    const noMnt = mountInfo.split('\n').filter((l) => !l.includes(' /mnt ')).join('\n');
+    const noMnt = mountInfo
+      .split('\n')
+      .filter((l) => !l.includes(' /mnt '))
+      .join('\n');
     expect(temporaryDiskReason('/srv/data disk/state', 'linux', { mountInfo: noMnt })).toBeUndefined();
   });
 
