@@ -161,7 +161,7 @@ export class Forwarder {
       const engine = new DeliveryEngine({
         store,
         sinks: enabled.map((s, i) => engineSink(s, sinks[i]!)),
-        logger: logger.child({ component: 'delivery' }),
+        logger, // the engine adds component: delivery and the sink name itself
       });
       this.#engine = engine;
       engine.start();

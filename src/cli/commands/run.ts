@@ -85,6 +85,7 @@ async function runWithTelemetry(config: Config, logger: Logger, signal: AbortSig
     sinks: [],
     pollIntervalMs: config.imds.pollIntervalMs,
     staleAfterPolls: config.telemetry.readyPollIntervals,
+    outboxStats: () => forwarder?.store?.stats(), // /readyz: pending and oldestPendingAgeSeconds per sink
   });
   let forwarder: Forwarder | undefined;
   const observer = telemetry.createTelemetryObserver({ metrics, health, engine: () => forwarder?.engine });
