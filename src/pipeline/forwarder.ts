@@ -357,7 +357,9 @@ function engineSink(config: SinkConfig, sink: Sink): EngineSink {
     caps: {
       maxPendingRows: delivery.caps.maxPendingRows,
       maxPendingBytes: delivery.caps.maxPendingBytes,
-      maxAgeMs: Math.round(delivery.caps.maxAgeHours * 3_600_000),
+      ...(delivery.caps.maxAgeHours === undefined
+        ? {} // default: records never expire by age
+        : { maxAgeMs: Math.round(delivery.caps.maxAgeHours * 3_600_000) }),
     },
   };
 }
