@@ -15,6 +15,7 @@ interface SimulateOptions {
   vmName?: string;
   timeScale?: string;
   exitAtEnd?: boolean;
+  exitGrace: string;
   fault: string[];
   inject: string[];
   availabilitySet?: string;
@@ -24,6 +25,9 @@ interface SimulateOptions {
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+/** Default of --exit-grace: a forwarder polling once a second sees the final document several times. */
+export const EXIT_GRACE_SECONDS = 5;
 
 function numberOption(
   value: string | undefined,
@@ -53,7 +57,13 @@ export function register(program: Command): void {
     .option('--scenario <file-or-name>', 'scenario YAML file or bundled name (see --list-scenarios)')
     .option('--vm-name <name>', 'name of the VM served at the root paths')
     .option('--time-scale <x>', "simulated seconds per real second (default: the scenario's, else 1)")
-    .option('--exit-at-end', 'exit when the scenario ends')
+    .option('--exit-at-end', 'exit when the scenario ends (after --exit-grace)')
+    .option(
+      '--exit-grace <seconds>',
+      'with --exit-at-end: keep serving the final document this many real seconds after the scenario ended, so ' +
+        'a forwarder polling it sees the last change',
+      String(EXIT_GRACE_SECONDS),
+    )
     .option(
       '--fault <spec>',
       'fault from the start, JSON or kind[:key=value,...], e.g. status:status=503,count=2 (repeatable)',
@@ -81,6 +91,8 @@ export function register(program: Command): void {
       if (port !== undefined && port > 65535) throw new UsageError(`--port must be <= 65535, got ${port}`);
       const timeScale = numberOption(opts.timeScale, '--time-scale', 0, false);
       const initialIncarnation = numberOption(opts.initialIncarnation, '--initial-incarnation', 0, true);
+      const exitGraceMs =
+        (numberOption(opts.exitGrace, '--exit-grace', 0, false) ?? EXIT_GRACE_SECONDS) * 1000;
       if (opts.exitAtEnd && !opts.scenario) throw new UsageError('--exit-at-end needs --scenario');
       let scenario: Scenario | undefined;
       if (opts.scenario) {
@@ -129,7 +141,15 @@ export function register(program: Command): void {
 
       const reason = await new Promise<string>((resolve) => {
         for (const signal of shutdownSignals()) process.once(signal, () => resolve(signal));
-        if (opts.exitAtEnd) void sim.admin.scenarioEnded().then(() => resolve('scenario-ended'));
+        if (opts.exitAtEnd) {
+          void sim.admin.scenarioEnded().then(() => {
+            logger.info(
+              { graceSeconds: exitGraceMs / 1000 },
+              'scenario ended: serving the final document until the exit grace (--exit-grace) has passed',
+            );
+            setTimeout(() => resolve('scenario-ended'), exitGraceMs).unref(); // the server keeps the process up
+          });
+        }
       });
       const approvals = sim.admin.approvals();
       await sim.close();
