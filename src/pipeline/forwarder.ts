@@ -59,13 +59,19 @@ export interface ForwarderStats {
   records: number;
 }
 
-/** Builds the configured source: the IMDS poller (with its client) or the replay source. */
-function buildSource(config: Config, logger: Logger): { source: Source; client: ImdsClient | undefined } {
+/**
+ * Builds the configured source: the IMDS poller (with its client; captures carry `vm()`), or the replay source,
+ * which is also the identity source (the identity recorded in the capture).
+ */
+function buildSource(
+  config: Config,
+  logger: Logger,
+  vm: () => VmIdentity | undefined,
+): { source: Source; client: ImdsClient | undefined; identity?: IdentitySource } {
   if (config.source.type === 'replay') {
-    return {
-      source: new ReplaySource({ file: config.source.file, speed: config.source.speed, logger }),
-      client: undefined,
-    };
+    const replay = new ReplaySource({ file: config.source.file, speed: config.source.speed, logger });
+    const identity = { current: () => replay.current(), refresh: () => replay.refresh() };
+    return { source: replay, client: undefined, identity };
   }
   const client = new ImdsClient({
     endpoint: config.imds.endpoint,
@@ -79,7 +85,7 @@ function buildSource(config: Config, logger: Logger): { source: Source; client: 
     client,
     intervalMs: config.imds.pollIntervalMs,
     logger: logger.child({ component: 'poller' }),
-    ...(config.imds.captureFile === undefined ? {} : { captureFile: config.imds.captureFile }),
+    ...(config.imds.captureFile === undefined ? {} : { captureFile: config.imds.captureFile, identity: vm }),
   });
   return { source: poller, client };
 }
@@ -136,13 +142,16 @@ export class Forwarder {
     let approval: ApprovalCoordinator | undefined;
     try {
       this.#state = this.#loadState(store);
-      const built = this.#options.source === undefined ? buildSource(config, logger) : undefined;
+      const built =
+        this.#options.source === undefined
+          ? buildSource(config, logger, () => identity?.current())
+          : undefined;
       const source = this.#options.source ?? built!.source;
       client = built?.client;
       identity =
         this.#options.identity ??
         (client === undefined
-          ? undefined
+          ? built?.identity
           : new VmIdentityCache({
               client,
               refreshIntervalMs: config.imds.identityRefreshMs,
