@@ -16,15 +16,16 @@ interface SimulateOptions {
   timeScale?: string;
   exitAtEnd?: boolean;
   exitGrace: string;
-  fault: string[];
-  inject: string[];
+  fault?: string[];
+  inject?: string[];
   availabilitySet?: string;
   initialIncarnation?: string;
   listScenarios?: boolean;
   logLevel: string;
 }
 
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
+/** Repeatable option without a default value (commander would print `(default: [])` in --help). */
+const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
 /** Default of --exit-grace: a forwarder polling once a second sees the final document several times. */
 export const EXIT_GRACE_SECONDS = 5;
@@ -68,13 +69,11 @@ export function register(program: Command): void {
       '--fault <spec>',
       'fault from the start, JSON or kind[:key=value,...], e.g. status:status=503,count=2 (repeatable)',
       collect,
-      [],
     )
     .option(
       '--inject <json>',
       'event to inject at start, e.g. \'{"type":"Freeze","noticeSeconds":60}\' (repeatable)',
       collect,
-      [],
     )
     .option('--availability-set <name>', 'availability set of VMs registered without one')
     .option('--initial-incarnation <n>', 'DocumentIncarnation of new VMs')
@@ -102,14 +101,14 @@ export function register(program: Command): void {
           throw new UsageError(describe(error));
         }
       }
-      const faults: FaultInput[] = opts.fault.map((spec) => {
+      const faults: FaultInput[] = (opts.fault ?? []).map((spec) => {
         try {
           return parseFaultSpec(spec);
         } catch (error) {
           throw new UsageError(`--fault "${spec}": ${describe(error)}`);
         }
       });
-      const injects: InjectEventInput[] = opts.inject.map((text) => {
+      const injects: InjectEventInput[] = (opts.inject ?? []).map((text) => {
         try {
           return JSON.parse(text) as InjectEventInput;
         } catch (error) {

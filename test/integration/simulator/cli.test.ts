@@ -137,6 +137,8 @@ describe('simulate command', () => {
     );
     expect(stderr).toContain('"graceSeconds":600');
     const { url } = JSON.parse(lines[0]!) as { url: string };
+    expect(stderr).toContain(`"listen":"${url}"`); // its own loopback address is not a secret
+    expect(stderr).not.toContain('[redacted]');
     const response = await fetch(`${url}/metadata/scheduledevents?api-version=2020-07-01`, {
       headers: { Metadata: 'true' },
     });
@@ -146,6 +148,15 @@ describe('simulate command', () => {
     child.kill('SIGTERM');
     await once(child, 'exit');
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ stopped: 'SIGTERM' });
+  });
+
+  it('--help shows no "(default: [])" for repeatable options', async () => {
+    for (const command of ['run', 'simulate']) {
+      const help = await cli([command, '--help']);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(/--(sink|fault) <spec>/);
+      expect(help.stdout).not.toContain('(default: [])');
+    }
   });
 
   it('lists the bundled scenarios', async () => {
