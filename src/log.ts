@@ -52,3 +52,13 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
+
+/**
+ * A child logger adding only the bindings its parent does not carry yet: pino writes a key bound twice twice
+ * (`"component":"delivery","component":"delivery"`), so components that may receive an already-bound logger
+ * use this instead of `logger.child`.
+ */
+export function childLogger(logger: Logger, bindings: Record<string, unknown>): Logger {
+  const bound = logger.bindings();
+  return logger.child(Object.fromEntries(Object.entries(bindings).filter(([key]) => !(key in bound))));
+}

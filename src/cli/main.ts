@@ -8,7 +8,15 @@
  */
 import { Command, CommanderError } from 'commander';
 import { UsageError } from './errors.ts';
+import { nodeVersionProblem } from './node-version.ts';
 import { readVersion } from './version.ts';
+
+// First: on a Node.js without node:sqlite, say which version is needed (not "No such built-in module").
+const nodeProblem = nodeVersionProblem(process.versions.node, process.execPath);
+if (nodeProblem !== undefined) {
+  process.stderr.write(`error: ${nodeProblem}\n`);
+  process.exit(1);
+}
 
 const COMMANDS: Array<() => Promise<{ register(program: Command): void }>> = [
   () => import('./commands/config.ts'),

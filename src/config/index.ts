@@ -16,7 +16,7 @@ export { ConfigError } from './errors.ts';
 export interface SinkDeliveryConfig {
   maxBatch?: number | undefined;
   backoff: { initialMs: number; maxMs: number };
-  caps: { maxPendingRows: number; maxPendingBytes: number; maxAgeHours: number };
+  caps: { maxPendingRows: number; maxPendingBytes: number; maxAgeHours?: number | undefined };
 }
 
 /** One sink entry: the common keys, and the sink type's own options (already validated, secrets resolved). */

@@ -151,7 +151,8 @@ function filterSchema(defaults: Partial<SinkFilter> | undefined) {
     .describe('Which records this sink receives.');
 }
 
-const deliverySchema = z
+/** A sink entry's `delivery` section (also read on its own by the outbox commands; see src/cli/commands/outbox.ts). */
+export const deliverySchema = z
   .object({
     maxBatch: positiveInt()
       .optional()
@@ -172,19 +173,27 @@ const deliverySchema = z
       .object({
         maxPendingRows: positiveInt()
           .default(100_000)
-          .describe('Pending rows above this move the oldest to dead letters (reason "overflow"), loudly.'),
+          .describe(
+            'Disk protection: pending rows above this move the oldest to dead letters (reason "overflow"), logged at error level.',
+          ),
         maxPendingBytes: positiveInt()
           .default(64 * 1024 * 1024)
-          .describe('Pending bytes above this move the oldest to dead letters (reason "overflow"), loudly.'),
+          .describe(
+            'Disk protection: pending bytes above this move the oldest to dead letters (reason "overflow"), logged at error level.',
+          ),
         maxAgeHours: z
           .number()
           .positive()
-          .default(24 * 30)
-          .describe('Pending rows older than this move to dead letters (reason "expired"), loudly.'),
+          .optional()
+          .describe(
+            'Pending rows older than this move to dead letters (reason "expired"), logged at error level. Default: none (records never expire by age).',
+          ),
       })
       .strict()
       .prefault({})
-      .describe('Per-sink limits; nothing is ever deleted silently.'),
+      .describe(
+        'Per-sink limits. By default retries never expire by age; only the size caps apply. Nothing is ever deleted: records beyond a cap become dead letters (`deadletters list`, `deadletters replay`).',
+      ),
   })
   .strict()
   .prefault({})

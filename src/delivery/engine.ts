@@ -5,7 +5,7 @@
  * dead letters. Wake-up is event-driven (notify() after each commit), with a slow rescan as a safety net.
  */
 import { EventEmitter } from 'node:events';
-import type { Logger } from '../log.ts';
+import { childLogger, type Logger } from '../log.ts';
 import { DeliveryError, type Sink } from '../sinks/types.ts';
 import type { Caps, DeadLetterReason, OutboxRow, Store } from '../store/index.ts';
 import { StoreWriteError } from '../store/index.ts';
@@ -115,7 +115,7 @@ export class DeliveryEngine extends EventEmitter<DeliveryEngineEvents> {
           store: options.store,
           clock: this.#clock,
           random: options.random ?? Math.random,
-          logger: options.logger.child({ component: 'delivery', sink: config.sink.name }),
+          logger: childLogger(options.logger, { component: 'delivery', sink: config.sink.name }),
           rescanIntervalMs: options.rescanIntervalMs ?? 2000,
           storeRetryMs: options.storeRetryMs ?? 1000,
           emit: (event, ...args) => this.#emit(event, ...args),
@@ -209,6 +209,8 @@ class SinkWorker {
   #abandoned = false;
   #notified = false;
   #hadWork = false;
+  /** The current run of failed attempts (since the last success): how many, and when the first one failed. */
+  #failing: { attempts: number; sinceMs: number } | undefined;
   /** While the head seq is ≤ this, deliver one record at a time (isolating a permanent failure). */
   #isolateThrough = 0;
   #wake: (() => void) | undefined;
@@ -348,12 +350,30 @@ class SinkWorker {
     );
     if (!ok) return;
     const now = this.#deps.clock.now();
+    this.#logRecovery(rows[0] as OutboxRow, now);
     this.#deps.emit('delivered', {
       sink: this.sink.name,
       count: rows.length,
       latenciesMs: rows.map((r) => now - r.createdAt),
       recordIds: rows.map((r) => r.recordId),
     });
+  }
+
+  /**
+   * After failed attempts, the first successful delivery logs one info line: how many attempts failed and for
+   * how long. Attempts come from the row (persisted, so they survive a restart); the duration from this
+   * worker's memory, else from the row's commit time (the record waited at least that long).
+   */
+  #logRecovery(head: OutboxRow, now: number): void {
+    const failing = this.#failing;
+    this.#failing = undefined;
+    if (failing === undefined && head.attempts === 0) return;
+    const attempts = Math.max(failing?.attempts ?? 0, head.attempts);
+    const failingForMs = Math.max(0, now - (failing?.sinceMs ?? head.createdAt));
+    this.#deps.logger.info(
+      { attempts, failingForMs },
+      `sink recovered: delivered after ${attempts} failed attempt${attempts === 1 ? '' : 's'} over ${formatMs(failingForMs)}`,
+    );
   }
 
   async #handleFailure(rows: OutboxRow[], error: unknown): Promise<void> {
@@ -388,6 +408,7 @@ class SinkWorker {
       ),
     );
     if (!ok) return;
+    this.#failing = { attempts, sinceMs: this.#failing?.sinceMs ?? clock.now() };
     logger.warn(
       { code, attempts, delayMs, pendingInBatch: rows.length, err: message },
       'delivery failed; will retry',
@@ -449,6 +470,15 @@ class SinkWorker {
           };
     });
   }
+}
+
+/** "850 ms", "12.3 s", "4 min 5 s", "2 h 3 min". */
+function formatMs(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${Math.round(ms / 100) / 10} s`;
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
 }
 
 function describe(error: unknown): string {

@@ -224,7 +224,7 @@ function timelineDetail(transition: string, data: Record<string, unknown>): stri
       if (i.downtimeSeconds !== null && i.downtimeSeconds !== undefined)
         parts.push(`downtime ${i.downtimeSeconds} s`);
       if (i.longestStallMs !== null && i.longestStallMs !== undefined)
-        parts.push(`stall ${i.longestStallMs} ms`);
+        parts.push(`stall ${Math.round(Number(i.longestStallMs))} ms`); // older records may carry fractions
       return parts.join(', ');
     }
     default:

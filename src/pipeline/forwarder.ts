@@ -59,13 +59,19 @@ export interface ForwarderStats {
   records: number;
 }
 
-/** Builds the configured source: the IMDS poller (with its client) or the replay source. */
-function buildSource(config: Config, logger: Logger): { source: Source; client: ImdsClient | undefined } {
+/**
+ * Builds the configured source: the IMDS poller (with its client; captures carry `vm()`), or the replay source,
+ * which is also the identity source (the identity recorded in the capture).
+ */
+function buildSource(
+  config: Config,
+  logger: Logger,
+  vm: () => VmIdentity | undefined,
+): { source: Source; client: ImdsClient | undefined; identity?: IdentitySource } {
   if (config.source.type === 'replay') {
-    return {
-      source: new ReplaySource({ file: config.source.file, speed: config.source.speed, logger }),
-      client: undefined,
-    };
+    const replay = new ReplaySource({ file: config.source.file, speed: config.source.speed, logger });
+    const identity = { current: () => replay.current(), refresh: () => replay.refresh() };
+    return { source: replay, client: undefined, identity };
   }
   const client = new ImdsClient({
     endpoint: config.imds.endpoint,
@@ -79,7 +85,7 @@ function buildSource(config: Config, logger: Logger): { source: Source; client: 
     client,
     intervalMs: config.imds.pollIntervalMs,
     logger: logger.child({ component: 'poller' }),
-    ...(config.imds.captureFile === undefined ? {} : { captureFile: config.imds.captureFile }),
+    ...(config.imds.captureFile === undefined ? {} : { captureFile: config.imds.captureFile, identity: vm }),
   });
   return { source: poller, client };
 }
@@ -143,13 +149,16 @@ export class Forwarder {
     let approval: ApprovalCoordinator | undefined;
     try {
       this.#state = this.#loadState(store);
-      const built = this.#options.source === undefined ? buildSource(config, logger) : undefined;
+      const built =
+        this.#options.source === undefined
+          ? buildSource(config, logger, () => identity?.current())
+          : undefined;
       const source = this.#options.source ?? built!.source;
       client = built?.client;
       identity =
         this.#options.identity ??
         (client === undefined
-          ? undefined
+          ? built?.identity
           : new VmIdentityCache({
               client,
               refreshIntervalMs: config.imds.identityRefreshMs,
@@ -168,7 +177,7 @@ export class Forwarder {
       const engine = new DeliveryEngine({
         store,
         sinks: enabled.map((s, i) => engineSink(s, sinks[i]!)),
-        logger: logger.child({ component: 'delivery' }),
+        logger, // the engine adds component: delivery and the sink name itself
       });
       this.#engine = engine;
       engine.start();
@@ -368,7 +377,9 @@ function engineSink(config: SinkConfig, sink: Sink): EngineSink {
     caps: {
       maxPendingRows: delivery.caps.maxPendingRows,
       maxPendingBytes: delivery.caps.maxPendingBytes,
-      maxAgeMs: Math.round(delivery.caps.maxAgeHours * 3_600_000),
+      ...(delivery.caps.maxAgeHours === undefined
+        ? {} // default: records never expire by age
+        : { maxAgeMs: Math.round(delivery.caps.maxAgeHours * 3_600_000) }),
     },
   };
 }

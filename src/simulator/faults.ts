@@ -74,15 +74,57 @@ interface ActiveFault {
  */
 export function parseFaultSpec(spec: string): Fault {
   const text = spec.trim();
-  if (text.startsWith('{')) return faultSchema.parse(JSON.parse(text));
-  const [kind, rest] = text.split(/:(.*)/s, 2);
-  const fields: Record<string, unknown> = { kind };
-  for (const pair of (rest ?? '').split(',').filter(Boolean)) {
-    const [key, value] = pair.split('=', 2);
-    if (!key || value === undefined) throw new RangeError(`fault option "${pair}" must be key=value`);
-    fields[key.trim()] = /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value.trim();
+  let fields: Record<string, unknown>;
+  if (text.startsWith('{')) {
+    try {
+      fields = JSON.parse(text) as Record<string, unknown>;
+    } catch (error) {
+      throw new RangeError(`not valid JSON (${(error as Error).message}). ${FAULT_SPEC_FORM}`);
+    }
+  } else {
+    const [kind, rest] = text.split(/:(.*)/s, 2);
+    fields = { kind };
+    for (const pair of (rest ?? '').split(',').filter(Boolean)) {
+      const [key, value] = pair.split('=', 2);
+      if (!key || value === undefined)
+        throw new RangeError(`fault option "${pair}" must be key=value. ${FAULT_SPEC_FORM}`);
+      fields[key.trim()] = /^-?\d+(\.\d+)?$/.test(value.trim()) ? Number(value.trim()) : value.trim();
+    }
   }
-  return faultSchema.parse(fields);
+  const result = faultSchema.safeParse(fields);
+  if (result.success) return result.data;
+  throw new RangeError(
+    `${result.error.issues.map((i) => describeFaultIssue(i, fields)).join('; ')}. ${FAULT_SPEC_FORM}`,
+  );
+}
+
+/** The accepted form of a fault, for error messages and --help. */
+export const FAULT_SPEC_FORM =
+  `Form: kind[:key=value,...] or JSON; kinds: ${FAULT_KINDS.join(', ')}; keys: ms (integer >= 0), ` +
+  'status (400-599), retryAfterSeconds (integer >= 0), perSecond (integer > 0), vm (name), ' +
+  `endpoint (${FAULT_ENDPOINTS.join('|')}), method (GET|POST|any), count (integer > 0); ` +
+  'e.g. status:status=503,count=2';
+
+/** One zod issue of a fault as a short phrase naming the key (never a raw issue object). */
+function describeFaultIssue(issue: z.core.$ZodIssue, fields: Record<string, unknown>): string {
+  const key = issue.path.map(String).join('.');
+  if (issue.code === 'unrecognized_keys') {
+    return `unknown key${issue.keys.length === 1 ? '' : 's'} ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
+  }
+  if (key === 'kind') {
+    return fields.kind === undefined || fields.kind === ''
+      ? 'missing fault kind'
+      : `unknown fault kind ${JSON.stringify(fields.kind)}`;
+  }
+  const value = fields[key];
+  const shown = value === undefined ? '' : ` (got ${JSON.stringify(value)})`;
+  if (issue.code === 'invalid_value') return `${key} must be one of ${issue.values.join('|')}${shown}`;
+  if (issue.code === 'too_small' || issue.code === 'too_big') {
+    return `${key} must be ${issue.code === 'too_small' ? '>=' : '<='} ${String(issue.code === 'too_small' ? issue.minimum : issue.maximum)}${shown}`;
+  }
+  if (issue.code === 'invalid_type')
+    return `${key} must be ${issue.expected === 'int' ? 'an integer' : `a ${issue.expected}`}${shown}`;
+  return `${key}: ${issue.message}${shown}`;
 }
 
 /** The active faults and the per-VM rate-limit windows. */

@@ -150,7 +150,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const timer = setInterval(sync, options.syncIntervalMs ?? 20);
   timer.unref();
   sync();
-  logger.info({ url, vm: primaryVmName, scenario: scenario?.name }, 'IMDS simulator listening');
+  // Not `url`: that key is redacted in logs (webhook URLs are secrets); the simulator's own address is not.
+  logger.info({ listen: url, vm: primaryVmName, scenario: scenario?.name }, 'IMDS simulator listening');
 
   return {
     url,

@@ -132,8 +132,11 @@ export interface Store {
   enforceCapsByReason(sink: string, caps: Caps, nowMs: number): CapsResult;
   stats(): SinkQueueStats[];
   listDeadLetters(filter?: { sink?: string; id?: number; limit?: number }): DeadLetterRow[];
-  /** Move dead letters back to the end of their sink's queue with attempts reset; returns how many. */
-  replayDeadLetters(filter?: { sink?: string; id?: number }): number;
+  /**
+   * Move dead letters (the oldest `limit` matching ones, default all) back to the end of their sink's queue with
+   * attempts reset; returns how many.
+   */
+  replayDeadLetters(filter?: { sink?: string; id?: number; limit?: number }): number;
   setMeta(key: string, value: string): void;
   getMeta(key: string): string | undefined;
   /** PRAGMA integrity_check result ('ok' when healthy). */
@@ -603,8 +606,11 @@ export class SqliteStore implements Store {
     }));
   }
 
-  replayDeadLetters(filter: { sink?: string; id?: number } = {}): number {
-    const { where, params } = deadLetterWhere(filter);
+  replayDeadLetters(filter: { sink?: string; id?: number; limit?: number } = {}): number {
+    const matching = deadLetterWhere(filter);
+    // The oldest `limit` matching dead letters (all when no limit), selected once for both statements.
+    const where = `WHERE id IN (SELECT id FROM dead_letters ${matching.where} ORDER BY id LIMIT ?)`;
+    const params = [...matching.params, filter.limit ?? -1];
     let moved = 0;
     this.#write('replaying dead letters', false, () => {
       const now = this.#now();

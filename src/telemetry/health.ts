@@ -73,7 +73,8 @@ export function evaluateHealth(
   facts: HealthFacts,
   thresholds: HealthThresholds,
   nowMs: number,
-  outbox: readonly SinkQueueStats[] = [],
+  /** Outbox stats; when given, every sink entry carries `pending` and `oldestPendingAgeSeconds`. */
+  outbox?: readonly SinkQueueStats[],
 ): HealthState {
   const staleAfterMs = (thresholds.staleAfterPolls ?? 5) * thresholds.pollIntervalMs;
   const failingAfter = thresholds.sinkFailingAfterAttempts ?? 3;
@@ -106,11 +107,14 @@ export function evaluateHealth(
       deadLettered: s.deadLettered,
     };
     if (s.lastError !== undefined) entry.lastError = s.lastError;
-    const stats = outbox.find((o) => o.sink === name);
-    if (stats) {
-      entry.pending = stats.pending;
+    if (outbox !== undefined) {
+      // A sink without outbox rows has nothing pending.
+      const stats = outbox.find((o) => o.sink === name);
+      entry.pending = stats?.pending ?? 0;
       entry.oldestPendingAgeSeconds =
-        stats.oldestCreatedAt === null ? 0 : Math.max(0, (nowMs - stats.oldestCreatedAt) / 1000);
+        stats === undefined || stats.oldestCreatedAt === null
+          ? 0
+          : Math.max(0, Math.round((nowMs - stats.oldestCreatedAt) / 100) / 10);
     }
     sinks[name] = entry;
   }
@@ -126,8 +130,8 @@ export interface HealthTrackerOptions extends HealthThresholds {
   sinks: readonly string[];
   /** Wall clock, epoch ms (injectable for tests). */
   now?: () => number;
-  /** Optional outbox stats for the /readyz body (e.g. `() => store.stats()`). */
-  outboxStats?: () => readonly SinkQueueStats[];
+  /** Optional outbox stats for the /readyz body (e.g. `() => store.stats()`; undefined while no store is open). */
+  outboxStats?: () => readonly SinkQueueStats[] | undefined;
 }
 
 /**
@@ -211,9 +215,9 @@ export class HealthTracker {
 
   /** Evaluate readiness now. */
   snapshot(): HealthState {
-    let outbox: readonly SinkQueueStats[] = [];
+    let outbox: readonly SinkQueueStats[] | undefined;
     try {
-      outbox = this.#options.outboxStats?.() ?? [];
+      outbox = this.#options.outboxStats?.();
     } catch (error) {
       this.recordStoreWrite(false, `cannot read outbox stats: ${(error as Error).message}`);
     }

@@ -3,7 +3,7 @@
  * into our pino logger instead of the console. Call once at startup when an otel sink is configured.
  */
 import { type DiagLogger, DiagLogLevel, diag } from '@opentelemetry/api';
-import type { Logger } from '../log.ts';
+import { childLogger, type Logger } from '../log.ts';
 
 const LEVELS = {
   error: DiagLogLevel.ERROR,
@@ -14,7 +14,7 @@ const LEVELS = {
 
 /** Install a diag logger writing to `logger` (component "otel") at `level` and above. */
 export function routeOtelDiagnostics(logger: Logger, level: keyof typeof LEVELS = 'warn'): void {
-  const log = logger.child({ component: 'otel' });
+  const log = childLogger(logger, { component: 'otel' });
   const format = (message: string, args: unknown[]): string =>
     [message, ...args.map((a) => (a instanceof Error ? a.message : typeof a === 'string' ? a : ''))]
       .filter((s) => s !== '')

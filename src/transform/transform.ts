@@ -193,10 +193,13 @@ function observedImpact(tracked: TrackedEvent): Record<string, unknown> {
     downtimeSeconds: downtime === null ? null : (downtime.toMs - downtime.fromMs) / 1000,
     downtimeFrom: downtime === null ? null : new Date(downtime.fromMs).toISOString(),
     downtimeTo: downtime === null ? null : new Date(downtime.toMs).toISOString(),
-    longestStallMs: tracked.maxStallMs,
-    longestObservationGapMs: tracked.maxObservationGapMs,
+    // Whole milliseconds: the monotonic clock's sub-millisecond digits are noise, not information.
+    longestStallMs: roundMs(tracked.maxStallMs),
+    longestObservationGapMs: roundMs(tracked.maxObservationGapMs),
   };
 }
+
+const roundMs = (ms: number | null): number | null => (ms === null ? null : Math.round(ms));
 
 /**
  * Applies one poll outcome to the state. A failed poll yields no record and changes nothing: without

@@ -23,6 +23,34 @@ async function effectiveImdsOptions(opts: ApproveOptions, command: Command): Pro
   };
 }
 
+/**
+ * IMDS answers 400 both for a malformed request and for an EventId it does not know. After a 400, read the
+ * current document: ids missing from it are the cause (exit 2 naming them), not the api-version or endpoint.
+ */
+async function unknownEventIds(
+  error: unknown,
+  client: ReturnType<typeof cliImdsClient>,
+  ids: string[],
+): Promise<UsageError | undefined> {
+  const { ImdsError } = await import('../../sources/imds/errors.ts');
+  if (!(error instanceof ImdsError) || error.reason !== 'bad-request') return undefined;
+  let listed: string[];
+  try {
+    listed = (await client.getScheduledEvents()).document.Events.map((e) => e.EventId);
+  } catch {
+    return undefined; // cannot tell: keep the original message
+  }
+  const known = new Set(listed.map((id) => id.toLowerCase()));
+  const unknown = ids.filter((id) => !known.has(id.toLowerCase()));
+  if (unknown.length === 0) return undefined;
+  const which = unknown.length === 1 ? `EventId ${unknown[0]}` : `EventIds ${unknown.join(', ')}`;
+  const current = listed.length === 0 ? 'it lists no events' : `it lists ${listed.join(', ')}`;
+  return new UsageError(
+    `${which} unknown to IMDS: not in the current Scheduled Events document (${current}; an event that ended is ` +
+      'no longer listed); IMDS rejected the request. See the current events with `scheduled-events-forwarder events`.',
+  );
+}
+
 export function register(program: Command): void {
   imdsOptions(
     program
@@ -46,7 +74,7 @@ export function register(program: Command): void {
       await client.approve(ids);
       process.stdout.write(`${JSON.stringify({ approved: ids })}\n`);
     } catch (error) {
-      throw cliImdsError(error);
+      throw (await unknownEventIds(error, client, ids)) ?? cliImdsError(error);
     } finally {
       client.close();
     }

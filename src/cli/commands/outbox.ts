@@ -2,6 +2,9 @@
  * `outbox status`: what is pending per sink (count, bytes, oldest age, next attempt, last error) and how many
  * dead letters each sink has. Reads the state directory without locking it, so it works while the forwarder runs;
  * an empty or missing state directory answers "nothing pending" (exit 0) without creating anything.
+ *
+ * The store commands read only `stateDir` and the sinks' names and `delivery` settings from --config: they never
+ * resolve secret references, so they work from an admin shell where the service's secret variables are not set.
  */
 import type { Command } from 'commander';
 import { defaultStateDir } from '../../platform.ts';
@@ -10,6 +13,53 @@ import type { Store } from '../../store/index.ts';
 export interface StoreCommandOptions {
   stateDir?: string;
   config?: string;
+}
+
+/** What the store commands need from a config file (no secrets resolved). */
+export interface StateConfig {
+  stateDir: string;
+  /** Configured sinks with their caps, in file order; undefined without --config. */
+  sinks: Array<{ name: string; caps: { maxPendingRows: number; maxPendingBytes: number } }> | undefined;
+  /** The --config file, if any. */
+  configFile?: string | undefined;
+}
+
+/**
+ * Reads `stateDir` and each sink's name and caps from a config file without validating (or resolving) the
+ * sink types' own options, which hold the secrets. Throws ConfigError (exit code 2) naming a bad key.
+ */
+export async function readStateConfig(file: string): Promise<StateConfig> {
+  const [{ ConfigError, readConfigFile }, { deliverySchema }] = await Promise.all([
+    import('../../config/index.ts'),
+    import('../../config/schema.ts'),
+  ]);
+  const raw = readConfigFile(file);
+  const problems: string[] = [];
+  let stateDir = defaultStateDir();
+  if (raw.stateDir !== undefined) {
+    if (typeof raw.stateDir === 'string' && raw.stateDir !== '') stateDir = raw.stateDir;
+    else problems.push('stateDir: expected a directory path');
+  }
+  const sinks: NonNullable<StateConfig['sinks']> = [];
+  const entries = raw.sinks ?? [];
+  if (!Array.isArray(entries)) problems.push('sinks: expected a list of sinks');
+  else {
+    entries.forEach((entry: unknown, index) => {
+      const sink = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
+      if (typeof sink.name !== 'string' || sink.name === '') {
+        problems.push(`sinks[${index}].name: required (a sink name)`);
+        return;
+      }
+      const delivery = deliverySchema.safeParse(sink.delivery ?? {});
+      if (!delivery.success) {
+        problems.push(`sinks[${index}].delivery: ${delivery.error.issues.map((i) => i.message).join('; ')}`);
+        return;
+      }
+      sinks.push({ name: sink.name, caps: delivery.data.caps });
+    });
+  }
+  if (problems.length > 0) throw new ConfigError(`invalid configuration (${file}):`, problems);
+  return { stateDir, sinks };
 }
 
 /** Add the options every store command takes. */
@@ -22,31 +72,31 @@ export function storeOptions(command: Command): Command {
     .option('--config <file>', 'forwarder config file (YAML) to take stateDir from');
 }
 
-/** The state directory: --state-dir, else the config file's stateDir, else the platform default. */
-export async function resolveStateDirOption(opts: StoreCommandOptions): Promise<string> {
-  if (opts.stateDir !== undefined) return opts.stateDir;
-  if (opts.config !== undefined) {
-    const { loadConfigForCli } = await import('../../config/index.ts');
-    return loadConfigForCli({ config: opts.config }).stateDir;
-  }
-  return defaultStateDir();
+/** --state-dir, else the config file's stateDir, else the platform default; plus the file's sinks. */
+export async function resolveStateConfig(opts: StoreCommandOptions): Promise<StateConfig> {
+  const fromFile = opts.config === undefined ? undefined : await readStateConfig(opts.config);
+  return {
+    stateDir: opts.stateDir ?? fromFile?.stateDir ?? defaultStateDir(),
+    sinks: fromFile?.sinks,
+    configFile: opts.config,
+  };
 }
 
 /** Open the store for inspection and run `fn`; undefined store means nothing was ever written there. */
 export async function withStore<T>(
   opts: StoreCommandOptions,
   readOnly: boolean,
-  fn: (store: Store | undefined) => T,
+  fn: (store: Store | undefined, config: StateConfig) => T,
 ): Promise<T> {
   const [{ createLogger }, { openStoreForInspection }] = await Promise.all([
     import('../../log.ts'),
     import('../../store/index.ts'),
   ]);
   const logger = createLogger({ level: 'warn', pretty: false });
-  const stateDir = await resolveStateDirOption(opts);
-  const store = openStoreForInspection({ stateDir, logger, readOnly });
+  const config = await resolveStateConfig(opts);
+  const store = openStoreForInspection({ stateDir: config.stateDir, logger, readOnly });
   try {
-    return fn(store);
+    return fn(store, config);
   } finally {
     store?.close();
   }
@@ -95,7 +145,7 @@ export function register(program: Command): void {
         );
       }
       if (s.headAttempts > 0) parts.push(`${s.headAttempts} failed attempts`);
-      parts.push(`${s.deadLetters} dead letters`);
+      parts.push(`${s.deadLetters} dead letter${s.deadLetters === 1 ? '' : 's'}`);
       process.stdout.write(`${parts.join(', ')}\n`);
       if (s.lastError !== null && s.pending > 0) process.stdout.write(`  last error: ${s.lastError}\n`);
     }

@@ -9,7 +9,9 @@ import type { CliConfigOptions, Config } from '../../config/index.ts';
 import type { Logger } from '../../log.ts';
 import type { Forwarder } from '../../pipeline/index.ts';
 import { shutdownSignals } from '../../platform.ts';
-import { collect } from './config.ts';
+
+/** Repeatable option without a default value (commander would print `(default: [])` in --help). */
+const append = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
 /** Adds the options shared by commands that load the configuration like `run` does. */
 export function addRunOptions(command: Command): Command {
@@ -22,9 +24,8 @@ export function addRunOptions(command: Command): Command {
     .option('--allow-temporary-disk', 'allow the state directory on the Azure temporary disk')
     .option(
       '--sink <spec>',
-      'sink: "stdout" or "file:PATH" (repeatable; replaces the config file sinks)',
-      collect,
-      [],
+      'sink: "stdout" or "file:PATH" (repeatable; replaces the config file sinks; default without --config: stdout)',
+      append,
     )
     .option('--log-level <level>', 'fatal | error | warn | info | debug | trace | silent')
     .option('--record <file>', 'append every distinct Scheduled Events document to this capture (JSON lines)')
@@ -85,6 +86,7 @@ async function runWithTelemetry(config: Config, logger: Logger, signal: AbortSig
     sinks: [],
     pollIntervalMs: config.imds.pollIntervalMs,
     staleAfterPolls: config.telemetry.readyPollIntervals,
+    outboxStats: () => forwarder?.store?.stats(), // /readyz: pending and oldestPendingAgeSeconds per sink
   });
   let forwarder: Forwarder | undefined;
   const observer = telemetry.createTelemetryObserver({ metrics, health, engine: () => forwarder?.engine });

@@ -15,15 +15,20 @@ interface SimulateOptions {
   vmName?: string;
   timeScale?: string;
   exitAtEnd?: boolean;
-  fault: string[];
-  inject: string[];
+  exitGrace: string;
+  fault?: string[];
+  inject?: string[];
   availabilitySet?: string;
   initialIncarnation?: string;
   listScenarios?: boolean;
   logLevel: string;
 }
 
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
+/** Repeatable option without a default value (commander would print `(default: [])` in --help). */
+const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
+
+/** Default of --exit-grace: a forwarder polling once a second sees the final document several times. */
+export const EXIT_GRACE_SECONDS = 5;
 
 function numberOption(
   value: string | undefined,
@@ -53,18 +58,22 @@ export function register(program: Command): void {
     .option('--scenario <file-or-name>', 'scenario YAML file or bundled name (see --list-scenarios)')
     .option('--vm-name <name>', 'name of the VM served at the root paths')
     .option('--time-scale <x>', "simulated seconds per real second (default: the scenario's, else 1)")
-    .option('--exit-at-end', 'exit when the scenario ends')
+    .option('--exit-at-end', 'exit when the scenario ends (after --exit-grace)')
+    .option(
+      '--exit-grace <seconds>',
+      'with --exit-at-end: keep serving the final document this many real seconds after the scenario ended, so ' +
+        'a forwarder polling it sees the last change',
+      String(EXIT_GRACE_SECONDS),
+    )
     .option(
       '--fault <spec>',
       'fault from the start, JSON or kind[:key=value,...], e.g. status:status=503,count=2 (repeatable)',
       collect,
-      [],
     )
     .option(
       '--inject <json>',
       'event to inject at start, e.g. \'{"type":"Freeze","noticeSeconds":60}\' (repeatable)',
       collect,
-      [],
     )
     .option('--availability-set <name>', 'availability set of VMs registered without one')
     .option('--initial-incarnation <n>', 'DocumentIncarnation of new VMs')
@@ -81,6 +90,8 @@ export function register(program: Command): void {
       if (port !== undefined && port > 65535) throw new UsageError(`--port must be <= 65535, got ${port}`);
       const timeScale = numberOption(opts.timeScale, '--time-scale', 0, false);
       const initialIncarnation = numberOption(opts.initialIncarnation, '--initial-incarnation', 0, true);
+      const exitGraceMs =
+        (numberOption(opts.exitGrace, '--exit-grace', 0, false) ?? EXIT_GRACE_SECONDS) * 1000;
       if (opts.exitAtEnd && !opts.scenario) throw new UsageError('--exit-at-end needs --scenario');
       let scenario: Scenario | undefined;
       if (opts.scenario) {
@@ -90,14 +101,14 @@ export function register(program: Command): void {
           throw new UsageError(describe(error));
         }
       }
-      const faults: FaultInput[] = opts.fault.map((spec) => {
+      const faults: FaultInput[] = (opts.fault ?? []).map((spec) => {
         try {
           return parseFaultSpec(spec);
         } catch (error) {
           throw new UsageError(`--fault "${spec}": ${describe(error)}`);
         }
       });
-      const injects: InjectEventInput[] = opts.inject.map((text) => {
+      const injects: InjectEventInput[] = (opts.inject ?? []).map((text) => {
         try {
           return JSON.parse(text) as InjectEventInput;
         } catch (error) {
@@ -129,7 +140,15 @@ export function register(program: Command): void {
 
       const reason = await new Promise<string>((resolve) => {
         for (const signal of shutdownSignals()) process.once(signal, () => resolve(signal));
-        if (opts.exitAtEnd) void sim.admin.scenarioEnded().then(() => resolve('scenario-ended'));
+        if (opts.exitAtEnd) {
+          void sim.admin.scenarioEnded().then(() => {
+            logger.info(
+              { graceSeconds: exitGraceMs / 1000 },
+              'scenario ended: serving the final document until the exit grace (--exit-grace) has passed',
+            );
+            setTimeout(() => resolve('scenario-ended'), exitGraceMs).unref(); // the server keeps the process up
+          });
+        }
       });
       const approvals = sim.admin.approvals();
       await sim.close();

@@ -18,8 +18,8 @@ export const INDEX_HTML = `<!doctype html>
   <span id="status" data-testid="status">loading…</span>
 </header>
 <form id="filters" data-testid="filters">
-  <label>Since <input name="since" placeholder="2024-01-01T00:00:00Z"></label>
-  <label>Until <input name="until" placeholder="2024-02-01T00:00:00Z"></label>
+  <label>Since <input name="since" placeholder="YYYY-MM-DDThh:mm:ssZ" title="UTC time (ISO 8601); empty: no lower bound"></label>
+  <label>Until <input name="until" placeholder="YYYY-MM-DDThh:mm:ssZ" title="UTC time (ISO 8601); empty: until now"></label>
   <label>Type <select name="type"><option value="">all</option></select></label>
   <label>Region <select name="location"><option value="">all</option></select></label>
   <label>Zone <select name="zone"><option value="">all</option></select></label>

@@ -18,7 +18,7 @@ export const eventHubsSinkFactory: SinkFactory<typeof optionsSchema> = {
     return new EventHubsSink(
       name,
       options,
-      context.logger.child({ component: 'sink-eventhubs', sink: name }),
+      context.logger, // already carries component: sink and the sink name
     );
   },
 };

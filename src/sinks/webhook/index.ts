@@ -4,6 +4,7 @@
  * one record per request, proxy-aware, rate limited, classified into DeliveryError.
  */
 import type { Secret } from '../../config/secret.ts';
+import { childLogger } from '../../log.ts';
 import type { LifecycleRecord } from '../../transform/record.ts';
 import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
 import { summaryLine } from './format.ts';
@@ -124,7 +125,7 @@ export function createGenericWebhookSink(
     s.reveal().replace(/^whsec_/, ''),
   ]);
   const transport = transportFor(name, options, context, deps, [...headerSecrets, ...signingSecrets]);
-  const log = context.logger.child({ sink: name, sinkType: 'webhook' });
+  const log = childLogger(context.logger, { sink: name, sinkType: 'webhook' });
   if (keys.length === 0)
     log.warn(`sink ${name}: no signingSecrets configured; webhook requests are not signed`);
   return new OneRecordPerRequestSink(name, transport, (record) => {
@@ -187,13 +188,11 @@ export function createTeamsSink(
 ): Sink {
   const { template, transport } = chatSinkParts(name, options, context, deps);
   if (isRetiredConnectorUrl(transport.url)) {
-    context.logger
-      .child({ sink: name, sinkType: 'teams' })
-      .warn(
-        `sink ${name}: the url is a retired Office 365 connector (${transport.url.hostname}); Microsoft has retired ` +
-          'these connectors and messages will not arrive. Create a Teams Workflow ("When a Teams webhook request is ' +
-          'received") and configure its URL instead.',
-      );
+    childLogger(context.logger, { sink: name, sinkType: 'teams' }).warn(
+      `sink ${name}: the url is a retired Office 365 connector (${transport.url.hostname}); Microsoft has retired ` +
+        'these connectors and messages will not arrive. Create a Teams Workflow ("When a Teams webhook request is ' +
+        'received") and configure its URL instead.',
+    );
   }
   return new OneRecordPerRequestSink(name, transport, (record) => {
     const message = template

@@ -8,7 +8,13 @@
  */
 import type { Logger } from '../../log.ts';
 import { CaptureWriter } from '../replay/capture.ts';
-import type { PollFailureOutcome, PollOutcome, ScheduledEventsDocument, Source } from '../types.ts';
+import type {
+  PollFailureOutcome,
+  PollOutcome,
+  ScheduledEventsDocument,
+  Source,
+  VmIdentity,
+} from '../types.ts';
 import { type BackoffOptions, retryDelayMs } from './backoff.ts';
 import type { ImdsClient } from './client.ts';
 import { type PollerClock, realClock, sleep } from './clock.ts';
@@ -34,6 +40,8 @@ export interface ImdsPollerOptions {
   logger: Logger;
   /** Append every distinct document (and failure state changes) to this JSON-lines capture (`--record`). */
   captureFile?: string;
+  /** The VM identity written with each captured document, so a replay keeps it (the forwarder's cache). */
+  identity?: () => VmIdentity | undefined;
   /** Cap of the exponential backoff after transient failures (default 10,000 ms). */
   maxBackoffMs?: number;
   /** Cap applied to Retry-After (default 60,000 ms). */
@@ -71,6 +79,7 @@ export class ImdsPoller implements Source {
   readonly #clock: PollerClock;
   readonly #logger: Logger;
   readonly #capture: CaptureWriter | undefined;
+  readonly #identity: (() => VmIdentity | undefined) | undefined;
   readonly #backoff: BackoffOptions;
   readonly #random: () => number;
 
@@ -86,6 +95,7 @@ export class ImdsPoller implements Source {
     this.#clock = options.clock ?? realClock;
     this.#logger = options.logger;
     this.#capture = options.captureFile === undefined ? undefined : new CaptureWriter(options.captureFile);
+    this.#identity = options.identity;
     this.#backoff = {
       baseMs: intervalMs,
       maxMs: Math.max(intervalMs, options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS),
@@ -183,7 +193,7 @@ export class ImdsPoller implements Source {
   async #captureDocument(wallMs: number, body: string): Promise<void> {
     if (!this.#capture) return;
     try {
-      await this.#capture.appendDocument(wallMs, JSON.parse(body));
+      await this.#capture.appendDocument(wallMs, JSON.parse(body), this.#identity?.());
     } catch (error) {
       this.#logger.error({ err: error }, 'could not append to the capture file');
     }

@@ -2,19 +2,23 @@
  * The capture format shared by `--record FILE` (writer) and the replay source (reader): JSON lines, one
  * object per line, in observation order.
  *
- *   {"observedAt":"2022-04-11T22:11:58.120Z","document":{"DocumentIncarnation":2,"Events":[...]}}
+ *   {"observedAt":"2022-04-11T22:11:58.120Z","document":{"DocumentIncarnation":2,"Events":[...]},"vm":{"name":"web-1",...}}
  *   {"observedAt":"2022-04-11T22:12:03.004Z","failure":{"reason":"server-error","message":"IMDS server error 503"}}
  *
  * `document` is the raw JSON object IMDS answered (not the normalised form), so a capture replays through
- * the same tolerant parser as live traffic. `failure.reason` is a PollFailureReason.
+ * the same tolerant parser as live traffic. `vm` is the VM identity the recording forwarder knew at the time
+ * (absent in captures written before it was added, or while IMDS had not answered /metadata/instance); replay
+ * uses it, so records keep their source, vmid and affectsThisVm. `failure.reason` is a PollFailureReason.
  */
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { PollFailureReason } from '../types.ts';
+import type { PollFailureReason, VmIdentity } from '../types.ts';
 
 export interface CaptureDocumentLine {
   observedAt: string;
   document: unknown;
+  /** The VM identity when the document was recorded (optional: older captures have none). */
+  vm?: VmIdentity;
 }
 
 export interface CaptureFailureLine {
@@ -46,9 +50,13 @@ export class CaptureWriter {
     this.file = file;
   }
 
-  /** Append one document as received from IMDS (`raw` is the parsed JSON body). */
-  appendDocument(observedAtMs: number, raw: unknown): Promise<void> {
-    return this.#append({ observedAt: new Date(observedAtMs).toISOString(), document: raw });
+  /** Append one document as received from IMDS (`raw` is the parsed JSON body), with the VM identity if known. */
+  appendDocument(observedAtMs: number, raw: unknown, vm?: VmIdentity): Promise<void> {
+    return this.#append({
+      observedAt: new Date(observedAtMs).toISOString(),
+      document: raw,
+      ...(vm === undefined ? {} : { vm }),
+    });
   }
 
   /** Append a failure line. */
@@ -101,7 +109,10 @@ export function parseCaptureLine(file: string, lineNumber: number, line: string)
     );
   }
   const observedAt = record.observedAt as string;
-  if ('document' in record) return { observedAt, document: record.document };
+  if ('document' in record) {
+    const vm = captureIdentity(record.vm);
+    return { observedAt, document: record.document, ...(vm === undefined ? {} : { vm }) };
+  }
   const failure = record.failure;
   if (typeof failure === 'object' && failure !== null) {
     const { reason, message } = failure as Record<string, unknown>;
@@ -119,4 +130,28 @@ export function parseCaptureLine(file: string, lineNumber: number, line: string)
     };
   }
   throw new CaptureLineError(file, lineNumber, 'has neither "document" nor "failure"', observedAtMs);
+}
+
+const IDENTITY_KEYS = [
+  'name',
+  'vmId',
+  'resourceId',
+  'subscriptionId',
+  'resourceGroupName',
+  'location',
+  'zone',
+  'vmScaleSetName',
+  'vmSize',
+  'osType',
+  'computerName',
+] as const satisfies ReadonlyArray<keyof VmIdentity>;
+
+/** A captured `vm` object as a VmIdentity (missing or non-string values become ""); undefined without a name. */
+function captureIdentity(value: unknown): VmIdentity | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const raw = value as Record<string, unknown>;
+  const identity = Object.fromEntries(
+    IDENTITY_KEYS.map((key) => [key, typeof raw[key] === 'string' ? raw[key] : '']),
+  ) as unknown as VmIdentity;
+  return identity.name === '' ? undefined : identity;
 }

@@ -10,7 +10,7 @@ import type { Logger } from '../../log.ts';
 import { type PollerClock, realClock, sleep } from '../imds/clock.ts';
 import { sameDocument } from '../imds/document.ts';
 import { parseScheduledEventsDocument } from '../imds/parse.ts';
-import type { ObservationTime, PollOutcome, ScheduledEventsDocument, Source } from '../types.ts';
+import type { ObservationTime, PollOutcome, ScheduledEventsDocument, Source, VmIdentity } from '../types.ts';
 import { CaptureLineError, parseCaptureLine } from './capture.ts';
 
 export interface ReplaySourceOptions {
@@ -22,13 +22,18 @@ export interface ReplaySourceOptions {
   logger: Logger;
 }
 
-/** Replays a capture file; `start` resolves at the end of the file or when the signal aborts. */
+/**
+ * Replays a capture file; `start` resolves at the end of the file or when the signal aborts. It is also the
+ * identity source of a replay: `current()` is the VM identity recorded with the latest document played (none
+ * for captures recorded before identities were kept, as before).
+ */
 export class ReplaySource implements Source {
   readonly name = 'replay';
   readonly #file: string;
   readonly #speed: number;
   readonly #clock: PollerClock;
   readonly #logger: Logger;
+  #vm: VmIdentity | undefined;
 
   constructor(options: ReplaySourceOptions) {
     const speed = options.speed ?? 1;
@@ -39,6 +44,15 @@ export class ReplaySource implements Source {
     this.#speed = speed;
     this.#clock = options.clock ?? realClock;
     this.#logger = options.logger;
+  }
+
+  /** The VM identity recorded with the latest document played, if the capture has one. */
+  current(): VmIdentity | undefined {
+    return this.#vm;
+  }
+
+  async refresh(): Promise<VmIdentity | undefined> {
+    return this.#vm;
   }
 
   async start(signal: AbortSignal, onOutcome: (outcome: PollOutcome) => Promise<void> | void): Promise<void> {
@@ -97,6 +111,7 @@ export class ReplaySource implements Source {
             }
             const changed = !sameDocument(previous, document);
             previous = document;
+            if (entry.vm !== undefined) this.#vm = entry.vm;
             consecutiveFailures = 0;
             outcome = { kind: 'document', document, observed: observation(observedMs), changed };
           } else {

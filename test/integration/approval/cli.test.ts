@@ -54,3 +54,21 @@ it('approve --config with a bad config exits 2 naming the key', async () => {
   expect(result.code).toBe(2);
   expect(result.stderr).toContain('approval.leader');
 });
+
+it('approve on an EventId IMDS does not know says so (exit 2), not "check the api-version"', async () => {
+  sim = await startSimulator({ vmName: 'WestNO_0', timeScale: 0 });
+  sim.admin.injectEvent({ id: 'E-A', type: 'Reboot' });
+  const one = await cli(['approve', 'NOPE-1', '--imds-endpoint', sim.url]);
+  expect(one.code).toBe(2);
+  expect(one.stderr).toContain('EventId NOPE-1 unknown to IMDS');
+  expect(one.stderr).toContain('it lists E-A');
+  expect(one.stderr).not.toContain('api-version');
+  const mixed = await cli(['approve', 'E-A', 'NOPE-1', 'NOPE-2', '--imds-endpoint', sim.url]);
+  expect(mixed.code).toBe(2);
+  expect(mixed.stderr).toContain('EventIds NOPE-1, NOPE-2 unknown to IMDS');
+  expect(sim.admin.approvals()).toEqual([]);
+  // A malformed request (an api-version IMDS rejects) still points at the configuration.
+  const badVersion = await cli(['approve', 'E-A', '--imds-endpoint', sim.url, '--api-version', '1999-01-01']);
+  expect(badVersion.code).toBe(2);
+  expect(badVersion.stderr).toContain('api-version');
+});

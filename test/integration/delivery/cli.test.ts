@@ -55,7 +55,7 @@ describe('outbox and deadletters commands', () => {
       const status = await cli('outbox', 'status', '--state-dir', tmp.dir);
       expect(status.code).toBe(0);
       expect(status.stdout).toMatch(
-        /^hook: 2 pending \(\d+ bytes\), oldest \d+s old, next attempt now, 1 dead letters/,
+        /^hook: 2 pending \(\d+ bytes\), oldest \d+s old, next attempt now, 1 dead letter$/m,
       );
       const list = await cli('deadletters', 'list', '--state-dir', tmp.dir, '--json');
       const rows = JSON.parse(list.stdout) as Array<{ id: number; recordId: string; error: string }>;
@@ -66,7 +66,7 @@ describe('outbox and deadletters commands', () => {
         code: 2,
       });
       const replay = await cli('deadletters', 'replay', '--state-dir', tmp.dir, '--id', String(rows[0]?.id));
-      expect(replay).toMatchObject({ code: 0, stdout: 'replayed 1 dead letter(s)\n' });
+      expect(replay).toMatchObject({ code: 0, stdout: 'replayed 1 dead letter\n' });
       expect(store.pending('hook', 10).map((r) => r.recordId)).toEqual(['rec-2', 'rec-3', 'rec-1']);
     } finally {
       store.close();

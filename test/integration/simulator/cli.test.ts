@@ -4,7 +4,9 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { FAULT_SPEC_FORM } from '../../../src/simulator/faults.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const execFileAsync = promisify(execFile);
 const MAIN = 'src/cli/main.ts';
@@ -98,11 +100,63 @@ describe('simulate command', () => {
       '--time-scale',
       '500',
       '--exit-at-end',
+      '--exit-grace',
+      '0.2',
     ]);
     expect(first.vm).toBe('spotvmss_3');
     const [code] = (await once(child!, 'exit')) as [number];
     expect(code).toBe(0);
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ stopped: 'scenario-ended' });
+  });
+
+  it('--exit-at-end keeps serving the final document during the exit grace', async () => {
+    child = spawn(
+      process.execPath,
+      [
+        MAIN,
+        'simulate',
+        '--scenario',
+        'spot-preempt',
+        '--time-scale',
+        '500',
+        '--exit-at-end',
+        '--exit-grace',
+        '600',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    const lines: string[] = [];
+    createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line));
+    await waitFor(
+      () => stderr.includes('"msg":"scenario ended: serving the final document'),
+      'the scenario end',
+    );
+    expect(stderr).toContain('"graceSeconds":600');
+    const { url } = JSON.parse(lines[0]!) as { url: string };
+    expect(stderr).toContain(`"listen":"${url}"`); // its own loopback address is not a secret
+    expect(stderr).not.toContain('[redacted]');
+    const response = await fetch(`${url}/metadata/scheduledevents?api-version=2020-07-01`, {
+      headers: { Metadata: 'true' },
+    });
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { Events: unknown[] }).Events).toEqual([]); // the final document
+    expect(child.exitCode).toBeNull();
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ stopped: 'SIGTERM' });
+  });
+
+  it('--help shows no "(default: [])" for repeatable options', async () => {
+    for (const command of ['run', 'simulate']) {
+      const help = await cli([command, '--help']);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(/--(sink|fault) <spec>/);
+      expect(help.stdout).not.toContain('(default: [])');
+    }
   });
 
   it('lists the bundled scenarios', async () => {
@@ -128,7 +182,19 @@ describe('simulate command', () => {
       expect.stringContaining('scenario "no-such-scenario" not found'),
     ]);
     const badFault = await cli(['simulate', '--fault', 'explode']);
-    expect([badFault.code, badFault.stderr]).toEqual([2, expect.stringContaining('--fault "explode"')]);
+    expect(badFault.code).toBe(2);
+    expect(badFault.stderr).toBe(
+      `error: --fault "explode": unknown fault kind "explode". ${FAULT_SPEC_FORM}\n`,
+    );
+    expect(badFault.stderr).toContain('kinds: latency, slow-first-call, status, reset, hang, html,');
+    const badParameter = await cli(['simulate', '--fault', 'status:status=99']);
+    expect(badParameter.code).toBe(2);
+    expect(badParameter.stderr.split('\n')[0]).toBe(
+      `error: --fault "status:status=99": status must be >= 400 (got 99). ${FAULT_SPEC_FORM}`,
+    );
+    const badKey = await cli(['simulate', '--fault', 'latency:speed=2']);
+    expect(badKey.stderr).toContain('unknown key "speed"');
+    expect(badKey.stderr).not.toContain('"code"'); // no raw zod issue objects
     const badScale = await cli(['simulate', '--time-scale', 'fast']);
     expect([badScale.code, badScale.stderr]).toEqual([2, expect.stringContaining('--time-scale')]);
   });
@@ -140,7 +206,10 @@ describe('events and approve commands', () => {
     const badVersion = await cli(['events', '--imds-endpoint', sim.url, '--api-version', '2099-01-01']);
     expect([badVersion.code, badVersion.stderr]).toEqual([2, expect.stringContaining('api-version')]);
     const unknown = await cli(['approve', 'nope', '--imds-endpoint', sim.url]);
-    expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringContaining('Unknown EventId: nope')]);
+    expect([unknown.code, unknown.stderr]).toEqual([
+      2,
+      expect.stringContaining('EventId nope unknown to IMDS'),
+    ]);
     sim.admin.setFaults([{ kind: 'status', status: 503 }]);
     const unavailable = await cli(['events', '--imds-endpoint', sim.url]);
     expect([unavailable.code, unavailable.stderr]).toEqual([1, expect.stringContaining('503')]);

@@ -77,7 +77,7 @@ sinks:
     expect(hook.delivery).toEqual({
       maxBatch: 5,
       backoff: { initialMs: 1000, maxMs: 1000 },
-      caps: { maxPendingRows: 100_000, maxPendingBytes: 64 * 1024 * 1024, maxAgeHours: 720 },
+      caps: { maxPendingRows: 100_000, maxPendingBytes: 64 * 1024 * 1024 }, // no maxAgeHours: never expire by age
     });
     expect(hook.options.url).toBeInstanceOf(Secret);
     expect((hook.options.url as Secret).reveal()).toBe('https://example.invalid/secret-token');

@@ -7,10 +7,18 @@ import {
   type EngineSink,
   type RetryEvent,
 } from '../../../src/delivery/engine.ts';
-import { silentLogger } from '../../../src/log.ts';
+import { type Logger, silentLogger } from '../../../src/log.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { FakeClock, flush, makeRecord, permanent, retryable, ScriptedSink } from './helpers.ts';
+import {
+  captureLogger,
+  FakeClock,
+  flush,
+  makeRecord,
+  permanent,
+  retryable,
+  ScriptedSink,
+} from './helpers.ts';
 
 let tmp: { dir: string; cleanup: () => void };
 let clock: FakeClock;
@@ -43,14 +51,14 @@ afterEach(async () => {
 
 function startEngine(
   sinks: EngineSink[],
-  options: { random?: () => number; rescanIntervalMs?: number } = {},
+  options: { random?: () => number; rescanIntervalMs?: number; logger?: Logger } = {},
 ) {
   engine = new DeliveryEngine({
     store,
     sinks,
     clock,
     random: options.random ?? (() => 1),
-    logger: silentLogger(),
+    logger: options.logger ?? silentLogger(),
     rescanIntervalMs: options.rescanIntervalMs ?? 60_000,
   });
   engine.on('delivered', (e) => events.delivered.push(e));
@@ -122,6 +130,31 @@ describe('DeliveryEngine', () => {
     ]);
     expect(sink.delivered).toEqual(['rec-1', 'rec-2']);
     expect(events.delivered[0]?.latenciesMs).toEqual([7000, 7000]);
+  });
+
+  it('logs one info line when a failing sink recovers: attempts and how long it failed', async () => {
+    const sink = new ScriptedSink('a', clock);
+    let failures = 3;
+    sink.failWith = () => (failures-- > 0 ? retryable() : undefined);
+    const { logger, lines } = captureLogger();
+    startEngine([{ sink }], { logger });
+    commit(1, 1, ['a']);
+    await clock.advance(1000 + 2000 + 4000);
+    expect(sink.delivered).toEqual(['rec-1']);
+    commit(2, 2, ['a']); // a later healthy delivery logs nothing more
+    await clock.advance(0);
+    expect(sink.delivered).toEqual(['rec-1', 'rec-2']);
+    const recovered = lines().filter((l) => String(l.msg).startsWith('sink recovered'));
+    expect(recovered).toEqual([
+      expect.objectContaining({
+        level: 30,
+        component: 'delivery',
+        sink: 'a',
+        attempts: 3,
+        failingForMs: 7000,
+        msg: 'sink recovered: delivered after 3 failed attempts over 7 s',
+      }),
+    ]);
   });
 
   it('honours Retry-After and treats non-DeliveryError throws as retryable', async () => {

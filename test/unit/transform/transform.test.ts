@@ -91,6 +91,24 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'live-migration freeze: stall and observation gap are whole milliseconds in the record',
+    steps: [
+      { at: 0, events: [event({ EventId: LM, notBeforeMs: NB })], stallMs: 0.4 },
+      { at: 2, events: [event({ EventId: LM, EventStatus: 'Started' })], stallMs: 1.0134990000001 },
+      { at: 8.0004999, events: [event({ EventId: LM, EventStatus: 'Started' })], stallMs: 59.52411799999754 },
+      { at: 10, events: [], stallMs: 1 },
+    ],
+    maxGapMs: 10_000,
+    expected: [`${LM}:scheduled`, `${LM}:started`, `${LM}:completed`],
+    check: (records) => {
+      const impact = only(records, 'completed').data.observedImpact as Record<string, unknown>;
+      expect(impact.longestStallMs).toBe(60);
+      expect(Number.isInteger(impact.longestObservationGapMs)).toBe(true);
+      expect(impact.longestObservationGapMs).toBeGreaterThanOrEqual(6000);
+      expect(impact.longestObservationGapMs).toBeLessThanOrEqual(6001);
+    },
+  },
+  {
     name: 'user reboot: downtime from the last poll before the reboot to the first after boot',
     steps: [
       {
