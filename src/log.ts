@@ -29,10 +29,24 @@ export interface LoggerOptions {
   destination?: NodeJS.WritableStream;
 }
 
+/** Global symbol under which a bundle may register a synchronous pino-pretty stream factory. */
+export const PRETTY_STREAM = Symbol.for('scheduled-events-forwarder.prettyStream');
+
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? 'info';
   const pretty = options.pretty ?? (options.destination === undefined && process.stderr.isTTY === true);
   const base = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { pid: process.pid } };
+  // The single executable cannot start pino's transport worker (it loads a file); its entry registers
+  // pino-pretty as a synchronous stream instead (scripts/package/sea-main.ts).
+  const prettyStream = (globalThis as Record<symbol, unknown>)[PRETTY_STREAM] as
+    | ((options: Record<string, unknown>) => pino.DestinationStream)
+    | undefined;
+  if (pretty && prettyStream !== undefined) {
+    return pino(
+      base,
+      prettyStream({ destination: 2, sync: true, colorize: true, translateTime: 'SYS:standard' }),
+    );
+  }
   if (pretty) {
     return pino({
       ...base,

@@ -6,6 +6,7 @@
  * option helpers) and loads everything else inside its action (`await import(...)`): `--version` and `--help`
  * stay fast, and `run` loads what the configuration needs (test/integration/run/startup-imports.test.ts).
  */
+import { realpathSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { UsageError } from './errors.ts';
 import { nodeVersionProblem } from './node-version.ts';
@@ -64,14 +65,15 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-const invokedDirectly =
-  process.argv[1] !== undefined && import.meta.filename === (await realpathOf(process.argv[1]));
+// No top-level await: the bundled executable is CommonJS (scripts/package/sea-main.ts calls main() itself).
+const invokedDirectly = process.argv[1] !== undefined && import.meta.filename === realpathOf(process.argv[1]);
 if (invokedDirectly) {
-  process.exitCode = await main(process.argv);
+  void main(process.argv).then((code) => {
+    process.exitCode = code;
+  });
 }
 
-async function realpathOf(path: string): Promise<string> {
-  const { realpathSync } = await import('node:fs');
+function realpathOf(path: string): string {
   try {
     return realpathSync(path);
   } catch {

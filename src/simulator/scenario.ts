@@ -2,11 +2,11 @@
  * Scenarios: YAML files (config/scenarios/*.yaml) with VMs and timed steps (offsets in simulated time)
  * that drive the simulator through a maintenance story. See docs/simulator.md for the format.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { listPackageDir, packageFileExists, readPackageFile } from '../package-files.ts';
 import { parseDuration } from './clock.ts';
 import { injectEventSchema } from './events.ts';
 import { type FaultController, faultSchema } from './faults.ts';
@@ -109,9 +109,9 @@ export function parseScenario(value: unknown, origin = 'scenario'): Scenario {
  */
 export function loadScenario(pathOrName: string): Scenario {
   let file = pathOrName;
-  if (!existsSync(file)) {
+  if (!packageFileExists(file)) {
     const named = join(SCENARIOS_DIR, extname(pathOrName) ? pathOrName : `${pathOrName}.yaml`);
-    if (!existsSync(named)) {
+    if (!packageFileExists(named)) {
       const known = listScenarios()
         .map((s) => s.name)
         .join(', ');
@@ -121,7 +121,7 @@ export function loadScenario(pathOrName: string): Scenario {
   }
   let parsed: unknown;
   try {
-    parsed = parseYaml(readFileSync(file, 'utf8'));
+    parsed = parseYaml(readPackageFile(file));
   } catch (error) {
     throw new Error(
       `scenario ${file} is not valid YAML: ${error instanceof Error ? error.message : String(error)}`,
@@ -134,8 +134,8 @@ export function loadScenario(pathOrName: string): Scenario {
 export function listScenarios(
   dir: string = SCENARIOS_DIR,
 ): Array<{ name: string; file: string; description: string }> {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
+  if (!packageFileExists(dir)) return [];
+  return listPackageDir(dir)
     .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
     .sort()
     .map((f) => {

@@ -1,0 +1,177 @@
+/**
+ * `npm run package`: builds the release into release/ (gitignored), from this checkout and, over the network,
+ * only the npm registry (the official Node.js binaries, see node-binaries.ts). Steps:
+ *   1. bundle the CLI with esbuild (bundle.ts) → release/bundle/scheduled-events-forwarder.cjs;
+ *   2. one SEA preparation blob from it (`node --experimental-sea-config`, Node 24's flow; no code cache and no
+ *      snapshot, both of which are tied to the building machine's CPU architecture, so one blob serves all);
+ *   3. inject the blob into each target's official binary with postject → release/bin/<target>/…;
+ *   4. archives: a tar.gz per Linux target, a zip for win-x64, a .deb per Linux target (deb.ts).
+ * Usage: node scripts/package/build.ts [--targets linux-x64,win-x64] [--no-archives]
+ * Requires: the `node` on PATH is the pinned version (npm scripts put node_modules/.bin first); tar, gzip, zip,
+ * dpkg-deb (Debian packages: dpkg-dev, zip; .ci/run installs them).
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { bundle } from './bundle.ts';
+import { buildDeb } from './deb.ts';
+import {
+  extractNodeBinary,
+  fileInTarball,
+  nodeLicense,
+  nodeTarball,
+  pinnedNodeVersion,
+  pinnedTarball,
+  ROOT,
+} from './node-binaries.ts';
+import { EMBEDDED_ASSETS, SEA_EXEC_ARGV, systemdUnit } from './release-files.ts';
+import { NAME, releaseFiles, TARGETS, type Target } from './targets.ts';
+
+export const RELEASE = join(ROOT, 'release');
+const WINSW = { name: 'node-windows', version: '1.0.0-beta.8', member: 'package/bin/winsw/winsw.exe' };
+
+function log(message: string): void {
+  process.stderr.write(`package: ${message}\n`);
+}
+
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+function run(command: string, args: string[], cwd?: string): void {
+  execFileSync(command, args, { cwd, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+/** Reproducible tar.gz of `dir` (relative to `cwd`): sorted, owned by root, fixed mtime. */
+function tarGz(cwd: string, dir: string, out: string): void {
+  rmSync(out, { force: true });
+  execFileSync(
+    'sh',
+    [
+      '-c',
+      'tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - "$1" | gzip -9n > "$2"',
+      'tar',
+      dir,
+      out,
+    ],
+    { cwd, stdio: ['ignore', 'inherit', 'inherit'] },
+  );
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { targets: { type: 'string' }, 'no-archives': { type: 'boolean', default: false } },
+  });
+  const wanted = values.targets?.split(',') ?? TARGETS.map((t) => t.id);
+  const targets = TARGETS.filter((t) => wanted.includes(t.id));
+  if (targets.length !== wanted.length) throw new Error(`unknown target in --targets ${values.targets}`);
+
+  const version = packageVersion();
+  const nodeVersion = pinnedNodeVersion();
+  if (process.versions.node !== nodeVersion) {
+    throw new Error(
+      `the SEA blob must be made by the same Node.js version as the binaries it goes into: running ` +
+        `${process.versions.node}, pinned ${nodeVersion} (run through npm: npm run package)`,
+    );
+  }
+  const files = releaseFiles(version);
+  const work = join(RELEASE, '.work');
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+
+  // 1. Bundle.
+  const bundled = join(RELEASE, 'bundle', `${NAME}.cjs`);
+  await bundle({ outfile: bundled, version, assets: EMBEDDED_ASSETS });
+  log(`bundle ${bundled} (${statSync(bundled).size} bytes)`);
+
+  // 2. One blob for every target.
+  const blob = join(work, 'sea-prep.blob');
+  const seaConfig = join(work, 'sea-config.json');
+  writeFileSync(
+    seaConfig,
+    JSON.stringify(
+      {
+        main: bundled,
+        output: blob,
+        disableExperimentalSEAWarning: true,
+        useSnapshot: false,
+        useCodeCache: false,
+        execArgv: SEA_EXEC_ARGV,
+        assets: Object.fromEntries(EMBEDDED_ASSETS.map((key) => [key, join(ROOT, key)])),
+      },
+      null,
+      2,
+    ),
+  );
+  run(process.execPath, ['--experimental-sea-config', seaConfig], work);
+
+  // 3. Executables.
+  const executables = new Map<Target['id'], string>();
+  const licenses = new Map<Target['id'], Buffer>();
+  for (const target of targets) {
+    const tarball = nodeTarball(target, nodeVersion);
+    const out = join(RELEASE, files.executable(target.id));
+    extractNodeBinary(tarball, target, out);
+    licenses.set(target.id, nodeLicense(tarball));
+    run(process.execPath, [
+      join(ROOT, 'node_modules', 'postject', 'dist', 'cli.js'),
+      out,
+      'NODE_SEA_BLOB',
+      blob,
+      '--sentinel-fuse',
+      'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2',
+    ]);
+    chmodSync(out, 0o755);
+    executables.set(target.id, out);
+    log(`executable ${out} (${statSync(out).size} bytes)`);
+  }
+  if (values['no-archives']) return;
+
+  // 4. Archives.
+  const notices = readFileSync(`${bundled}.LEGAL.txt`);
+  const example = readFileSync(join(ROOT, 'config', 'forwarder.example.yaml'));
+  for (const target of targets) {
+    const exe = executables.get(target.id)!;
+    const stage = join(work, target.id);
+    const dir = join(stage, files.archiveDir(target.id));
+    mkdirSync(dir, { recursive: true });
+    copyFileSync(exe, join(dir, target.executable));
+    chmodSync(join(dir, target.executable), 0o755);
+    writeFileSync(join(dir, 'forwarder.example.yaml'), example);
+    writeFileSync(join(dir, 'LICENSE.node'), licenses.get(target.id)!);
+    writeFileSync(join(dir, 'THIRD-PARTY-NOTICES'), notices);
+    if (target.id === 'win-x64') {
+      const winsw = fileInTarball(pinnedTarball(WINSW.name, WINSW.version), WINSW.member);
+      writeFileSync(join(dir, `${NAME}-service.exe`), winsw);
+      copyFileSync(join(ROOT, 'packaging', 'release', 'install.ps1'), join(dir, 'install.ps1'));
+      const zip = join(RELEASE, files.zip);
+      rmSync(zip, { force: true });
+      run('zip', ['-X', '-r', '-9', '-q', zip, files.archiveDir(target.id)], stage);
+      log(`zip ${zip} (${statSync(zip).size} bytes)`);
+      continue;
+    }
+    copyFileSync(join(ROOT, 'packaging', 'release', 'install.sh'), join(dir, 'install.sh'));
+    chmodSync(join(dir, 'install.sh'), 0o755);
+    writeFileSync(join(dir, `${NAME}.service`), systemdUnit('/usr/local/bin', 'dynamic'));
+    const tgz = join(RELEASE, files.tarball(target.id));
+    tarGz(stage, files.archiveDir(target.id), tgz);
+    log(`tarball ${tgz} (${statSync(tgz).size} bytes)`);
+    if (target.debArch !== undefined) {
+      const deb = join(RELEASE, files.deb(target.debArch));
+      buildDeb({
+        out: deb,
+        work: join(work, `deb-${target.debArch}`),
+        arch: target.debArch,
+        version,
+        executable: exe,
+        nodeLicense: licenses.get(target.id)!,
+        notices,
+      });
+      log(`deb ${deb} (${statSync(deb).size} bytes)`);
+    }
+  }
+  rmSync(work, { recursive: true, force: true });
+}
+
+await main();
