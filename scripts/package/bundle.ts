@@ -30,7 +30,56 @@ const importMetaPlugin: Plugin = {
   },
 };
 
-export async function bundle(options: { outfile: string; version: string; assets: string[] }): Promise<void> {
+/**
+ * For the release tier's start-up test only: appends to every npm package module a line recording the package
+ * in a global set when the module is evaluated, and writes the set to $SEF_TEST_PACKAGES_FILE at exit.
+ */
+/**
+ * Resolve packages the way Node resolves them for a CommonJS program (the `require` export condition): ESM
+ * builds of some dependencies (the OTLP gRPC exporter) call `createRequire(import.meta.url)` to load peers,
+ * which has no meaning in a CommonJS bundle, while their CommonJS builds use plain `require` that esbuild
+ * bundles.
+ */
+const preferRequirePlugin: Plugin = {
+  name: 'prefer-require-condition',
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, async (args) => {
+      if (args.kind !== 'import-statement' && args.kind !== 'dynamic-import') return undefined;
+      if (args.pluginData === 'prefer-require') return undefined;
+      const result = await b.resolve(args.path, {
+        kind: 'require-call',
+        resolveDir: args.resolveDir,
+        importer: args.importer,
+        pluginData: 'prefer-require',
+      });
+      return result.errors.length > 0 ? undefined : result;
+    });
+  },
+};
+
+const recordPackagesPlugin: Plugin = {
+  name: 'record-evaluated-packages',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]node_modules[\\/].*\.(js|cjs|mjs)$/ }, (args) => {
+      const match = /.*[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)/.exec(args.path);
+      const name = match![1]!.replace('\\', '/');
+      const contents = `${readFileSync(args.path, 'utf8')}\n;(globalThis.__sefPackages ??= new Set()).add(${JSON.stringify(name)});\n`;
+      return { contents, loader: 'js' };
+    });
+  },
+};
+
+const RECORD_PACKAGES_BANNER =
+  'process.on("exit", () => { if (process.env.SEF_TEST_PACKAGES_FILE) require("node:fs").writeFileSync(' +
+  'process.env.SEF_TEST_PACKAGES_FILE, JSON.stringify({ packages: [...(globalThis.__sefPackages ?? [])].sort() })); });';
+
+export async function bundle(options: {
+  outfile: string;
+  version: string;
+  assets: string[];
+  /** Test builds: record which npm packages are evaluated (recordPackagesPlugin). */
+  recordPackages?: boolean;
+}): Promise<void> {
   const result = await build({
     entryPoints: [join(ROOT, 'scripts', 'package', 'sea-main.ts')],
     outfile: options.outfile,
@@ -51,9 +100,12 @@ export async function bundle(options: { outfile: string; version: string; assets
         '"use strict";',
         'const __sef_path = require("node:path"), __sef_url = require("node:url");',
         'const __sef_root = __sef_path.join(__sef_path.dirname(process.execPath), ".scheduled-events-forwarder");',
+        ...(options.recordPackages ? [RECORD_PACKAGES_BANNER] : []),
       ].join('\n'),
     },
-    plugins: [importMetaPlugin],
+    plugins: options.recordPackages
+      ? [preferRequirePlugin, importMetaPlugin, recordPackagesPlugin]
+      : [preferRequirePlugin, importMetaPlugin],
     metafile: true,
   });
   if (result.errors.length > 0) throw new Error('esbuild failed');

@@ -121,7 +121,7 @@ export function buildDeb(options: {
   chmodSync(path('DEBIAN', 'conffiles'), 0o644);
   chmodSync(path('DEBIAN', 'md5sums'), 0o644);
   rmSync(options.out, { force: true });
-  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-z9', '--build', root, options.out], {
+  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-z6', '--build', root, options.out], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   rmSync(root, { recursive: true, force: true });

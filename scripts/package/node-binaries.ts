@@ -29,7 +29,7 @@ export function pinnedIntegrity(): Map<string, string> {
   const list = new Map<string, string>();
   const text = readFileSync(join(ROOT, 'packaging', 'release', 'node-binaries.sha512'), 'utf8');
   for (const line of text.split('\n')) {
-    const match = /^(\S+@\d+\.\d+\.\d+)\s+(sha512-\S+)\s*$/.exec(line);
+    const match = /^(\S+@\S+)\s+(sha512-\S+)\s*$/.exec(line);
     if (match) list.set(match[1]!, match[2]!);
   }
   return list;

@@ -1,0 +1,125 @@
+/**
+ * The bundle inside the executables keeps the CLI's lazy loading: esbuild turns every `await import(...)` into a
+ * module that is in the file but evaluated only when that import runs. Checked on a build of the same bundle
+ * (scripts/package/bundle.ts, with `recordPackages`) that records which npm packages are evaluated — the
+ * bundled counterpart of test/integration/run/startup-imports.test.ts — never by timing.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundle } from '../../scripts/package/bundle.ts';
+import { EMBEDDED_ASSETS } from '../../scripts/package/release-files.ts';
+import { startSimulator } from '../../src/simulator/index.ts';
+import { makeTempDir } from '../support/tmp.ts';
+import { waitFor } from '../support/wait.ts';
+import { VERSION } from './release.ts';
+
+const HEAVY = [
+  /^@azure\//,
+  /^@opentelemetry\//,
+  /^@grpc\//,
+  /^undici$/,
+  /^mustache$/,
+  /^prom-client$/,
+  /^pino-pretty$/,
+];
+const heavyIn = (packages: string[]) => packages.filter((p) => HEAVY.some((h) => h.test(p)));
+
+const tmp = makeTempDir('sef-pkg-bundle-');
+afterAll(() => tmp.cleanup());
+const outfile = join(tmp.dir, 'scheduled-events-forwarder.cjs');
+let runs = 0;
+
+beforeAll(async () => {
+  await bundle({ outfile, version: VERSION, assets: EMBEDDED_ASSETS, recordPackages: true });
+});
+
+function cli(args: string[]): { status: number | null; stdout: string; packages: string[] } {
+  const file = join(tmp.dir, `packages-${++runs}.json`);
+  const result = spawnSync(process.execPath, [outfile, ...args], {
+    cwd: tmp.dir,
+    encoding: 'utf8',
+    env: { ...process.env, SEF_TEST_PACKAGES_FILE: file },
+    timeout: 60_000,
+  });
+  const packages = (JSON.parse(readFileSync(file, 'utf8')) as { packages: string[] }).packages;
+  return { status: result.status, stdout: result.stdout, packages };
+}
+
+/** Runs `run` with a file sink and `extraSinks` until a record is out, then SIGTERM; returns the packages. */
+async function runUntilRecord(extraSinks: string[]): Promise<string[]> {
+  const sim = await startSimulator({});
+  const file = join(tmp.dir, `packages-${++runs}.json`);
+  const records = join(tmp.dir, `records-${runs}.jsonl`);
+  const config = join(tmp.dir, `config-${runs}.yaml`);
+  writeFileSync(
+    config,
+    ['sinks:', `  - { name: file, type: file, path: ${records} }`, ...extraSinks, ''].join('\n'),
+  );
+  const child = spawn(
+    process.execPath,
+    [
+      outfile,
+      'run',
+      '--config',
+      config,
+      '--imds-endpoint',
+      sim.url,
+      '--state-dir',
+      join(tmp.dir, `state-${runs}`),
+      '--poll-interval',
+      '200',
+    ],
+    {
+      cwd: tmp.dir,
+      env: { ...process.env, SEF_TEST_PACKAGES_FILE: file },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  try {
+    const event = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900, resources: ['sim-vm-0'] });
+    await waitFor(() => {
+      try {
+        return readFileSync(records, 'utf8').includes(event.id);
+      } catch {
+        return false;
+      }
+    }, 'a record from the bundled CLI');
+  } finally {
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+    await sim.close();
+  }
+  return (JSON.parse(readFileSync(file, 'utf8')) as { packages: string[] }).packages;
+}
+
+describe('bundled CLI start-up', () => {
+  it('--version evaluates commander only', () => {
+    const { status, stdout, packages } = cli(['--version']);
+    expect(stdout.trim()).toBe(VERSION);
+    expect(status).toBe(0);
+    expect(packages).toEqual(['commander']);
+  });
+
+  it('--help evaluates no SDK', () => {
+    const { status, packages } = cli(['--help']);
+    expect(status).toBe(0);
+    expect(heavyIn(packages)).toEqual([]);
+  });
+
+  it('run with a file sink forwards a record without evaluating an SDK, prom-client or pino-pretty', async () => {
+    const packages = await runUntilRecord([]);
+    expect(packages).toContain('pino');
+    expect(heavyIn(packages)).toEqual([]);
+  });
+
+  it('the OpenTelemetry sink code is in the bundle and evaluated only when configured', async () => {
+    const packages = await runUntilRecord([
+      '  - { name: otel, type: otel, protocol: http/json, endpoint: "http://127.0.0.1:9" }',
+    ]);
+    expect(packages.some((p) => p.startsWith('@opentelemetry/'))).toBe(true);
+    expect(packages.some((p) => p.startsWith('@azure/'))).toBe(false);
+  });
+});
