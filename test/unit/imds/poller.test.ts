@@ -227,7 +227,8 @@ describe('ImdsPoller', () => {
     const clock = new FakeClock();
     const script = (call: number): Answer => {
       if (call < 20) return { error: new ImdsError('not-found', 'IMDS answered 404', { httpStatus: 404 }) };
-      if (call < 22) return { error: new ImdsError('server-error', 'IMDS server error 503', { httpStatus: 503 }) };
+      if (call < 22)
+        return { error: new ImdsError('server-error', 'IMDS server error 503', { httpStatus: 503 }) };
       return { body: EMPTY };
     };
     const client = new ScriptedClient(clock, script);
