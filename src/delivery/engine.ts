@@ -6,6 +6,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../log.ts';
+import { redactedMessage } from '../redact.ts';
 import { DeliveryError, type Sink } from '../sinks/types.ts';
 import type { Caps, DeadLetterReason, OutboxRow, Store } from '../store/index.ts';
 import { StoreWriteError } from '../store/index.ts';
@@ -451,6 +452,7 @@ class SinkWorker {
   }
 }
 
+/** The error's message, redacted: it is logged, stored in the outbox and shown by the CLI and /readyz. */
 function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return redactedMessage(error);
 }

@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
-import { type StoreCommandOptions, storeOptions, withStore } from './outbox.ts';
+import { print, type StoreCommandOptions, storeOptions, withStore } from './outbox.ts';
 
 export function register(program: Command): void {
   const dl = program.command('deadletters').description('List and replay dead-lettered records');
@@ -21,15 +21,15 @@ export function register(program: Command): void {
       store === undefined ? [] : store.listDeadLetters(opts.sink === undefined ? {} : { sink: opts.sink }),
     );
     if (opts.json === true) {
-      process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+      print(`${JSON.stringify(rows, null, 2)}\n`);
       return;
     }
     if (rows.length === 0) {
-      process.stdout.write('no dead letters\n');
+      print('no dead letters\n');
       return;
     }
     for (const r of rows) {
-      process.stdout.write(
+      print(
         `${r.id}\t${r.sink}\t${r.recordId}\t${r.record.type.split('.').pop()}\t${r.reason}\t` +
           `${new Date(r.deadLetteredAt).toISOString()}\t${r.error}\n`,
       );
@@ -57,6 +57,6 @@ export function register(program: Command): void {
             ...(id === undefined ? {} : { id }),
           }),
     );
-    process.stdout.write(moved === 0 ? 'nothing to replay\n' : `replayed ${moved} dead letter(s)\n`);
+    print(moved === 0 ? 'nothing to replay\n' : `replayed ${moved} dead letter(s)\n`);
   });
 }

@@ -5,11 +5,21 @@
  */
 import type { Command } from 'commander';
 import { defaultStateDir } from '../../platform.ts';
+import { redactText } from '../../redact.ts';
 import type { Store } from '../../store/index.ts';
 
 export interface StoreCommandOptions {
   stateDir?: string;
   config?: string;
+}
+
+/**
+ * Print to stdout through the redactor: stored errors written before redaction existed, or by an older
+ * version, never show a credential (configured values are known when --config is given; credential-shaped
+ * text always is).
+ */
+export function print(text: string): void {
+  process.stdout.write(redactText(text));
 }
 
 /** Add the options every store command takes. */
@@ -76,12 +86,12 @@ export function register(program: Command): void {
     const now = Date.now();
     const stats = await withStore(opts, true, (store) => store?.stats() ?? []);
     if (opts.json === true) {
-      process.stdout.write(`${JSON.stringify(stats, null, 2)}\n`);
+      print(`${JSON.stringify(stats, null, 2)}\n`);
       return;
     }
     const pending = stats.reduce((n, s) => n + s.pending, 0);
     if (stats.length === 0 || (pending === 0 && stats.every((s) => s.deadLetters === 0))) {
-      process.stdout.write('nothing pending\n');
+      print('nothing pending\n');
       return;
     }
     for (const s of stats) {
@@ -96,8 +106,8 @@ export function register(program: Command): void {
       }
       if (s.headAttempts > 0) parts.push(`${s.headAttempts} failed attempts`);
       parts.push(`${s.deadLetters} dead letters`);
-      process.stdout.write(`${parts.join(', ')}\n`);
-      if (s.lastError !== null && s.pending > 0) process.stdout.write(`  last error: ${s.lastError}\n`);
+      print(`${parts.join(', ')}\n`);
+      if (s.lastError !== null && s.pending > 0) print(`  last error: ${s.lastError}\n`);
     }
   });
 }

@@ -28,8 +28,6 @@ export interface TransportOptions {
   clock?: Clock;
   /** Defaults to a new EnvHttpProxyAgent (honours the proxy environment variables at creation time). */
   dispatcher?: Dispatcher;
-  /** Further secret values to scrub from echoed response bodies (signing keys, header values). */
-  extraSecrets?: readonly string[];
 }
 
 export interface OutgoingRequest {
@@ -47,7 +45,6 @@ export class WebhookTransport {
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
   readonly #logger: Logger;
-  readonly #scrub: string[];
 
   constructor(options: TransportOptions) {
     this.#url = parseWebhookUrl(options.url, options.sinkName);
@@ -58,7 +55,6 @@ export class WebhookTransport {
     this.#ownsDispatcher = options.dispatcher === undefined;
     this.#dispatcher = options.dispatcher ?? new EnvHttpProxyAgent();
     this.#logger = options.logger;
-    this.#scrub = urlSecretParts(options.url.reveal(), this.#url).concat(options.extraSecrets ?? []);
   }
 
   /** "sink team-alerts (https://hooks.slack.com)": how this endpoint is named in messages. */
@@ -112,7 +108,7 @@ export class WebhookTransport {
     }
     const retryAfterMs = parseRetryAfter(retryAfterHeader, this.#clock.now());
     const failure = classifyResponse(
-      { status, body: sanitizeBody(bodyText, this.#scrub), retryAfterMs },
+      { status, body: sanitizeBody(bodyText), retryAfterMs },
       this.#where,
     );
     if (failure === null) {
@@ -142,31 +138,6 @@ async function readLimited(body: AsyncIterable<Buffer> & { destroy(): void }): P
     }
   }
   return Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES).toString('utf8');
-}
-
-/**
- * Every part of a webhook URL that may be a credential, longest first, for scrubbing echoed response bodies:
- * the whole URL, path, query, and each path segment and query value (raw and decoded) of 8+ characters.
- */
-export function urlSecretParts(raw: string, url: URL): string[] {
-  const parts = new Set<string>([raw, url.href, url.pathname, url.search]);
-  for (const segment of url.pathname.split('/')) {
-    parts.add(segment);
-    parts.add(safeDecode(segment));
-  }
-  for (const [, value] of url.searchParams) {
-    parts.add(value);
-    parts.add(encodeURIComponent(value));
-  }
-  return [...parts].filter((p) => p.length >= 8).sort((a, b) => b.length - a.length);
-}
-
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }
 
 /** Validates a webhook URL (http or https); errors name only the sink, never the URL. */
