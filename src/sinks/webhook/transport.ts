@@ -107,10 +107,7 @@ export class WebhookTransport {
       throw failure;
     }
     const retryAfterMs = parseRetryAfter(retryAfterHeader, this.#clock.now());
-    const failure = classifyResponse(
-      { status, body: sanitizeBody(bodyText), retryAfterMs },
-      this.#where,
-    );
+    const failure = classifyResponse({ status, body: sanitizeBody(bodyText), retryAfterMs }, this.#where);
     if (failure === null) {
       this.#logger.debug({ status }, 'webhook delivered');
       return;
