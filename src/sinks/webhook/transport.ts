@@ -1,13 +1,14 @@
 /**
  * The HTTP delivery core shared by the generic, Slack and Teams sinks: one POST per call through undici
- * with the environment's proxy settings (HTTPS_PROXY / HTTP_PROXY / NO_PROXY via EnvHttpProxyAgent — IMDS
+ * with the proxy rule every HTTP sink shares (src/sinks/proxy.ts: HTTPS_PROXY / HTTP_PROXY / NO_PROXY — IMDS
  * traffic uses its own no-proxy agent and is unaffected), a timeout, no redirect following, the per-sink
  * rate limiter, and classification of the outcome into DeliveryError.
  */
-import { type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
+import { Agent, type Dispatcher, ProxyAgent, request } from 'undici';
 import { parseRetryAfter } from '../../backoff.ts';
 import type { Secret } from '../../config/secret.ts';
 import type { Logger } from '../../log.ts';
+import { proxyFor } from '../proxy.ts';
 import { DeliveryError } from '../types.ts';
 import { classifyNetworkError, classifyResponse, safeOrigin, sanitizeBody } from './classify.ts';
 import { type Clock, RateLimiter, systemClock } from './rate-limiter.ts';
@@ -26,7 +27,7 @@ export interface TransportOptions {
   minIntervalMs: number;
   logger: Logger;
   clock?: Clock;
-  /** Defaults to a new EnvHttpProxyAgent (honours the proxy environment variables at creation time). */
+  /** Defaults to a proxy or direct agent by the shared proxy rule (src/sinks/proxy.ts), decided at creation. */
   dispatcher?: Dispatcher;
 }
 
@@ -53,7 +54,11 @@ export class WebhookTransport {
     this.#clock = options.clock ?? systemClock;
     this.#limiter = new RateLimiter(options.minIntervalMs, this.#clock);
     this.#ownsDispatcher = options.dispatcher === undefined;
-    this.#dispatcher = options.dispatcher ?? new EnvHttpProxyAgent();
+    if (options.dispatcher !== undefined) this.#dispatcher = options.dispatcher;
+    else {
+      const proxy = proxyFor(this.#url);
+      this.#dispatcher = proxy === undefined ? new Agent() : new ProxyAgent(proxy);
+    }
     this.#logger = options.logger;
   }
 
