@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
 import { type OtlpGrpcReceiver, startOtlpGrpcReceiver } from '../../support/otlp-receiver.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -38,10 +39,16 @@ const OTEL_KEY = 'otlp-api-key-5b8e21c0ffee';
 const OTEL_JSON_KEY = 'otlp-json-key-9d7c6b5a4e3f';
 const OTEL_PASS = 'UserInfoPassw0rd-31337';
 const GRPC_KEY = 'grpc-metadata-key-0a1b2c3d4e5f';
-const SECRETS = [TOKEN, SLACK_TOKEN, TEAMS_SIG, OTEL_KEY, OTEL_JSON_KEY, OTEL_PASS, GRPC_KEY];
+// A wrong Event Hubs key: the AMQP double refuses the SAS token it was signed with and quotes that token.
+const EH_KEY = Buffer.from('wrong-event-hubs-key-0123456789').toString('base64');
+const SECRETS = [TOKEN, SLACK_TOKEN, TEAMS_SIG, OTEL_KEY, OTEL_JSON_KEY, OTEL_PASS, GRPC_KEY, EH_KEY];
+/** A SAS token's signature that is not redacted (the token is derived from the key: a credential too). */
+const UNREDACTED_SAS = /SharedAccessSignature sr=|[?&]sig=(?!\[redacted\])/;
 
 function leaked(text: string): string[] {
-  return SECRETS.filter((s) => text.includes(s));
+  const found = SECRETS.filter((s) => text.includes(s));
+  if (UNREDACTED_SAS.test(text)) found.push(`SAS token: ${UNREDACTED_SAS.exec(text)![0]}`);
+  return found;
 }
 function leakedBytes(bytes: Buffer): string[] {
   return SECRETS.filter((s) => bytes.includes(Buffer.from(s, 'utf8')));
@@ -129,6 +136,12 @@ describe('receivers that echo credentials', () => {
       grpcReceiver.enqueue({ code: grpc.status.UNAUTHENTICATED, details: `bad api-key ${GRPC_KEY}` });
     }
 
+    const eventHubs = await startEventHubsDouble({ hubs: { lifecycle: 2 }, echoRejectedTokens: true });
+    closers.push(() => eventHubs.close());
+    const ehConnection = eventHubs
+      .connectionString('lifecycle')
+      .replace(`SharedAccessKey=${eventHubs.sasKey}`, `SharedAccessKey=${EH_KEY}`);
+
     const stateDir = join(tmp.dir, 'state');
     const telemetryPort = await freePort();
     const echoHost = new URL(echo.url).host;
@@ -141,6 +154,7 @@ describe('receivers that echo credentials', () => {
       SEF_T_OTEL_KEY: OTEL_KEY,
       SEF_T_OTEL_JSON_KEY: OTEL_JSON_KEY,
       SEF_T_GRPC_KEY: GRPC_KEY,
+      SEF_T_EH: ehConnection,
     };
     const backoff = 'delivery: { backoff: { initialMs: 100, maxMs: 300 } }';
     const configFile = join(tmp.dir, 'forwarder.yaml');
@@ -158,6 +172,7 @@ describe('receivers that echo credentials', () => {
         `  - { name: otel-proto, type: otel, protocol: http/protobuf, endpoint: "http://collector:${OTEL_PASS}@${echoHost}/otlp-proto/v1/logs", headers: { api-key: "\${SEF_T_OTEL_KEY}" }, timeoutMs: 2000, ${backoff} }`,
         `  - { name: otel-json, type: otel, protocol: http/json, endpoint: "${echo.url}/otlp-json/v1/logs", headers: { api-key: "\${SEF_T_OTEL_JSON_KEY}" }, timeoutMs: 2000, ${backoff} }`,
         `  - { name: otel-grpc, type: otel, protocol: grpc, endpoint: "${grpcReceiver.url}", headers: { api-key: "\${SEF_T_GRPC_KEY}" }, timeoutMs: 2000, ${backoff} }`,
+        `  - { name: eventhubs, type: eventhubs, connectionString: "\${SEF_T_EH}", retry: { maxRetries: 0 }, ${backoff} }`,
         `  - name: exec-env`,
         '    type: exec',
         `    command: ${JSON.stringify(process.execPath)}`,
@@ -187,7 +202,9 @@ describe('receivers that echo credentials', () => {
         const s = json.sinks;
         return (
           ['hook-401', 'otel-proto', 'otel-json', 'otel-grpc'].every((n) => (s[n]?.deadLettered ?? 0) >= 1) &&
-          ['hook-503', 'slack', 'teams', 'exec-env'].every((n) => (s[n]?.consecutiveFailures ?? 0) >= 2)
+          ['hook-503', 'slack', 'teams', 'exec-env', 'eventhubs'].every(
+            (n) => (s[n]?.consecutiveFailures ?? 0) >= 2,
+          )
         );
       },
       'every sink to have failed on the echoing receivers',
@@ -239,5 +256,9 @@ describe('receivers that echo credentials', () => {
     expect(all).toContain('token=[redacted]');
     expect(ready.json.sinks['hook-503']!.lastError).toContain('[redacted]');
     expect(ready.json.sinks.slack!.lastError).toContain('rollup_error');
+    // The double did quote the token (so the Event Hubs error path really echoed a credential).
+    expect(ready.json.sinks.eventhubs!.lastError).toMatch(
+      /Unauthorized.*received token: SharedAccessSignature \[redacted\]/,
+    );
   });
 });
