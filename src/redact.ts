@@ -127,7 +127,13 @@ function credentialParts(value: string): string[] {
       const pathAndQuery = `${url.pathname}${url.search}`;
       if (pathAndQuery.length >= 8 && pathAndQuery !== '/') parts.push(pathAndQuery);
       for (const segment of url.pathname.split('/')) {
-        if (segment.length >= MIN_URL_PART_LENGTH) parts.push(segment);
+        if (segment.length < MIN_URL_PART_LENGTH) continue;
+        parts.push(segment);
+        try {
+          parts.push(decodeURIComponent(segment));
+        } catch {
+          // not percent-encoded
+        }
       }
       for (const [name, v] of url.searchParams) {
         if (CREDENTIAL_PARAM_NAME.test(name) || v.length >= MIN_URL_PART_LENGTH) parts.push(v);

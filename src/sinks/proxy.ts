@@ -12,8 +12,9 @@
  * IMDS never uses a proxy (src/sources/imds/client.ts has its own agent). gRPC (otel protocol grpc) is
  * proxied by @grpc/grpc-js itself from `grpc_proxy`/`https_proxy`/`http_proxy` and `no_grpc_proxy`/`no_proxy`;
  * Event Hubs AMQP over TCP 5671 cannot use an HTTP proxy (docs/delivery.md, "Proxies").
- * Light on purpose (no imports): sink factories load it.
+ * Light on purpose (imports only the dependency-free redactor): sink factories load it.
  */
+import { registerUrlCredentials } from '../redact.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -58,15 +59,6 @@ export function bypassesProxy(url: URL, noProxy: string | undefined): boolean {
 export function proxyFor(url: URL, env: Env = process.env): string | undefined {
   const proxy = variable(env, url.protocol === 'https:' ? 'https_proxy' : 'http_proxy');
   if (proxy === undefined) return undefined;
+  registerUrlCredentials(proxy); // http://user:PASS@proxy:3128: the password is a secret like any other
   return bypassesProxy(url, variable(env, 'no_proxy')) ? undefined : proxy;
-}
-
-/** A proxy URL without its userinfo (for logs). */
-export function safeProxy(proxy: string): string {
-  try {
-    const u = new URL(proxy);
-    return `${u.protocol}//${u.host}`;
-  } catch {
-    return '(invalid proxy URL)';
-  }
 }
