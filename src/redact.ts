@@ -181,18 +181,6 @@ export function redactText(text: string): string {
   return out;
 }
 
-/** A deep copy of `value` with every string (keys included) passed through redactText. */
-export function redactValue<T>(value: T): T {
-  if (typeof value === 'string') return redactText(value) as T;
-  if (Array.isArray(value)) return value.map((v) => redactValue(v)) as T;
-  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[redactText(k)] = redactValue(v);
-    return out as T;
-  }
-  return value;
-}
-
 /** An error's message, redacted (for anything that stores or prints it). */
 export function redactedMessage(error: unknown): string {
   return redactText(error instanceof Error ? error.message : String(error));

@@ -1,7 +1,7 @@
 /** The one redactor (src/redact.ts): configured values with their credential parts, and credential shapes. */
 import { describe, expect, it } from 'vitest';
 import { Secret } from '../../../src/config/secret.ts';
-import { REDACTED, redactText, redactValue, registerSecret } from '../../../src/redact.ts';
+import { REDACTED, redactedMessage, redactText, registerSecret } from '../../../src/redact.ts';
 
 describe('redactText', () => {
   it('removes a configured secret and the parts a receiver may echo on their own', () => {
@@ -62,8 +62,9 @@ describe('redactText', () => {
     );
   });
 
-  it('redactValue copies objects with every string redacted', () => {
+  it('redactedMessage redacts an error message', () => {
     registerSecret('value-Secret-42');
-    expect(redactValue({ a: ['x value-Secret-42'], b: 3 })).toEqual({ a: [`x ${REDACTED}`], b: 3 });
+    expect(redactedMessage(new Error('x value-Secret-42'))).toBe(`x ${REDACTED}`);
+    expect(redactedMessage('plain value-Secret-42')).toBe(`plain ${REDACTED}`);
   });
 });
