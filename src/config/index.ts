@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { LogLevel } from '../log.ts';
+import { redactText, registerUrlCredentials } from '../redact.ts';
 import type { SinkFactory, SinkFilter } from '../sinks/types.ts';
 import { ConfigError, formatIssues } from './errors.ts';
 import { type BuildSchemaOptions, buildConfigSchema, COMMON_SINK_KEYS, type ParsedConfig } from './schema.ts';
@@ -136,7 +137,18 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     ...options,
     origin: options.file === undefined ? 'command-line options' : options.file,
   });
+  registerConfiguredUrlCredentials(config);
   return { ...config, configFile: options.file };
+}
+
+/** URL userinfo is a secret everywhere: register the password of every URL in the config with the redactor. */
+function registerConfiguredUrlCredentials(value: unknown): void {
+  if (typeof value === 'string') registerUrlCredentials(value);
+  else if (value instanceof URL) registerUrlCredentials(value.href);
+  else if (Array.isArray(value)) for (const item of value) registerConfiguredUrlCredentials(item);
+  else if (typeof value === 'object' && value !== null && !(value instanceof Secret)) {
+    for (const item of Object.values(value)) registerConfiguredUrlCredentials(item);
+  }
 }
 
 /** Options shared by `run` and the commands that open the state (`outbox`, `deadletters`, ...). */
@@ -259,7 +271,9 @@ export function redactConfig(config: Config): { value: unknown; inlineSecrets: s
       return describeSecret(value);
     }
     if (Array.isArray(value)) return value.map((v, i) => walk(v, `${path}[${i}]`));
-    if (value instanceof URL) return value.toString();
+    if (value instanceof URL) return redactText(value.toString());
+    // Plain strings too: URL userinfo (an OTel endpoint http://user:PASS@host) is a secret everywhere.
+    if (typeof value === 'string') return redactText(value);
     if (typeof value === 'object' && value !== null) {
       const out: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(value)) {

@@ -1,11 +1,13 @@
 /**
  * Secrets (connection strings, SAS keys, webhook URLs, signing secrets) are wrapped in Secret as soon as they
  * are read, so that logging, JSON.stringify, util.inspect and string interpolation show "[redacted]".
- * Only the code that needs the value calls reveal().
+ * Only the code that needs the value calls reveal(). Creating a Secret registers its value with the redactor
+ * (src/redact.ts), so a receiver that echoes it back cannot get it into a log line, a stored error or CLI output.
  */
 import { readFileSync } from 'node:fs';
 import { inspect } from 'node:util';
 import { z } from 'zod';
+import { registerSecret } from '../redact.ts';
 
 const REDACTED = '[redacted]';
 
@@ -16,6 +18,8 @@ export class Secret {
   constructor(value: string, origin: string) {
     this.#value = value;
     this.origin = origin;
+    // The redactor removes the value (and its credential parts) from everything printed or stored.
+    registerSecret(value);
   }
   reveal(): string {
     return this.#value;

@@ -36,16 +36,17 @@ export function register(program: Command): void {
     .option('--sink <spec>', 'override sinks: "stdout" or "file:PATH" (repeatable)', collect, [])
     .option('--log-level <level>', 'override log.level')
     .action(async (opts: Record<string, unknown>) => {
-      const [{ loadConfigForCli, redactConfig }, { stringify }] = await Promise.all([
+      const [{ loadConfigForCli, redactConfig }, { stringify }, { redactText }] = await Promise.all([
         import('../../config/index.ts'),
         import('yaml'),
+        import('../../redact.ts'),
       ]);
       const loaded = loadConfigForCli(opts);
       const { value, inlineSecrets } = redactConfig(loaded);
       const header =
         `# effective configuration${loaded.configFile ? ` from ${loaded.configFile}` : ' (defaults)'}; ` +
         'secrets are always shown as [redacted: <origin>]\n';
-      process.stdout.write(header + stringify(value));
+      process.stdout.write(redactText(header + stringify(value)));
       for (const path of inlineSecrets) {
         process.stderr.write(
           `warning: ${path} is an inline secret; prefer "\${ENV_VAR}", { env: NAME } or { file: PATH }\n`,

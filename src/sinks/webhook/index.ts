@@ -89,7 +89,6 @@ function transportFor(
   options: { url: Secret; timeoutMs: number; minIntervalMs: number },
   context: SinkContext,
   deps: WebhookSinkDeps,
-  extraSecrets: string[] = [],
 ): WebhookTransport {
   return new WebhookTransport({
     sinkName: name,
@@ -97,7 +96,6 @@ function transportFor(
     timeoutMs: options.timeoutMs,
     minIntervalMs: options.minIntervalMs,
     logger: context.logger,
-    extraSecrets,
     ...(deps.clock ? { clock: deps.clock } : {}),
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
   });
@@ -119,12 +117,8 @@ export function createGenericWebhookSink(
       throw new Error(`sink ${name}: header ${header} is set by the sink and cannot be configured`);
     }
   }
-  const headerSecrets = Object.values(options.headers).map((s) => s.reveal());
-  const signingSecrets = options.signingSecrets.flatMap((s) => [
-    s.reveal(),
-    s.reveal().replace(/^whsec_/, ''),
-  ]);
-  const transport = transportFor(name, options, context, deps, [...headerSecrets, ...signingSecrets]);
+  // Header values, signing secrets and the URL are Secrets: the redactor (src/redact.ts) already knows them.
+  const transport = transportFor(name, options, context, deps);
   const log = childLogger(context.logger, { sink: name, sinkType: 'webhook' });
   if (keys.length === 0)
     log.warn(`sink ${name}: no signingSecrets configured; webhook requests are not signed`);

@@ -10,7 +10,7 @@ import type { Logger } from '../../log.ts';
 import type { ScheduledEventsDocument, VmIdentity } from '../types.ts';
 import { parseRetryAfter } from './backoff.ts';
 import { excerptOf, ImdsError } from './errors.ts';
-import { parseInstanceMetadata, parseScheduledEventsDocument } from './parse.ts';
+import { decodeImdsBody, parseInstanceMetadata, parseScheduledEventsDocument } from './parse.ts';
 
 export { ImdsError, ImdsResponseError } from './errors.ts';
 
@@ -76,6 +76,9 @@ export interface ImdsClientOptions {
 interface RawResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
+  /** The body bytes as received. */
+  bytes: Buffer;
+  /** The body decoded leniently (invalid UTF-8 → U+FFFD): for error messages only; documents use decodeImdsBody. */
   body: string;
 }
 
@@ -132,7 +135,8 @@ export class ImdsClient {
     const response = await this.#send('GET', this.scheduledEventsUrl, undefined, timeoutMs, signal);
     this.#answeredOnce = true;
     this.#throwForStatus(response, this.scheduledEventsUrl);
-    return { document: parseScheduledEventsDocument(response.body), body: response.body };
+    const body = decodeImdsBody(response.bytes, 'scheduled events');
+    return { document: parseScheduledEventsDocument(body), body };
   }
 
   /** GET /metadata/instance and return the VM identity (compute section). */
@@ -145,7 +149,7 @@ export class ImdsClient {
       signal,
     );
     this.#throwForStatus(response, this.instanceMetadataUrl);
-    return parseInstanceMetadata(response.body);
+    return parseInstanceMetadata(decodeImdsBody(response.bytes, 'instance metadata'));
   }
 
   /** Approve (start) one or several events: POST {"StartRequests":[{"EventId":...}, ...]}. */
@@ -293,10 +297,12 @@ export class ImdsClient {
             finish(new ImdsError('network', 'IMDS connection closed before the answer was complete'));
             return;
           }
+          const bytes = Buffer.concat(chunks);
           finish(undefined, {
             status: response.statusCode ?? 0,
             headers: response.headers,
-            body: Buffer.concat(chunks).toString('utf8'),
+            bytes,
+            body: bytes.toString('utf8'),
           });
         });
       });

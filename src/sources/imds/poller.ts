@@ -3,7 +3,8 @@
  * (tick n at start + n * interval; ticks that a slow request or a slow consumer overran are skipped, so there
  * is no overlap and no drift), emits every document with `changed`, and every failure with a consecutive
  * failure count — a failure is never an empty document. Transient failures back off with full jitter and
- * Retry-After, but polls always stay on the tick grid, so the poller never exceeds its configured rate
+ * Retry-After (the exponent counts only the current run of consecutive transient failures; non-transient
+ * answers such as 400/404 are polled at the normal interval and reset it), but polls always stay on the tick grid, so the poller never exceeds its configured rate
  * (IMDS allows about 5 requests/s per VM, shared by every agent on it).
  */
 import type { Logger } from '../../log.ts';
@@ -111,6 +112,9 @@ export class ImdsPoller implements Source {
     const schedule = new FixedRateSchedule(startedAt, this.#intervalMs);
     let previous: ScheduledEventsDocument | undefined;
     let consecutiveFailures = 0;
+    // Only an unbroken run of transient failures grows the backoff: a 400/404 streak is polled at the normal
+    // interval, and the first 410/503 after it must not inherit that streak's length as its exponent.
+    let consecutiveTransientFailures = 0;
     let failureState: string | undefined;
     let failureSinceWallMs = 0;
     // Tick 0 is the start itself: poll at once. (A second clock reading would be a fraction of a millisecond
@@ -138,6 +142,7 @@ export class ImdsPoller implements Source {
             );
           }
           consecutiveFailures = 0;
+          consecutiveTransientFailures = 0;
           failureState = undefined;
           previous = document;
           if (changed) await this.#captureDocument(observed.wallMs, body);
@@ -154,7 +159,12 @@ export class ImdsPoller implements Source {
             await this.#captureFailure(observed.wallMs, failure);
             failureState = state;
           }
-          if (failure.retryable) retryAfterFailure = failure;
+          if (failure.retryable) {
+            consecutiveTransientFailures += 1;
+            retryAfterFailure = failure;
+          } else {
+            consecutiveTransientFailures = 0;
+          }
         }
 
         await onOutcome(outcome);
@@ -162,7 +172,7 @@ export class ImdsPoller implements Source {
         let earliest = clock.monotonic();
         if (retryAfterFailure) {
           const delay = retryDelayMs(
-            consecutiveFailures,
+            consecutiveTransientFailures,
             this.#backoff,
             retryAfterFailure.retryAfterMs,
             this.#random,

@@ -220,6 +220,25 @@ describe('ImdsPoller', () => {
     expect(client.calls.slice(0, 5)).toEqual([0, 1000, 2000, 3000, 4000]);
   });
 
+  it('does not carry a streak of non-transient failures into the backoff of the first transient one', async () => {
+    // 20 answers of 404, then 503s, then documents. With random() = 0.999 the delay of a transient failure is
+    // just under min(cap, interval * 2^(n-1)); n must count only consecutive transient failures, so the first
+    // 503 after the 404 streak waits one interval (not the whole 10 s cap) and the next one two.
+    const clock = new FakeClock();
+    const script = (call: number): Answer => {
+      if (call < 20) return { error: new ImdsError('not-found', 'IMDS answered 404', { httpStatus: 404 }) };
+      if (call < 22)
+        return { error: new ImdsError('server-error', 'IMDS server error 503', { httpStatus: 503 }) };
+      return { body: EMPTY };
+    };
+    const client = new ScriptedClient(clock, script);
+    const poller = new ImdsPoller({ client, clock, random: () => 0.999, logger: pino({ level: 'silent' }) });
+    await runPoller(clock, poller, 24);
+    const gaps = client.calls.slice(1, 24).map((t, i) => t - client.calls[i]!);
+    // 404 → next poll one interval later (19 gaps), the 1st 503 → 1 interval, the 2nd 503 → 2 intervals.
+    expect(gaps).toEqual([...Array.from({ length: 20 }, () => 1000), 1000, 2000, 1000]);
+  });
+
   it('logs a failure once per change of state and logs the recovery', async () => {
     const clock = new FakeClock();
     const script = (call: number): Answer => {
