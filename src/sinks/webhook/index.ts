@@ -7,7 +7,12 @@ import type { Secret } from '../../config/secret.ts';
 import type { LifecycleRecord } from '../../transform/record.ts';
 import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
 import { summaryLine } from './format.ts';
-import type { SlackOptions, TeamsOptions, WebhookOptions } from './options.ts';
+import {
+  reservedHeaderProblem,
+  type SlackOptions,
+  type TeamsOptions,
+  type WebhookOptions,
+} from './options.ts';
 import type { Clock } from './rate-limiter.ts';
 import { buildSlackMessage, enforceBlockKitLimits, type SlackMessage } from './slack.ts';
 import { cloudEventRequest, decodeSigningSecret, standardWebhookHeaders } from './standard-webhooks.ts';
@@ -38,15 +43,6 @@ export interface WebhookSinkDeps {
   clock?: Clock;
   dispatcher?: import('undici').Dispatcher;
 }
-
-const RESERVED_HEADERS = new Set([
-  'content-type',
-  'content-length',
-  'host',
-  'webhook-id',
-  'webhook-timestamp',
-  'webhook-signature',
-]);
 
 /** One request per record; a permanent failure reports which record failed. */
 class OneRecordPerRequestSink implements Sink {
@@ -113,10 +109,8 @@ export function createGenericWebhookSink(
     decodeSigningSecret(s.reveal(), `sink ${name}: signingSecrets[${i}] (${s.origin})`),
   );
   for (const header of Object.keys(options.headers)) {
-    const lower = header.toLowerCase();
-    if (RESERVED_HEADERS.has(lower) || lower.startsWith('ce-')) {
-      throw new Error(`sink ${name}: header ${header} is set by the sink and cannot be configured`);
-    }
+    const problem = reservedHeaderProblem(header);
+    if (problem !== undefined) throw new Error(`sink ${name}: ${problem}`);
   }
   const headerSecrets = Object.values(options.headers).map((s) => s.reveal());
   const signingSecrets = options.signingSecrets.flatMap((s) => [
