@@ -83,6 +83,7 @@ const sourceSection = z
           .string()
           .min(1)
           .superRefine((file, ctx) => {
+            if (file === '') return; // reported by min(1)
             try {
               accessSync(file, constants.R_OK);
             } catch (error) {
