@@ -121,7 +121,7 @@ export function renderConfigDocs(factories: readonly SinkFactory[] = SINK_FACTOR
     'The forwarder reads one YAML file (`run --config FILE`); command-line options override it. Every',
     'mapping is strict: an unknown key is an error that names its path. Check a file with',
     '`scheduled-events-forwarder config validate FILE`: it makes every check `run` makes before it uses the',
-    'network, and `--allow-missing-secrets` checks a file where the service\'s secrets are not set (see',
+    "network, and `--allow-missing-secrets` checks a file where the service's secrets are not set (see",
     '[cli.md](cli.md)). Print the effective configuration `run` would use (defaults applied, secrets always',
     'redacted) with `config show --config FILE`. A fully commented example lives in',
     '`config/forwarder.example.yaml`; editors can validate against `schemas/config.schema.json`',
