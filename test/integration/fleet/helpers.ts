@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
-/** Azurite is a test-only server installed apart from the project's dependencies (scripts/install-test-servers.ts). */
+/** Azurite is a test-only server installed apart from the project's dependencies (scripts/dev-install.ts). */
 const AZURITE_BLOB = join(ROOT, 'test-servers', 'node_modules', '.bin', 'azurite-blob');
 const MAIN = join(ROOT, 'src', 'cli', 'main.ts');
 
@@ -24,7 +24,7 @@ export interface RunningAzurite {
 export async function startAzurite(location: string): Promise<RunningAzurite> {
   if (!existsSync(AZURITE_BLOB)) {
     throw new Error(
-      `${AZURITE_BLOB} is missing: \`npm ci\` installs the test servers (or run \`node scripts/install-test-servers.ts\`)`,
+      `${AZURITE_BLOB} is missing: \`npm ci\` installs the test servers (or run \`node scripts/dev-install.ts\`)`,
     );
   }
   const child = spawn(
