@@ -20,7 +20,7 @@ import { join } from 'node:path';
 const npmNode = /\bnode\/v(\d+)\.\S*/.exec(process.env.npm_config_user_agent ?? '');
 const projectMajor = Number(process.versions.node.split('.')[0]);
 if (npmNode !== null && Number(npmNode[1]) < projectMajor) {
-  process.stdout.write(
+  process.stderr.write(
     `note: npm ran on Node ${npmNode[0].slice('node/'.length)}; this project runs on Node ${process.versions.node} ` +
       'from node_modules/.bin (the "node" devDependency), so npm\'s engine warnings about older Node are not shown ' +
       '(.npmrc)\n',
