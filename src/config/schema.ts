@@ -297,6 +297,7 @@ export function buildConfigSchema(options: BuildSchemaOptions = {}) {
       (config, ctx) => {
         // Runs even when other keys are invalid (`when` below), so that every problem of a file is reported at
         // once: the values here may be partly unparsed.
+        if (typeof config !== 'object' || config === null) return;
         const sinks: unknown[] = Array.isArray(config.sinks) ? config.sinks : [];
         const seen = new Map<string, number>();
         sinks.forEach((sink, index) => {
