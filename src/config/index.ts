@@ -10,7 +10,7 @@ import { redactText, registerUrlCredentials } from '../redact.ts';
 import type { SinkFactory, SinkFilter } from '../sinks/types.ts';
 import { ConfigError, formatIssues } from './errors.ts';
 import { type BuildSchemaOptions, buildConfigSchema, COMMON_SINK_KEYS, type ParsedConfig } from './schema.ts';
-import { Secret } from './secret.ts';
+import { allowingMissingSecrets, Secret } from './secret.ts';
 
 export { ConfigError } from './errors.ts';
 
@@ -49,6 +49,11 @@ export interface LoadConfigOptions {
   factories?: readonly SinkFactory[] | undefined;
   /** Key path → CLI option, so that errors caused by an option name it. */
   overrideFlags?: Record<string, string> | undefined;
+  /**
+   * `config validate --allow-missing-secrets`: secrets whose environment variable is unset or whose file cannot
+   * be read here are not errors (see missingSecrets). Never for running: a sink needs its secrets.
+   */
+  allowMissingSecrets?: boolean | undefined;
 }
 
 /** Reads and parses a YAML config file into a raw object (no validation). */
@@ -102,7 +107,8 @@ export function validateConfig(
   if (options.factories !== undefined) schemaOptions.factories = options.factories;
   if (options.env !== undefined) schemaOptions.env = options.env;
   const schema = buildConfigSchema(schemaOptions);
-  const result = schema.safeParse(raw, { reportInput: true });
+  const parse = () => schema.safeParse(raw, { reportInput: true });
+  const result = options.allowMissingSecrets === true ? allowingMissingSecrets(parse) : parse();
   if (!result.success) {
     const problems = formatIssues(result.error.issues, schema, raw, options.overrideFlags);
     throw new ConfigError(`invalid configuration${options.origin ? ` (${options.origin})` : ''}:`, problems);
@@ -149,6 +155,33 @@ function registerConfiguredUrlCredentials(value: unknown): void {
   else if (typeof value === 'object' && value !== null && !(value instanceof Secret)) {
     for (const item of Object.values(value)) registerConfiguredUrlCredentials(item);
   }
+}
+
+/** A secret that `allowMissingSecrets` left unresolved: where it is configured and why it is not available. */
+export interface MissingSecret {
+  /** Key path as written in the YAML, e.g. `sinks[0].connectionString`. */
+  path: string;
+  /** Where it is referenced, e.g. `env SEF_EH_CONN` or `file /etc/x`. */
+  origin: string;
+  reason: string;
+}
+
+/** The secrets of `config` that were not available when it was loaded with `allowMissingSecrets`. */
+export function missingSecrets(config: Config): MissingSecret[] {
+  const found: MissingSecret[] = [];
+  const walk = (value: unknown, path: string): void => {
+    if (value instanceof Secret) {
+      if (value.missing !== undefined) found.push({ path, origin: value.origin, reason: value.missing });
+    } else if (Array.isArray(value)) {
+      for (const [i, v] of value.entries()) walk(v, `${path}[${i}]`);
+    } else if (isPlainObject(value)) {
+      for (const [k, v] of Object.entries(value)) walk(v, path === '' ? k : `${path}.${k}`);
+    }
+  };
+  const { sinks, ...rest } = config;
+  walk(rest, '');
+  for (const [i, sink] of sinks.entries()) walk(sink.options, `sinks[${i}]`);
+  return found;
 }
 
 /** Options shared by `run` and the commands that open the state (`outbox`, `deadletters`, ...). */

@@ -9,6 +9,7 @@
  * signal): stop the source, give in-flight deliveries `shutdownDeadlineMs`, close the store.
  */
 import { ApprovalCoordinator } from '../approval/index.ts';
+import { ConfigError } from '../config/errors.ts';
 import type { Config, SinkConfig } from '../config/index.ts';
 import { DeliveryEngine, type EngineSink } from '../delivery/index.ts';
 import type { Logger } from '../log.ts';
@@ -256,12 +257,18 @@ export class Forwarder {
   async #createSink(sink: SinkConfig, identity: IdentitySource | undefined): Promise<Sink> {
     const find = this.#options.findFactory ?? findSinkFactory;
     const factory = find(sink.type);
-    if (factory === undefined) throw new Error(`sink ${sink.name}: unknown sink type "${sink.type}"`);
-    return factory.create(sink.name, sink.options, {
-      logger: this.#logger.child({ component: 'sink', sink: sink.name }),
-      vm: () => identity?.current(),
-      stateDir: this.#options.config.stateDir,
-    });
+    if (factory === undefined)
+      throw new ConfigError(`sink ${sink.name}: unknown sink type "${sink.type}"`, []);
+    try {
+      return await factory.create(sink.name, sink.options, {
+        logger: this.#logger.child({ component: 'sink', sink: sink.name }),
+        vm: () => identity?.current(),
+        stateDir: this.#options.config.stateDir,
+      });
+    } catch (error) {
+      // A sink that cannot be built from its options is a configuration error (exit code 2, like `config validate`).
+      throw new ConfigError(error instanceof Error ? error.message : String(error), []);
+    }
   }
 
   #warnAboutOrphanedQueues(store: Store, configured: Set<string>): void {

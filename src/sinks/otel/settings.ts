@@ -53,7 +53,17 @@ export const otelOptionsSchema = z
       .optional()
       .describe('Records per export request; default 100.'),
   })
-  .strict();
+  .strict()
+  // The OTEL_EXPORTER_OTLP_* variables the options leave to the environment are checked with the file, so
+  // that `config validate` refuses what `run` would (resolveOtlpSettings runs again when the sink is built).
+  .superRefine((options, ctx) => {
+    try {
+      resolveOtlpSettings(options);
+    } catch (error) {
+      if (!(error instanceof OtelConfigError)) throw error;
+      ctx.addIssue({ code: 'custom', message: error.message });
+    }
+  });
 
 export type OtelOptions = z.infer<typeof otelOptionsSchema>;
 

@@ -11,9 +11,10 @@ import type { Logger } from '../../log.ts';
 import { proxyFor } from '../proxy.ts';
 import { DeliveryError } from '../types.ts';
 import { classifyNetworkError, classifyResponse, safeOrigin, sanitizeBody } from './classify.ts';
+import { parseWebhookUrl } from './options.ts';
 import { type Clock, RateLimiter, systemClock } from './rate-limiter.ts';
 
-export { DEFAULT_TIMEOUT_MS } from './options.ts';
+export { DEFAULT_TIMEOUT_MS, parseWebhookUrl } from './options.ts';
 
 /** Largest response body read (error strings are short; the rest is discarded). */
 const MAX_RESPONSE_BYTES = 4096;
@@ -140,18 +141,4 @@ async function readLimited(body: AsyncIterable<Buffer> & { destroy(): void }): P
     }
   }
   return Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES).toString('utf8');
-}
-
-/** Validates a webhook URL (http or https); errors name only the sink, never the URL. */
-export function parseWebhookUrl(url: Secret, sinkName: string): URL {
-  let parsed: URL;
-  try {
-    parsed = new URL(url.reveal());
-  } catch {
-    throw new Error(`sink ${sinkName}: url (${url.origin}) is not a valid URL`);
-  }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
-    throw new Error(`sink ${sinkName}: url (${url.origin}) must be an http:// or https:// URL`);
-  }
-  return parsed;
 }
