@@ -1,6 +1,6 @@
 /**
  * `config show` never prints URL userinfo (issue 14 item 5): a password embedded in an OTel endpoint
- * (`http://user:PASS@host`) is a secret like any other, with and without `--redacted`. Real CLI process.
+ * (`http://user:PASS@host`) is a secret like any other (there is no flag that shows secrets). Real CLI process.
  */
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -17,7 +17,7 @@ afterAll(() => tmp.cleanup());
 const PASSWORD = 'Sh0wMeNot-pa55word';
 
 describe('config show', () => {
-  it.each([[[]], [['--redacted']]])('hides a password in a URL (%j)', async (extra: string[]) => {
+  it('hides a password in a URL', async () => {
     const file = join(tmp.dir, 'forwarder.yaml');
     writeFileSync(
       file,
@@ -28,14 +28,10 @@ describe('config show', () => {
         '',
       ].join('\n'),
     );
-    const { stdout, stderr } = await run(
-      process.execPath,
-      [MAIN, 'config', 'show', '--config', file, ...extra],
-      {
-        cwd: REPO,
-        timeout: 30_000,
-      },
-    );
+    const { stdout, stderr } = await run(process.execPath, [MAIN, 'config', 'show', '--config', file], {
+      cwd: REPO,
+      timeout: 30_000,
+    });
     expect(stdout + stderr).not.toContain(PASSWORD);
     expect(stdout).toContain('http://[redacted]@127.0.0.1:4318');
   });
