@@ -454,13 +454,15 @@ export class Forwarder {
     const limit = this.#options.maxWaitingRecords ?? MAX_WAITING_RECORDS;
     if (waiting > limit) {
       // Memory stays bounded: fall back to the committed state. The next document is diffed against it, so
-      // every event still gets its records — inferred conservatively, as after a restart.
+      // every event still gets its records — inferred conservatively.
       this.#logger.error(
         fields,
         `more than ${limit} transitions are waiting for the state store: dropping them from memory and falling ` +
           'back to the last committed state (the next commit re-infers what happened, conservatively)',
       );
-      this.#state = this.#durable;
+      // The dropped observations happened after the committed one: the state must not claim to have watched
+      // continuously since then (no `canceled` across them), so its observation time becomes unknown.
+      this.#state = { ...this.#durable, lastObservedAtMs: null };
       this.#followsSource = false;
       this.#waiting = [];
       this.#waitingRecords = 0;

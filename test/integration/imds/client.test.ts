@@ -50,7 +50,7 @@ describe('ImdsClient against a local IMDS-like server', () => {
   });
 
   it('an answer with the same bytes as the previous one comes back as that very answer (nothing re-parsed)', async () => {
-    let body = LIVE_MIGRATION[1]!;
+    let body: string = LIVE_MIGRATION[1];
     imds.handler = (_req, res) => answer(res, 200, body);
     const c = newClient();
     const first = await c.getScheduledEvents();
@@ -62,7 +62,7 @@ describe('ImdsClient against a local IMDS-like server', () => {
     const respaced = await c.getScheduledEvents(undefined, first);
     expect(respaced).not.toBe(first);
     expect(respaced.document).toEqual(first.document);
-    body = LIVE_MIGRATION[2]!;
+    body = LIVE_MIGRATION[2];
     const changed = await c.getScheduledEvents(undefined, respaced);
     expect(changed.document.DocumentIncarnation).toBe(3);
     expect(imds.requests).toHaveLength(4); // every call is a real GET
