@@ -332,6 +332,10 @@ export class Forwarder {
       if (now - this.#lastIdentityAttemptMs >= 30_000) {
         this.#lastIdentityAttemptMs = now;
         await deps.identity.refresh();
+        // Approval decisions wait for the identity; let the coordinator decide now rather than at the next commit.
+        if (deps.identity.current() !== undefined && this.#waiting.length === 0) {
+          deps.approval?.afterCommit({ state: this.#durable, records: [], approvals: [] });
+        }
       }
     }
     const approvals = deps.approval?.pendingApprovals() ?? []; // approval: decided, not yet committed
