@@ -142,7 +142,7 @@ export class Forwarder {
   #durable: ForwarderState = this.#state;
   /** False until #state is known to be the transform of the source's last document (unchanged-poll shortcut). */
   #followsSource = false;
-  /** Transitions observed but not committed yet (commits failing), oldest first. */
+  /** Changed documents (with their transitions) observed but not committed yet (commits failing), oldest first. */
   #waiting: WaitingBatch[] = [];
   #waitingRecords = 0;
   #store: Store | undefined;
@@ -370,7 +370,10 @@ export class Forwarder {
     this.#state = result.state;
     this.#followsSource = true;
     deps.stall.setFine(result.state.events.length > 0);
-    if (result.records.length > 0 || approvals.length > 0) {
+    // A changed document is committed at once, with or without records (the committed state then matches it);
+    // until that commit succeeds it waits like a transition (one empty batch at most), so every poll retries it.
+    // (Approvals already recorded in memory give no record again; afterCommit sees them in the committed state.)
+    if (result.records.length > 0 || this.#waiting.length === 0) {
       this.#waiting.push({
         records: result.records,
         deliveries: routeRecords(result.records, this.#routed),
@@ -379,7 +382,6 @@ export class Forwarder {
       });
       this.#waitingRecords += result.records.length;
     }
-    // A changed document is committed at once, with or without records (the committed state then matches it).
     this.#commitInMemory(deps.store, { deps, outcome });
   }
 
@@ -456,7 +458,7 @@ export class Forwarder {
       return;
     }
     const limit = this.#options.maxWaitingRecords ?? MAX_WAITING_RECORDS;
-    if (waiting > limit) {
+    if (waiting > limit || this.#waiting.length > limit) {
       // Memory stays bounded: fall back to the committed state. The next document is diffed against it, so
       // every event still gets its records — inferred conservatively.
       this.#logger.error(
