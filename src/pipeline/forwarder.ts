@@ -262,7 +262,13 @@ export class Forwarder {
     } finally {
       signal.removeEventListener('abort', onAbort);
       // Graceful stop: what only memory holds (observation time, transitions waiting for the disk) is committed.
-      if (this.#state !== this.#durable) this.#commitInMemory(store, { final: true });
+      if (this.#state !== this.#durable) {
+        try {
+          this.#commitInMemory(store, { final: true });
+        } catch (error) {
+          logger.error({ err: (error as Error).message }, 'cannot commit the in-memory state at shutdown');
+        }
+      }
       observer?.stopping?.();
       stall.stop();
       await approval?.stop(); // approval: ends running hooks / POST retries; progress stays persisted
