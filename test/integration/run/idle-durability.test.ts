@@ -14,7 +14,9 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
+import { loadConfigForCli } from '../../../src/config/index.ts';
+import { silentLogger } from '../../../src/log.ts';
+import { Forwarder, TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import type { ForwarderState } from '../../../src/transform/index.ts';
 import type { LifecycleRecord } from '../../../src/transform/record.ts';
@@ -119,6 +121,11 @@ describe('an unchanged poll writes nothing (real process, real SQLite file)', ()
       // An event appears (a changed document: committed at once), then the same document again and again.
       sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 3600 });
       await waitFor(() => readRecords(out).length === 1, 'the scheduled record');
+      // Delivered and acknowledged (the ack and the compaction after it are the delivery engine's writes).
+      await waitFor(
+        () => (db.prepare('SELECT COUNT(*) AS n FROM outbox').get() as { n: number }).n === 0,
+        'the outbox drained',
+      );
       await waitForGets(sim, 2, 'the scheduled commit settled');
       const versionAfterChange = dataVersion();
       const tracked = await measure('an event tracked, document unchanged');
@@ -129,6 +136,43 @@ describe('an unchanged poll writes nothing (real process, real SQLite file)', ()
     }
     fwd.child.kill('SIGTERM');
     expect((await fwd.exited).code).toBe(0);
+  });
+});
+
+describe('the observation checkpoint (in process, real SQLite file)', () => {
+  it('commits the observation time at the checkpoint interval only while an event is tracked', async () => {
+    const sim = await startSimulator({ timeScale: 0 });
+    simulators.push(sim);
+    const stateDir = dir('checkpoint-state');
+    const out = join(dir('checkpoint'), 'records.jsonl');
+    const config = loadConfigForCli({
+      imdsEndpoint: sim.url,
+      pollInterval: POLL_MS,
+      stateDir,
+      sink: [`file:${out}`],
+    });
+    const forwarder = new Forwarder({ config, logger: silentLogger(), observationCheckpointMs: 1000 });
+    const controller = new AbortController();
+    const running = forwarder.run(controller.signal);
+    try {
+      await waitFor(() => forwarder.stats.commits === 1, 'the first document committed');
+      // Idle without events: no checkpoint, however long (here 15 polls = 3 checkpoint intervals).
+      await waitForGets(sim, 15, 'idle polls');
+      expect(forwarder.stats.commits).toBe(1);
+      expect(forwarder.stats.unchangedPolls).toBeGreaterThanOrEqual(14);
+
+      sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 3600 });
+      await waitFor(() => forwarder.stats.commits === 2, 'the changed document committed');
+      const committedAt = committedState(stateDir).lastObservedAtMs!;
+      // Tracked: the in-memory observation time is committed once the committed one is 1 s old.
+      await waitFor(() => forwarder.stats.commits >= 3, 'a checkpoint');
+      const checkpointed = committedState(stateDir).lastObservedAtMs!;
+      expect(checkpointed - committedAt).toBeGreaterThanOrEqual(1000);
+      expect(forwarder.stats.records).toBe(1); // a checkpoint carries no record
+    } finally {
+      controller.abort();
+      await running;
+    }
   });
 });
 
