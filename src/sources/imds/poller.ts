@@ -9,17 +9,11 @@
  */
 import type { Logger } from '../../log.ts';
 import { CaptureWriter } from '../replay/capture.ts';
-import type {
-  PollFailureOutcome,
-  PollOutcome,
-  ScheduledEventsDocument,
-  Source,
-  VmIdentity,
-} from '../types.ts';
+import type { PollFailureOutcome, PollOutcome, Source, VmIdentity } from '../types.ts';
 import { type BackoffOptions, retryDelayMs } from './backoff.ts';
-import type { ImdsClient } from './client.ts';
+import type { ImdsClient, ScheduledEventsAnswer } from './client.ts';
 import { type PollerClock, realClock, sleep } from './clock.ts';
-import { sameDocument } from './document.ts';
+import { documentFingerprint } from './document.ts';
 import { ImdsError } from './errors.ts';
 
 export type { PollerClock } from './clock.ts';
@@ -110,7 +104,11 @@ export class ImdsPoller implements Source {
     const clock = this.#clock;
     const startedAt = clock.monotonic();
     const schedule = new FixedRateSchedule(startedAt, this.#intervalMs);
-    let previous: ScheduledEventsDocument | undefined;
+    // The previous answer (bytes and parsed document) and the fingerprint of its document: an answer with the
+    // same bytes comes back as this very object (nothing decoded or parsed, see ImdsClient.getScheduledEvents);
+    // only different bytes are parsed and fingerprinted.
+    let previous: ScheduledEventsAnswer | undefined;
+    let previousFingerprint: string | undefined;
     let consecutiveFailures = 0;
     // Only an unbroken run of transient failures grows the backoff: a 400/404 streak is polled at the normal
     // interval, and the first 410/503 after it must not inherit that streak's length as its exponent.
@@ -131,9 +129,15 @@ export class ImdsPoller implements Source {
         let outcome: PollOutcome;
         let retryAfterFailure: ImdsError | undefined;
         try {
-          const { document, body } = await this.#client.getScheduledEvents(signal);
+          const answer = await this.#client.getScheduledEvents(signal, previous);
           const observed = { wallMs: clock.now(), monotonicMs: clock.monotonic() };
-          const changed = !sameDocument(previous, document);
+          let changed = false;
+          if (answer !== previous) {
+            const fingerprint = documentFingerprint(answer.document);
+            changed = fingerprint !== previousFingerprint;
+            previousFingerprint = fingerprint;
+          }
+          const { document, body } = answer;
           outcome = { kind: 'document', document, observed, changed };
           if (failureState !== undefined) {
             this.#logger.info(
@@ -144,7 +148,7 @@ export class ImdsPoller implements Source {
           consecutiveFailures = 0;
           consecutiveTransientFailures = 0;
           failureState = undefined;
-          previous = document;
+          previous = answer;
           if (changed) await this.#captureDocument(observed.wallMs, body);
         } catch (error) {
           if (signal.aborted) break;

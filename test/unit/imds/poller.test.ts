@@ -2,8 +2,12 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ImdsError } from '../../../src/sources/imds/errors.ts';
-import { FixedRateSchedule, ImdsPoller } from '../../../src/sources/imds/poller.ts';
-import type { PollOutcome } from '../../../src/sources/types.ts';
+import {
+  FixedRateSchedule,
+  ImdsPoller,
+  type ScheduledEventsReader,
+} from '../../../src/sources/imds/poller.ts';
+import type { PollDocumentOutcome, PollOutcome } from '../../../src/sources/types.ts';
 import { FakeClock } from './fake-clock.ts';
 import { LIVE_MIGRATION } from './payloads.ts';
 import { type Answer, ScriptedClient } from './scripted-client.ts';
@@ -166,6 +170,29 @@ describe('ImdsPoller', () => {
     const poller = new ImdsPoller({ client, intervalMs: 1000, clock, logger: pino({ level: 'silent' }) });
     const outcomes = await runPoller(clock, poller, 5);
     expect(outcomes.map((o) => o.kind === 'document' && o.changed)).toEqual([true, false, true, false, true]);
+  });
+
+  it('hands the previous answer to the client: an answer returned as-is is unchanged, without a re-parse', async () => {
+    const clock = new FakeClock();
+    const a = '{"DocumentIncarnation":7,"Events":[{"EventId":"e1","EventStatus":"Scheduled"}]}';
+    const bodies = [a, a, `${a} `, LIVE_MIGRATION[0], LIVE_MIGRATION[0]];
+    const scripted = new ScriptedClient(clock, (call) => ({ body: bodies[call] ?? LIVE_MIGRATION[0] }));
+    const passed: Array<string | undefined> = [];
+    // Like ImdsClient: the same bytes as `previous` → `previous` itself.
+    const client: ScheduledEventsReader = {
+      getScheduledEvents: async (signal, previous) => {
+        passed.push(previous?.body);
+        const answer = await scripted.getScheduledEvents(signal);
+        return previous?.body === answer.body ? previous : { ...answer, raw: Buffer.from(answer.body) };
+      },
+    };
+    const poller = new ImdsPoller({ client, intervalMs: 1000, clock, logger: pino({ level: 'silent' }) });
+    const outcomes = (await runPoller(clock, poller, 5)) as PollDocumentOutcome[];
+    expect(passed).toEqual([undefined, a, a, `${a} `, LIVE_MIGRATION[0]]);
+    expect(outcomes.map((o) => o.changed)).toEqual([true, false, false, true, false]);
+    expect(outcomes[1]!.document).toBe(outcomes[0]!.document); // the same object: nothing parsed again
+    expect(outcomes[2]!.document).not.toBe(outcomes[0]!.document); // other bytes, same content: parsed, unchanged
+    expect(outcomes[4]!.document).toBe(outcomes[3]!.document);
   });
 
   it('backs off after transient failures but never polls faster than the interval', async () => {
