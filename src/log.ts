@@ -1,25 +1,16 @@
 /**
  * Structured JSON logs with pino; human-readable when stderr is a TTY. Every component takes a Logger
- * (child loggers carry a `component` field). Known secret-bearing keys are redacted as a second line of
- * defence; the first is that secrets are wrapped in Secret (src/config/secret.ts) and never logged raw.
+ * (child loggers carry a `component` field). Secrets are wrapped in Secret (src/config/secret.ts) and never
+ * logged raw; every serialised line also passes through the redactor (src/redact.ts), which removes configured
+ * secret values and credential-shaped text, and known secret-bearing keys are censored by pino.
  */
 import { pino } from 'pino';
+import { redactText, SECRET_LOG_KEYS } from './redact.ts';
 
 export type Logger = pino.Logger;
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
-const REDACT_PATHS = [
-  'connectionString',
-  '*.connectionString',
-  'url',
-  '*.url',
-  'secret',
-  '*.secret',
-  'secrets',
-  '*.secrets',
-  'headers.authorization',
-  '*.headers.authorization',
-];
+const REDACT_PATHS = SECRET_LOG_KEYS.flatMap((key) => [key, `*.${key}`]);
 
 export interface LoggerOptions {
   level?: LogLevel;
@@ -35,7 +26,14 @@ export const PRETTY_STREAM = Symbol.for('scheduled-events-forwarder.prettyStream
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? 'info';
   const pretty = options.pretty ?? (options.destination === undefined && process.stderr.isTTY === true);
-  const base = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { pid: process.pid } };
+  const base = {
+    level,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    // Every serialised line passes through the redactor: configured secret values and credential-shaped
+    // text (an error message quoting what a receiver echoed) never reach the log.
+    hooks: { streamWrite: redactText },
+    base: { pid: process.pid },
+  };
   // The single executable cannot start pino's transport worker (it loads a file); its entry registers
   // pino-pretty as a synchronous stream instead (scripts/package/sea-main.ts).
   const prettyStream = (globalThis as Record<symbol, unknown>)[PRETTY_STREAM] as

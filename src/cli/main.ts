@@ -8,6 +8,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { redactText } from '../redact.ts';
 import { UsageError } from './errors.ts';
 import { nodeVersionProblem } from './node-version.ts';
 import { readVersion } from './version.ts';
@@ -57,10 +58,10 @@ export async function main(argv: string[]): Promise<number> {
       return error.exitCode === 0 ? 0 : 2;
     }
     if (error instanceof UsageError) {
-      process.stderr.write(`error: ${error.message}\n`);
+      process.stderr.write(redactText(`error: ${error.message}\n`));
       return 2;
     }
-    process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(redactText(`error: ${error instanceof Error ? error.message : String(error)}\n`));
     return 1;
   }
 }

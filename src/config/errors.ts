@@ -137,6 +137,9 @@ export function formatIssues(
   return lines;
 }
 
+/** zod's own message for a union without a custom error. */
+const DEFAULT_UNION_MESSAGE = 'Invalid input';
+
 function describeIssue(issue: z.core.$ZodIssue): string {
   const input = (issue as { input?: unknown }).input;
   switch (issue.code) {
@@ -165,8 +168,17 @@ function describeIssue(issue: z.core.$ZodIssue): string {
         if (value === undefined) return `required (expected one of ${list})`;
         return `expected one of ${list}, got ${shown(value)}`;
       }
-      return `expected ${issue.errors.map(describeUnionBranch).join(' or ')}, got ${describeInput(input)}`;
+      // A union that names what it accepts (e.g. secrets) says so in its own message; otherwise list the branches.
+      const expected =
+        issue.message !== '' && issue.message !== DEFAULT_UNION_MESSAGE
+          ? issue.message
+          : [...new Set(issue.errors.map(describeUnionBranch))].join(' or ');
+      if (input === undefined) return `required (expected ${expected})`;
+      return `expected ${expected}, got ${describeInput(input)}`;
     }
+    case 'invalid_key':
+      // A record key that failed its own check (e.g. a reserved header name): say what the check said.
+      return issue.issues.map(describeIssue).join('; ');
     case 'not_multiple_of':
       return `expected a multiple of ${String(issue.divisor)}`;
     default:

@@ -6,10 +6,11 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { LogLevel } from '../log.ts';
+import { redactText, registerUrlCredentials } from '../redact.ts';
 import type { SinkFactory, SinkFilter } from '../sinks/types.ts';
 import { ConfigError, formatIssues } from './errors.ts';
 import { type BuildSchemaOptions, buildConfigSchema, COMMON_SINK_KEYS, type ParsedConfig } from './schema.ts';
-import { Secret } from './secret.ts';
+import { allowingMissingSecrets, Secret } from './secret.ts';
 
 export { ConfigError } from './errors.ts';
 
@@ -48,6 +49,11 @@ export interface LoadConfigOptions {
   factories?: readonly SinkFactory[] | undefined;
   /** Key path → CLI option, so that errors caused by an option name it. */
   overrideFlags?: Record<string, string> | undefined;
+  /**
+   * `config validate --allow-missing-secrets`: secrets whose environment variable is unset or whose file cannot
+   * be read here are not errors (see missingSecrets). Never for running: a sink needs its secrets.
+   */
+  allowMissingSecrets?: boolean | undefined;
 }
 
 /** Reads and parses a YAML config file into a raw object (no validation). */
@@ -101,7 +107,8 @@ export function validateConfig(
   if (options.factories !== undefined) schemaOptions.factories = options.factories;
   if (options.env !== undefined) schemaOptions.env = options.env;
   const schema = buildConfigSchema(schemaOptions);
-  const result = schema.safeParse(raw, { reportInput: true });
+  const parse = () => schema.safeParse(raw, { reportInput: true });
+  const result = options.allowMissingSecrets === true ? allowingMissingSecrets(parse) : parse();
   if (!result.success) {
     const problems = formatIssues(result.error.issues, schema, raw, options.overrideFlags);
     throw new ConfigError(`invalid configuration${options.origin ? ` (${options.origin})` : ''}:`, problems);
@@ -136,7 +143,45 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     ...options,
     origin: options.file === undefined ? 'command-line options' : options.file,
   });
+  registerConfiguredUrlCredentials(config);
   return { ...config, configFile: options.file };
+}
+
+/** URL userinfo is a secret everywhere: register the password of every URL in the config with the redactor. */
+function registerConfiguredUrlCredentials(value: unknown): void {
+  if (typeof value === 'string') registerUrlCredentials(value);
+  else if (value instanceof URL) registerUrlCredentials(value.href);
+  else if (Array.isArray(value)) for (const item of value) registerConfiguredUrlCredentials(item);
+  else if (typeof value === 'object' && value !== null && !(value instanceof Secret)) {
+    for (const item of Object.values(value)) registerConfiguredUrlCredentials(item);
+  }
+}
+
+/** A secret that `allowMissingSecrets` left unresolved: where it is configured and why it is not available. */
+export interface MissingSecret {
+  /** Key path as written in the YAML, e.g. `sinks[0].connectionString`. */
+  path: string;
+  /** Where it is referenced, e.g. `env SEF_EH_CONN` or `file /etc/x`. */
+  origin: string;
+  reason: string;
+}
+
+/** The secrets of `config` that were not available when it was loaded with `allowMissingSecrets`. */
+export function missingSecrets(config: Config): MissingSecret[] {
+  const found: MissingSecret[] = [];
+  const walk = (value: unknown, path: string): void => {
+    if (value instanceof Secret) {
+      if (value.missing !== undefined) found.push({ path, origin: value.origin, reason: value.missing });
+    } else if (Array.isArray(value)) {
+      for (const [i, v] of value.entries()) walk(v, `${path}[${i}]`);
+    } else if (isPlainObject(value)) {
+      for (const [k, v] of Object.entries(value)) walk(v, path === '' ? k : `${path}.${k}`);
+    }
+  };
+  const { sinks, ...rest } = config;
+  walk(rest, '');
+  for (const [i, sink] of sinks.entries()) walk(sink.options, `sinks[${i}]`);
+  return found;
 }
 
 /** Options shared by `run` and the commands that open the state (`outbox`, `deadletters`, ...). */
@@ -259,7 +304,9 @@ export function redactConfig(config: Config): { value: unknown; inlineSecrets: s
       return describeSecret(value);
     }
     if (Array.isArray(value)) return value.map((v, i) => walk(v, `${path}[${i}]`));
-    if (value instanceof URL) return value.toString();
+    if (value instanceof URL) return redactText(value.toString());
+    // Plain strings too: URL userinfo (an OTel endpoint http://user:PASS@host) is a secret everywhere.
+    if (typeof value === 'string') return redactText(value);
     if (typeof value === 'object' && value !== null) {
       const out: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(value)) {

@@ -7,9 +7,10 @@
  * Adding a top-level section: write a `z.object({...}).strict().prefault({}).describe(...)` below and add it
  * to TOP_LEVEL_SECTIONS — the loader, `config show`, the docs and the editor schema pick it up.
  */
+import { accessSync, constants } from 'node:fs';
 import { z } from 'zod';
 import { approvalSection } from '../approval/config.ts';
-import { defaultStateDir } from '../platform.ts';
+import { defaultStateDir, temporaryDiskReason } from '../platform.ts';
 import { SINK_FACTORIES } from '../sinks/registry.ts';
 import type { SinkFactory, SinkFilter } from '../sinks/types.ts';
 import { TRANSITIONS } from '../transform/record.ts';
@@ -78,7 +79,19 @@ const sourceSection = z
     z
       .object({
         type: z.literal('replay').describe('Play a JSON-lines capture of documents instead of polling IMDS.'),
-        file: z.string().min(1).describe('The capture file (written by imds.captureFile / run --record).'),
+        file: z
+          .string()
+          .min(1)
+          .superRefine((file, ctx) => {
+            if (file === '') return; // reported by min(1)
+            try {
+              accessSync(file, constants.R_OK);
+            } catch (error) {
+              const code = (error as NodeJS.ErrnoException).code ?? 'error';
+              ctx.addIssue({ code: 'custom', message: `cannot read the capture file ${file}: ${code}` });
+            }
+          })
+          .describe('The capture file (written by imds.captureFile / run --record).'),
         speed: z
           .number()
           .min(0)
@@ -289,22 +302,42 @@ export function buildConfigSchema(options: BuildSchemaOptions = {}) {
   return z
     .object(TOP_LEVEL_SECTIONS)
     .strict()
-    .superRefine((config, ctx) => {
-      const seen = new Map<string, number>();
-      config.sinks.forEach((sink, index) => {
-        const name = (sink as { name: string }).name;
-        const first = seen.get(name);
-        if (first !== undefined) {
+    .superRefine(
+      (config, ctx) => {
+        // Runs even when other keys are invalid (`when` below), so that every problem of a file is reported at
+        // once: the values here may be partly unparsed.
+        if (typeof config !== 'object' || config === null) return;
+        const sinks: unknown[] = Array.isArray(config.sinks) ? config.sinks : [];
+        const seen = new Map<string, number>();
+        sinks.forEach((sink, index) => {
+          const name = (sink as { name?: unknown } | null)?.name;
+          if (typeof name !== 'string') return;
+          const first = seen.get(name);
+          if (first !== undefined) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['sinks', index, 'name'],
+              message: `duplicate sink name "${name}" (already used by sinks[${first}]); names must be unique`,
+            });
+          } else {
+            seen.set(name, index);
+          }
+        });
+        const stateDir: unknown = config.stateDir;
+        const reason = typeof stateDir === 'string' ? temporaryDiskReason(stateDir, platform) : undefined;
+        if (reason !== undefined && config.allowTemporaryDisk !== true) {
           ctx.addIssue({
             code: 'custom',
-            path: ['sinks', index, 'name'],
-            message: `duplicate sink name "${name}" (already used by sinks[${first}]); names must be unique`,
+            path: ['stateDir'],
+            message:
+              `${reason}: pending records and state kept there are lost exactly when maintenance happens. Choose ` +
+              'a directory on the OS or a data disk, or set allowTemporaryDisk: true (--allow-temporary-disk) if ' +
+              'you accept that',
           });
-        } else {
-          seen.set(name, index);
         }
-      });
-    })
+      },
+      { when: () => true },
+    )
     .describe('scheduled-events-forwarder configuration');
 }
 

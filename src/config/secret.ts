@@ -1,11 +1,13 @@
 /**
  * Secrets (connection strings, SAS keys, webhook URLs, signing secrets) are wrapped in Secret as soon as they
  * are read, so that logging, JSON.stringify, util.inspect and string interpolation show "[redacted]".
- * Only the code that needs the value calls reveal().
+ * Only the code that needs the value calls reveal(). Creating a Secret registers its value with the redactor
+ * (src/redact.ts), so a receiver that echoes it back cannot get it into a log line, a stored error or CLI output.
  */
 import { readFileSync } from 'node:fs';
 import { inspect } from 'node:util';
 import { z } from 'zod';
+import { registerSecret } from '../redact.ts';
 
 const REDACTED = '[redacted]';
 
@@ -13,11 +15,21 @@ export class Secret {
   readonly #value: string;
   /** Where it came from, safe to show (e.g. "env SEF_EH_CONN", "file /etc/x", "inline"). */
   readonly origin: string;
-  constructor(value: string, origin: string) {
+  /**
+   * Set only by `config validate --allow-missing-secrets` (see allowingMissingSecrets): why the value is not
+   * available here (e.g. "environment variable SEF_EH_CONN is not set or empty"). Such a secret has no value:
+   * checks of its content are skipped and reveal() throws.
+   */
+  readonly missing: string | undefined;
+  constructor(value: string, origin: string, missing?: string) {
     this.#value = value;
     this.origin = origin;
+    // The redactor removes the value (and its credential parts) from everything printed or stored.
+    registerSecret(value);
+    this.missing = missing;
   }
   reveal(): string {
+    if (this.missing !== undefined) throw new SecretResolutionError(this.missing);
     return this.#value;
   }
   toString(): string {
@@ -41,11 +53,15 @@ export type Env = Record<string, string | undefined>;
  * - { file: PATH }       → the file's contents, trailing newline removed
  * - a plain string       → inline (allowed, but `config show` warns that it is inline)
  */
-export const secretInput = z.union([
-  z.string().min(1),
-  z.object({ env: z.string().min(1) }).strict(),
-  z.object({ file: z.string().min(1) }).strict(),
-]);
+export const secretInput = z.union(
+  [
+    z.string().min(1),
+    z.object({ env: z.string().min(1) }).strict(),
+    z.object({ file: z.string().min(1) }).strict(),
+  ],
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: names the literal ${ENV} secret syntax
+  { error: 'a secret: "${ENV_VAR}", { env: NAME }, { file: PATH } or an inline string' },
+);
 export type SecretInput = z.infer<typeof secretInput>;
 
 export class SecretResolutionError extends Error {
@@ -86,12 +102,42 @@ function fromEnv(name: string, env: Env): Secret {
   return new Secret(value, `env ${name}`);
 }
 
+let missingSecretsAllowed = false;
+
+/**
+ * Runs `fn` (a synchronous schema parse) with missing secrets allowed: a reference whose environment variable
+ * is unset or whose file cannot be read yields a Secret with `missing` set instead of a validation error. Only
+ * `config validate --allow-missing-secrets` uses this (checking a file where the service's secrets are not
+ * available: a CI job, an admin shell); everything else resolves every secret.
+ */
+export function allowingMissingSecrets<T>(fn: () => T): T {
+  const previous = missingSecretsAllowed;
+  missingSecretsAllowed = true;
+  try {
+    return fn();
+  } finally {
+    missingSecretsAllowed = previous;
+  }
+}
+
+/** Where a secret reference points, safe to show (the same origins resolveSecret gives). */
+function originOf(input: SecretInput): string {
+  if (typeof input === 'string') {
+    const m = ENV_REF.exec(input);
+    return m ? `env ${m[1]}` : 'inline';
+  }
+  return 'env' in input ? `env ${input.env}` : `file ${input.file}`;
+}
+
 /** zod type that accepts a SecretInput and yields a resolved Secret (resolution errors become zod issues). */
 export function secretSchema(env: () => Env = () => process.env) {
   return secretInput.transform((input, ctx) => {
     try {
       return resolveSecret(input, env());
     } catch (error) {
+      if (missingSecretsAllowed && error instanceof SecretResolutionError) {
+        return new Secret('', originOf(input), error.message);
+      }
       ctx.addIssue({ code: 'custom', message: (error as Error).message });
       return z.NEVER;
     }

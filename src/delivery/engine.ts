@@ -6,6 +6,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { childLogger, type Logger } from '../log.ts';
+import { redactedMessage } from '../redact.ts';
 import { DeliveryError, type Sink } from '../sinks/types.ts';
 import type { Caps, DeadLetterReason, OutboxRow, Store } from '../store/index.ts';
 import { StoreWriteError } from '../store/index.ts';
@@ -481,6 +482,7 @@ function formatMs(ms: number): string {
   return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
 }
 
+/** The error's message, redacted: it is logged, stored in the outbox and shown by the CLI and /readyz. */
 function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return redactedMessage(error);
 }

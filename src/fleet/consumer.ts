@@ -19,8 +19,7 @@ import {
   RetryMode,
   type Subscription,
 } from '@azure/event-hubs';
-import { BlobCheckpointStore } from '@azure/eventhubs-checkpointstore-blob';
-import { ContainerClient } from '@azure/storage-blob';
+import type { BlobCheckpointStore } from '@azure/eventhubs-checkpointstore-blob';
 import type { Logger } from '../log.ts';
 import { createCredential } from '../sinks/event-hubs/index.ts';
 import type { FleetConfig } from './config.ts';
@@ -50,8 +49,34 @@ export interface FleetConsumerOptions {
   onBatch?: (info: { partitionId: string; result: IngestResult; lastSequenceNumber: number }) => void;
 }
 
+/**
+ * The fleet's Azure Storage packages are optional peer dependencies of the npm package (a VM never needs them:
+ * docs/dependencies.md); loaded here, with the install command when they are missing.
+ */
+async function loadStoragePackages(): Promise<{
+  BlobCheckpointStore: typeof import('@azure/eventhubs-checkpointstore-blob').BlobCheckpointStore;
+  ContainerClient: typeof import('@azure/storage-blob').ContainerClient;
+}> {
+  try {
+    const [{ BlobCheckpointStore }, { ContainerClient }] = await Promise.all([
+      import('@azure/eventhubs-checkpointstore-blob'),
+      import('@azure/storage-blob'),
+    ]);
+    return { BlobCheckpointStore, ContainerClient };
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
+    throw new Error(
+      'the fleet consumer needs the Azure Storage packages, which the forwarder does not install by default: ' +
+        'npm install -g @azure/storage-blob@12 @azure/eventhubs-checkpointstore-blob@2 (beside a global ' +
+        'scheduled-events-forwarder), or use the release executable, which includes them',
+    );
+  }
+}
+
 /** The Blob checkpoint store for the config; creates the container if missing. */
 export async function createBlobCheckpointStore(config: FleetConfig): Promise<BlobCheckpointStore> {
+  const { BlobCheckpointStore, ContainerClient } = await loadStoragePackages();
   const c = config.checkpoints;
   const container =
     c.connectionString !== undefined

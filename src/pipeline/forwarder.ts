@@ -1,14 +1,22 @@
 /**
  * The `run` loop. Opens the store (last committed state, or the initial one), starts the VM identity cache and
- * the stall detector, builds the sinks from the config, starts the delivery engine, then runs the source. For
- * each poll outcome: transform(previous committed state) → ONE commit of the new state plus the records routed
- * to every enabled sink whose filter matches → wake the delivery engine.
+ * the stall detector, builds the sinks from the config, starts the delivery engine, then runs the source.
  *
- * A failed commit (disk full, I/O error) keeps the previous committed state: the next poll's diff produces the
- * same records again, so nothing is lost once the store recovers; polling never stops. Shutdown (abort the
- * signal): stop the source, give in-flight deliveries `shutdownDeadlineMs`, close the store.
+ * The transform state lives in memory and may run ahead of the committed one (src/pipeline/durability.ts):
+ * - a changed document (or approvals): transform(in-memory state) → ONE commit of the new state plus the
+ *   records routed to every enabled sink whose filter matches → wake the delivery engine;
+ * - an unchanged document: observeUnchanged() in memory, no write (the observation time is committed with the
+ *   next commit, on graceful shutdown, or by the once-a-minute checkpoint while an event is tracked).
+ *
+ * A failed commit (disk full, I/O error) keeps the transitions in memory, in order, with their observation
+ * times (at most MAX_WAITING_RECORDS), and every later poll retries them first, so they are committed in order
+ * as soon as the disk takes writes; polling never stops. Beyond the bound, or when the process dies meanwhile,
+ * the pipeline falls back to the last committed state and the next diff infers conservatively. Shutdown (abort
+ * the signal): stop the source, commit what is only in memory, give in-flight deliveries `shutdownDeadlineMs`,
+ * close the store.
  */
 import { ApprovalCoordinator } from '../approval/index.ts';
+import { ConfigError } from '../config/errors.ts';
 import type { Config, SinkConfig } from '../config/index.ts';
 import { DeliveryEngine, type EngineSink } from '../delivery/index.ts';
 import type { Logger } from '../log.ts';
@@ -19,8 +27,17 @@ import { ReplaySource } from '../sources/replay/index.ts';
 import { StallDetector } from '../sources/stall-detector.ts';
 import type { PollOutcome, Source, VmIdentity } from '../sources/types.ts';
 import { openStoreWhenPossible, type Store, StoreWriteError, storeDamage } from '../store/index.ts';
-import { type ForwarderState, initialState, restoreState, transform } from '../transform/index.ts';
+import {
+  type ApprovalInput,
+  type ForwarderState,
+  initialState,
+  type LifecycleRecord,
+  observeUnchanged,
+  restoreState,
+  transform,
+} from '../transform/index.ts';
 import { hostBootTimeMs } from './boot-time.ts';
+import { MAX_WAITING_RECORDS, OBSERVATION_CHECKPOINT_MS, observationCheckpointDue } from './durability.ts';
 import type { PipelineObserver } from './observer.ts';
 import { type RoutedSink, routeRecords } from './route.ts';
 
@@ -48,6 +65,28 @@ export interface ForwarderOptions {
   observer?: PipelineObserver;
   /** When a finite source (replay) ends: wait until every sink's queue is empty before stopping. Default true. */
   drainWhenSourceEnds?: boolean;
+  /** Observation checkpoint interval while an event is tracked (default OBSERVATION_CHECKPOINT_MS; tests). */
+  observationCheckpointMs?: number;
+  /** Transitions kept in memory while commits fail (default MAX_WAITING_RECORDS; tests). */
+  maxWaitingRecords?: number;
+}
+
+/** Transitions of one poll not committed yet (a commit failed), in observation order. */
+interface WaitingBatch {
+  records: LifecycleRecord[];
+  deliveries: ReturnType<typeof routeRecords>;
+  approvals: ApprovalInput[];
+  observedAtMs: number;
+}
+
+interface OutcomeDeps {
+  identity: IdentitySource | undefined;
+  bootTimeMs: number;
+  maxGapMs: number;
+  stall: StallDetector;
+  store: Store;
+  engine: DeliveryEngine;
+  approval?: ApprovalCoordinator | undefined;
 }
 
 /** Counters for the run (also handy in tests). */
@@ -57,6 +96,8 @@ export interface ForwarderStats {
   commits: number;
   commitFailures: number;
   records: number;
+  /** Document polls handled without a diff because the document had not changed. */
+  unchangedPolls: number;
 }
 
 /**
@@ -92,10 +133,25 @@ function buildSource(
 
 /** The running forwarder; see the module comment. */
 export class Forwarder {
-  readonly stats: ForwarderStats = { outcomes: 0, failures: 0, commits: 0, commitFailures: 0, records: 0 };
+  readonly stats: ForwarderStats = {
+    outcomes: 0,
+    failures: 0,
+    commits: 0,
+    commitFailures: 0,
+    records: 0,
+    unchangedPolls: 0,
+  };
   readonly #options: ForwarderOptions;
   readonly #logger: Logger;
+  /** The state in memory: that of the last document (or approval) seen; may run ahead of the committed one. */
   #state: ForwarderState = initialState();
+  /** The last committed state (what a restart would load). */
+  #durable: ForwarderState = this.#state;
+  /** False until #state is known to be the transform of the source's last document (unchanged-poll shortcut). */
+  #followsSource = false;
+  /** Changed documents (with their transitions) observed but not committed yet (commits failing), oldest first. */
+  #waiting: WaitingBatch[] = [];
+  #waitingRecords = 0;
   #store: Store | undefined;
   #engine: DeliveryEngine | undefined;
   #routed: RoutedSink[] = [];
@@ -149,6 +205,8 @@ export class Forwarder {
     let approval: ApprovalCoordinator | undefined;
     try {
       this.#state = this.#loadState(store);
+      this.#durable = this.#state;
+      stall.setFine(this.#state.events.length > 0);
       const built =
         this.#options.source === undefined
           ? buildSource(config, logger, () => identity?.current())
@@ -218,11 +276,20 @@ export class Forwarder {
         );
       }
       if (!internal.signal.aborted && (this.#options.drainWhenSourceEnds ?? true)) {
+        if (this.#state !== this.#durable && this.#commitInMemory(store, { final: true })) engine.notify();
         logger.info('source finished; waiting for pending deliveries');
         await waitUntilDrained(store, this.#routed, internal.signal);
       }
     } finally {
       signal.removeEventListener('abort', onAbort);
+      // Graceful stop: what only memory holds (observation time, transitions waiting for the disk) is committed.
+      if (this.#state !== this.#durable) {
+        try {
+          this.#commitInMemory(store, { final: true });
+        } catch (error) {
+          logger.error({ err: (error as Error).message }, 'cannot commit the in-memory state at shutdown');
+        }
+      }
       observer?.stopping?.();
       stall.stop();
       await approval?.stop(); // approval: ends running hooks / POST retries; progress stays persisted
@@ -256,12 +323,18 @@ export class Forwarder {
   async #createSink(sink: SinkConfig, identity: IdentitySource | undefined): Promise<Sink> {
     const find = this.#options.findFactory ?? findSinkFactory;
     const factory = find(sink.type);
-    if (factory === undefined) throw new Error(`sink ${sink.name}: unknown sink type "${sink.type}"`);
-    return factory.create(sink.name, sink.options, {
-      logger: this.#logger.child({ component: 'sink', sink: sink.name }),
-      vm: () => identity?.current(),
-      stateDir: this.#options.config.stateDir,
-    });
+    if (factory === undefined)
+      throw new ConfigError(`sink ${sink.name}: unknown sink type "${sink.type}"`, []);
+    try {
+      return await factory.create(sink.name, sink.options, {
+        logger: this.#logger.child({ component: 'sink', sink: sink.name }),
+        vm: () => identity?.current(),
+        stateDir: this.#options.config.stateDir,
+      });
+    } catch (error) {
+      // A sink that cannot be built from its options is a configuration error (exit code 2, like `config validate`).
+      throw new ConfigError(error instanceof Error ? error.message : String(error), []);
+    }
   }
 
   #warnAboutOrphanedQueues(store: Store, configured: Set<string>): void {
@@ -275,25 +348,16 @@ export class Forwarder {
     }
   }
 
-  async #onOutcome(
-    outcome: PollOutcome,
-    deps: {
-      identity: IdentitySource | undefined;
-      bootTimeMs: number;
-      maxGapMs: number;
-      stall: StallDetector;
-      store: Store;
-      engine: DeliveryEngine;
-      approval?: ApprovalCoordinator | undefined;
-    },
-  ): Promise<void> {
+  async #onOutcome(outcome: PollOutcome, deps: OutcomeDeps): Promise<void> {
     this.stats.outcomes++;
     this.#options.observer?.outcome?.(outcome);
     if (outcome.kind === 'failure') {
       this.stats.failures++;
-      return; // a failed poll never changes state (the poller logs failures once per streak)
+      // A failed poll never changes state (the poller logs failures once per streak); transitions waiting
+      // for the disk are retried on every poll all the same.
+      if (this.#waiting.length > 0) this.#commitInMemory(deps.store, { deps, outcome });
+      return;
     }
-    const previous = this.#state;
     // The identity is fetched at start (i.e. after every reboot) and refreshed periodically; while it is still
     // unknown, retry at most every 30 s so a broken instance endpoint never slows polling down.
     if (deps.identity !== undefined && deps.identity.current() === undefined) {
@@ -301,67 +365,164 @@ export class Forwarder {
       if (now - this.#lastIdentityAttemptMs >= 30_000) {
         this.#lastIdentityAttemptMs = now;
         await deps.identity.refresh();
+        // Approval decisions wait for the identity; let the coordinator decide now rather than at the next commit.
+        if (deps.identity.current() !== undefined && this.#waiting.length === 0) {
+          deps.approval?.afterCommit({ state: this.#durable, records: [], approvals: [] });
+        }
       }
     }
     const approvals = deps.approval?.pendingApprovals() ?? []; // approval: decided, not yet committed
-    const result = transform(previous, {
+    const maxStallMs = deps.stall.takeMaxStallMs();
+    const nowMs = outcome.observed.wallMs;
+    if (!outcome.changed && approvals.length === 0 && this.#followsSource) {
+      // The same document as the one #state came from: no record is possible; only the observation time and
+      // the Started-window measurements move, in memory (src/pipeline/durability.ts says when they are written).
+      this.stats.unchangedPolls++;
+      this.#state = observeUnchanged(this.#state, {
+        observedAtMs: nowMs,
+        hostBootTimeMs: deps.bootTimeMs,
+        maxStallMs,
+      });
+      const checkpointMs = this.#options.observationCheckpointMs ?? OBSERVATION_CHECKPOINT_MS;
+      if (
+        this.#waiting.length > 0 ||
+        observationCheckpointDue(this.#state, this.#durable.lastObservedAtMs, nowMs, checkpointMs)
+      ) {
+        this.#commitInMemory(deps.store, { deps, outcome });
+      }
+      return;
+    }
+    const result = transform(this.#state, {
       outcome,
       vm: deps.identity?.current(),
       hostBootTimeMs: deps.bootTimeMs,
-      maxStallMs: deps.stall.takeMaxStallMs(),
+      maxStallMs,
       maxGapMs: deps.maxGapMs,
       approvals,
     });
-    // transform() returns the previous state object itself when nothing changed; every document poll moves
-    // lastObservedAtMs (reboot awareness needs it durable), so there is nothing else to compare.
-    if (result.records.length === 0 && result.state === previous) return;
-    const deliveries = routeRecords(result.records, this.#routed);
+    this.#state = result.state;
+    this.#followsSource = true;
+    deps.stall.setFine(result.state.events.length > 0);
+    // A changed document is committed at once, with or without records (the committed state then matches it);
+    // until that commit succeeds it waits like a transition (one empty batch at most), so every poll retries it.
+    // (Approvals already recorded in memory give no record again; afterCommit sees them in the committed state.)
+    if (result.records.length > 0 || this.#waiting.length === 0) {
+      this.#waiting.push({
+        records: result.records,
+        deliveries: routeRecords(result.records, this.#routed),
+        approvals,
+        observedAtMs: nowMs,
+      });
+      this.#waitingRecords += result.records.length;
+    }
+    this.#commitInMemory(deps.store, { deps, outcome });
+  }
+
+  /**
+   * ONE commit of the in-memory state plus every waiting transition, in observation order. On success the
+   * committed state catches up with memory; on a write error the transitions keep waiting (bounded).
+   * `final`: at shutdown or when the source ended — no approval bookkeeping, and what cannot be committed
+   * is reported as left to the next start's conservative inference.
+   */
+  #commitInMemory(
+    store: Store,
+    context: { deps?: OutcomeDeps; outcome?: PollOutcome; final?: boolean },
+  ): boolean {
+    const batches = this.#waiting;
+    const state = this.#state;
+    const deliveries = batches.length === 1 ? batches[0]!.deliveries : batches.flatMap((b) => b.deliveries);
     try {
-      deps.store.commit(result.state, deliveries);
+      store.commit(state, deliveries);
     } catch (error) {
       if (!(error instanceof StoreWriteError)) throw error;
-      this.#commitFailed(error, result.records.length);
-      return; // keep the previous committed state: the next poll's diff re-produces these records
+      this.#commitFailed(error, context.final === true);
+      return false;
     }
-    this.#state = result.state;
-    deps.approval?.afterCommit({ state: result.state, records: result.records, approvals }); // approval
+    this.#durable = state;
+    this.#waiting = [];
+    this.#waitingRecords = 0;
+    const records = batches.length === 1 ? batches[0]!.records : batches.flatMap((b) => b.records);
     this.stats.commits++;
-    this.stats.records += result.records.length;
+    this.stats.records += records.length;
     if (this.#consecutiveCommitFailures > 0) {
       this.#logger.info(
-        { failedCommits: this.#consecutiveCommitFailures },
-        'state store writable again; pending transitions committed',
+        { failedCommits: this.#consecutiveCommitFailures, records: records.length },
+        'state store writable again; the transitions that waited in memory are committed, in order',
       );
       this.#consecutiveCommitFailures = 0;
     }
+    if (context.final === true) return true;
+    const approvals = batches.flatMap((b) => b.approvals);
+    context.deps?.approval?.afterCommit({ state, records, approvals }); // approval
     const rows = deliveries.reduce((n, d) => n + d.sinks.length, 0);
-    this.#options.observer?.committed?.({ records: result.records, rows, outcome });
-    if (rows > 0) deps.engine.notify();
-    for (const record of result.records) {
+    if (context.outcome !== undefined) {
+      this.#options.observer?.committed?.({ records, rows, outcome: context.outcome });
+    }
+    if (rows > 0) context.deps?.engine.notify();
+    for (const record of records) {
       this.#logger.debug({ id: record.id, type: record.type, subject: record.subject }, 'record committed');
     }
+    return true;
   }
 
-  #commitFailed(error: StoreWriteError, records: number): void {
+  #commitFailed(error: StoreWriteError, final: boolean): void {
     this.stats.commitFailures++;
     this.#consecutiveCommitFailures++;
     const consecutive = this.#consecutiveCommitFailures;
     this.#options.observer?.commitFailed?.({ message: error.message, full: error.full, consecutive });
+    const waiting = this.#waitingRecords;
+    const oldestMs = this.#waiting[0]?.observedAtMs;
+    const fields = {
+      err: error.message,
+      diskFull: error.full,
+      consecutiveFailures: consecutive,
+      waitingTransitions: waiting,
+      ...(oldestMs === undefined ? {} : { waitingSinceMs: Math.max(0, Date.now() - oldestMs) }),
+    };
+    if (final) {
+      this.#logger.error(
+        fields,
+        waiting > 0
+          ? `cannot commit at shutdown: ${waiting} transition(s) seen while the state store refused writes are ` +
+              'lost with this process; the next start infers their outcome conservatively from the committed state'
+          : 'cannot commit the last observation time at shutdown; the next start counts the time since the last ' +
+              'committed observation as unwatched',
+      );
+      return;
+    }
+    const limit = this.#options.maxWaitingRecords ?? MAX_WAITING_RECORDS;
+    if (waiting > limit || this.#waiting.length > limit) {
+      // Memory stays bounded: fall back to the committed state. The next document is diffed against it, so
+      // every event still gets its records — inferred conservatively.
+      this.#logger.error(
+        fields,
+        `more than ${limit} transitions are waiting for the state store: dropping them from memory and falling ` +
+          'back to the last committed state (the next commit re-infers what happened, conservatively)',
+      );
+      // The dropped observations happened after the committed one: the state must not claim to have watched
+      // continuously since then (no `canceled` across them), so its observation time becomes unknown.
+      this.#state = { ...this.#durable, lastObservedAtMs: null };
+      this.#followsSource = false;
+      this.#waiting = [];
+      this.#waitingRecords = 0;
+      this.#lastCommitErrorLogMs = Date.now();
+      return;
+    }
     const now = Date.now();
     // First failure, then at most every 30 s: clear, but no log flood while the disk stays full.
     if (consecutive === 1 || now - this.#lastCommitErrorLogMs >= 30_000) {
       this.#lastCommitErrorLogMs = now;
+      const age =
+        oldestMs === undefined
+          ? ''
+          : ` (the oldest seen ${Math.round(fields.waitingSinceMs ?? 0) / 1000} s ago)`;
       this.#logger.error(
-        {
-          err: error.message,
-          diskFull: error.full,
-          consecutiveFailures: consecutive,
-          pendingRecords: records,
-        },
+        fields,
         error.full
-          ? 'cannot commit: the disk holding the state directory is full; still polling, nothing is lost — the ' +
-              'transitions are committed as soon as space returns'
-          : 'cannot commit to the state store; still polling, the transitions are retried on the next poll',
+          ? `cannot commit: the disk holding the state directory is full; still polling, ${waiting} transition(s) ` +
+              `wait in memory${age} and are committed in order as soon as the disk takes writes`
+          : `cannot commit to the state store; still polling, ${waiting} transition(s) wait in memory${age} ` +
+              'and are retried on every poll',
       );
     }
   }

@@ -16,9 +16,9 @@ export interface PipelineObserver {
   ready?(info: { stateDir: string; sinks: string[]; storeDamage?: readonly StoreDamage[] }): void;
   /** Every poll outcome, before it is transformed. */
   outcome?(outcome: PollOutcome): void;
-  /** A poll outcome's state and records were committed (records routed to `rows` outbox rows). */
+  /** State and records were committed (records routed to `rows` outbox rows); unchanged polls commit nothing. */
   committed?(info: { records: readonly LifecycleRecord[]; rows: number; outcome: PollOutcome }): void;
-  /** A commit failed (disk full, I/O error); the previous state is kept and the next poll retries. */
+  /** A commit failed (disk full, I/O error); the transitions wait in memory and every poll retries them. */
   commitFailed?(info: { message: string; full: boolean; consecutive: number }): void;
   /** Shutdown began. */
   stopping?(): void;

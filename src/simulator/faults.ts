@@ -1,6 +1,7 @@
 /**
  * Fault injection: how the simulated IMDS misbehaves (latency, slow first call, 429/5xx, connection reset,
- * hang, HTML from a proxy, truncated JSON, empty body, 5 req/s rate limiting). Faults apply globally or to
+ * hang, HTML from a proxy, truncated JSON, empty body, 5 req/s rate limiting, a UTF-8 byte order mark before the
+ * real answer, an arbitrary raw body given as base64 — invalid UTF-8, absurd nesting). Faults apply globally or to
  * one VM, to one endpoint or all, optionally for the next N matching requests only.
  */
 import { z } from 'zod';
@@ -15,6 +16,8 @@ export const FAULT_KINDS = [
   'truncated-json',
   'empty-body',
   'rate-limit',
+  'bom',
+  'raw-body',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -32,6 +35,8 @@ export const faultSchema = z.strictObject({
   retryAfterSeconds: z.number().int().nonnegative().optional(),
   /** Requests per second allowed per VM by "rate-limit" (IMDS: 5). */
   perSecond: z.number().int().positive().default(5),
+  /** Exact bytes (base64) that kind "raw-body" answers with, status 200, Content-Type application/json. */
+  bodyBase64: z.string().default(''),
   /** Only requests of this VM identity (default: every VM). */
   vm: z.string().min(1).optional(),
   /** Only this endpoint (default: any). */

@@ -155,12 +155,20 @@ async function handle(deps: HandlerDeps, req: IncomingMessage, res: ServerRespon
     log(200, decision.applied);
     return;
   }
+  if (terminal?.kind === 'raw-body') {
+    const bytes = Buffer.from(terminal.bodyBase64, 'base64');
+    res.writeHead(200, { 'Content-Type': JSON_TYPE, 'Content-Length': String(bytes.length) });
+    res.end(bytes);
+    log(200, decision.applied);
+    return;
+  }
   const body = method === 'POST' ? await readBody(req) : '';
   const answer = handleImds(deps, endpoint, method, vmName, url, req, body);
   deps.sync();
   if (terminal?.kind === 'truncated-json')
     answer.body = answer.body.slice(0, Math.max(1, Math.floor(answer.body.length / 2)));
   if (terminal?.kind === 'empty-body') answer.body = '';
+  if (terminal?.kind === 'bom') answer.body = `\ufeff${answer.body}`;
   send(res, answer);
   log(answer.status, decision.applied);
 }

@@ -4,20 +4,29 @@
  * the last `takeMaxStallMs()` is what the transform records as the observed impact of a Freeze.
  *
  * Uses the monotonic clock (performance.now()), so wall-clock steps (NTP) never look like stalls.
+ *
+ * Two rates: fine ticks (`intervalMs`, default 100 ms) while an event is tracked — its stalls are what the
+ * records report — and coarse ticks (`idleIntervalMs`, default 1 s) while none is, so an idle forwarder wakes
+ * up about once a second for it, not ten times. The pipeline switches with `setFine()`.
  */
 
 import { performance } from 'node:perf_hooks';
 
 export interface StallDetectorOptions {
-  /** Tick interval in ms (default 100). */
+  /** Fine tick interval in ms (default 100). */
   intervalMs?: number;
+  /** Coarse tick interval in ms used after setFine(false) (default 1000, never finer than intervalMs). */
+  idleIntervalMs?: number;
   /** Monotonic clock in ms (default performance.now); injectable for tests. */
   now?: () => number;
 }
 
 /** Longest event-loop/process stall detector. start() / stop(); the timer never keeps the process alive. */
 export class StallDetector {
-  readonly intervalMs: number;
+  /** The current tick interval (fine or coarse). */
+  intervalMs: number;
+  private readonly fineMs: number;
+  private readonly coarseMs: number;
   private readonly now: () => number;
   private timer: NodeJS.Timeout | undefined;
   private lastTickMs: number | undefined;
@@ -28,14 +37,42 @@ export class StallDetector {
     if (!Number.isFinite(intervalMs) || intervalMs <= 0) {
       throw new RangeError(`stall detector interval must be a positive number of ms, got ${intervalMs}`);
     }
+    const idleIntervalMs = options.idleIntervalMs ?? 1000;
+    if (!Number.isFinite(idleIntervalMs) || idleIntervalMs <= 0) {
+      throw new RangeError(
+        `stall detector idle interval must be a positive number of ms, got ${idleIntervalMs}`,
+      );
+    }
     this.intervalMs = intervalMs;
+    this.fineMs = intervalMs;
+    this.coarseMs = Math.max(intervalMs, idleIntervalMs);
     this.now = options.now ?? (() => performance.now());
+  }
+
+  /**
+   * Fine ticks (true, the initial rate) or coarse ticks (false). The interval in progress is accounted for at
+   * the old rate first, so switching never invents or hides a stall. Cheap when the rate does not change.
+   */
+  setFine(fine: boolean): void {
+    const interval = fine ? this.fineMs : this.coarseMs;
+    if (interval === this.intervalMs) return;
+    if (this.lastTickMs !== undefined) this.recordTick(this.now());
+    this.intervalMs = interval;
+    if (this.timer !== undefined) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+      this.#arm();
+    }
   }
 
   /** Starts ticking (idempotent). */
   start(): void {
     if (this.timer !== undefined) return;
     this.lastTickMs = this.now();
+    this.#arm();
+  }
+
+  #arm(): void {
     this.timer = setInterval(() => this.recordTick(this.now()), this.intervalMs);
     this.timer.unref();
   }

@@ -18,6 +18,7 @@ import {
 import { DatabaseSync } from 'node:sqlite';
 import type { Logger } from '../log.ts';
 import { createPrivateFile, restrictFile } from '../platform.ts';
+import { redactText } from '../redact.ts';
 import type { LifecycleRecord } from '../transform/record.ts';
 import { isCorruption, SQLITE_FULL, StoreOpenError, sqliteErrorCode, toWriteError } from './errors.ts';
 import type { StateDirLock } from './lock.ts';
@@ -439,7 +440,9 @@ export class SqliteStore implements Store {
       const update = this.#db.prepare(
         'UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE sink = ? AND seq = ?',
       );
-      for (const seq of seqs) update.run(failure.attempts, failure.nextAttemptAt, failure.error, sink, seq);
+      // Redacted before SQLite sees it: neither the database nor its WAL ever holds a credential a receiver echoed.
+      const error = redactText(failure.error);
+      for (const seq of seqs) update.run(failure.attempts, failure.nextAttemptAt, error, sink, seq);
     });
   }
 
@@ -460,8 +463,9 @@ export class SqliteStore implements Store {
         'attempts, ?, ?, ? FROM outbox WHERE sink = ? AND seq = ?',
     );
     const del = this.#db.prepare('DELETE FROM outbox WHERE sink = ? AND seq = ?');
+    const error = redactText(why.error); // before SQLite (database and WAL) sees it
     for (const seq of seqs) {
-      copy.run(why.reason, why.error, now, sink, seq);
+      copy.run(why.reason, error, now, sink, seq);
       del.run(sink, seq);
     }
   }

@@ -12,10 +12,10 @@ export function timedScheduledEventsReader(
   monotonicMs: () => number = () => performance.now(),
 ): ScheduledEventsReader {
   return {
-    getScheduledEvents: async (signal?: AbortSignal) => {
+    getScheduledEvents: async (signal, previous) => {
       const start = monotonicMs();
       try {
-        return await reader.getScheduledEvents(signal);
+        return await reader.getScheduledEvents(signal, previous);
       } finally {
         if (!signal?.aborted) metrics.imdsLatency.observe(Math.max(0, monotonicMs() - start) / 1000);
       }

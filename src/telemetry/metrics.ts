@@ -17,6 +17,8 @@ import type { SinkQueueStats } from '../store/index.ts';
 import type { LifecycleRecord } from '../transform/record.ts';
 
 export const METRIC_PREFIX = 'sef_';
+/** Sampling interval (ms) of the `sef_nodejs_eventloop_lag_*` histogram. */
+export const EVENT_LOOP_SAMPLE_MS = 1000;
 
 /** Seconds; deliveries include backoff waits, so the range goes up to 30 min. */
 export const DELIVERY_LATENCY_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800];
@@ -195,7 +197,15 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
       registers,
     }),
   };
-  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: p });
+  // The event-loop lag histogram samples on a timer; prom-client's default (every 10 ms) would wake an idle
+  // forwarder 100 times a second. Once a second is plenty for a sidecar (the stall detector measures freezes).
+  if (options.processMetrics ?? true) {
+    collectDefaultMetrics({
+      register: registry,
+      prefix: p,
+      eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
+    });
+  }
   return metrics;
 }
 

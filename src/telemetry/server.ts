@@ -1,10 +1,12 @@
 /**
  * The optional telemetry HTTP listener (default 127.0.0.1): GET /healthz (process alive), GET /readyz
  * (200 when ready, 503 otherwise, JSON HealthState body either way) and GET /metrics (Prometheus text).
+ * Every body passes through the redactor (src/redact.ts).
  */
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { redactText } from '../redact.ts';
 import type { HealthState } from './health.ts';
 import type { ForwarderMetrics } from './metrics.ts';
 
@@ -26,7 +28,7 @@ export interface TelemetryServer {
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
-  res.end(JSON.stringify(body));
+  res.end(redactText(JSON.stringify(body)));
 }
 
 async function handle(
@@ -54,7 +56,7 @@ async function handle(
         'content-type': options.metrics.registry.contentType,
         'cache-control': 'no-store',
       });
-      res.end(text);
+      res.end(redactText(text)); // label values (sink names, VM identity) can be configured text
       return;
     }
     default:

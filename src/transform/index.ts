@@ -30,9 +30,11 @@ export {
   type ApprovalInput,
   changedFields,
   type InferredReason,
+  observeUnchanged,
   type TransformInput,
   type TransformResult,
   transform,
+  type UnchangedInput,
   UPDATE_FIELDS,
   type UpdateField,
 } from './transform.ts';

@@ -253,16 +253,14 @@ export function transform(previous: ForwarderState, input: TransformInput): Tran
   // 2. Measurements over the interval since the previous document.
   const current = eventsById(document.Events);
   for (const event of state.events) {
-    if (rebooted && lastObservedAtMs !== null) {
-      event.downtime = longerDowntime(event.downtime, { fromMs: lastObservedAtMs, toMs: nowMs });
-    }
     const currentEvent = current.get(event.eventId);
-    const inStartedWindow =
-      event.startedAtMs !== null || (currentEvent !== undefined && isStarted(currentEvent));
-    if (inStartedWindow) {
-      event.maxStallMs = maxOrNull(event.maxStallMs, input.maxStallMs);
-      event.maxObservationGapMs = maxOrNull(event.maxObservationGapMs, gapMs);
-    }
+    measure(event, {
+      downtimeFromMs: rebooted ? lastObservedAtMs : null,
+      nowMs,
+      startedNow: currentEvent !== undefined && isStarted(currentEvent),
+      maxStallMs: input.maxStallMs,
+      gapMs,
+    });
   }
 
   // 3. Events that went away: exactly one terminal record each.
@@ -305,6 +303,80 @@ export function transform(previous: ForwarderState, input: TransformInput): Tran
   if (input.hostBootTimeMs !== undefined) state.lastBootTimeMs = input.hostBootTimeMs;
   state.ended = pruneEnded(state.ended, nowMs);
   return { state, records };
+}
+
+/** Step 2 of transform() for one tracked event (mutates `event`, a clone owned by the step). */
+function measure(
+  event: TrackedEvent,
+  m: {
+    downtimeFromMs: number | null;
+    nowMs: number;
+    startedNow: boolean;
+    maxStallMs: number | undefined;
+    gapMs: number | null;
+  },
+): void {
+  if (m.downtimeFromMs !== null) {
+    event.downtime = longerDowntime(event.downtime, { fromMs: m.downtimeFromMs, toMs: m.nowMs });
+  }
+  if (event.startedAtMs !== null || m.startedNow) {
+    event.maxStallMs = maxOrNull(event.maxStallMs, m.maxStallMs);
+    event.maxObservationGapMs = maxOrNull(event.maxObservationGapMs, m.gapMs);
+  }
+}
+
+/** Everything observeUnchanged() needs: the observation time and the measurements transform() would get. */
+export interface UnchangedInput {
+  /** Wall time of the observation (outcome.observed.wallMs). */
+  observedAtMs: number;
+  hostBootTimeMs?: number;
+  maxStallMs?: number;
+}
+
+/**
+ * The cheap equivalent of `transform(previous, {document})` for a document EQUAL to the one that produced
+ * `previous` (the source saw the same bytes, or the same parsed document): no event appeared, went away or
+ * changed, so there is never a record. Returns exactly the state transform() would return — the observation
+ * time, each event's last sighting and the Started-window measurements move — without cloning the whole
+ * state: untouched parts (the ended list, an empty event list) are shared with `previous`, which is never
+ * mutated. Only valid when `previous` came from that same document; approvals need transform().
+ */
+export function observeUnchanged(previous: ForwarderState, input: UnchangedInput): ForwarderState {
+  const nowMs = input.observedAtMs;
+  const lastObservedAtMs = previous.lastObservedAtMs;
+  const gapMs = lastObservedAtMs === null ? null : Math.max(0, nowMs - lastObservedAtMs);
+  const rebooted =
+    input.hostBootTimeMs !== undefined &&
+    lastObservedAtMs !== null &&
+    input.hostBootTimeMs > lastObservedAtMs;
+  const events =
+    previous.events.length === 0
+      ? previous.events
+      : previous.events.map((tracked) => {
+          const event: TrackedEvent = {
+            ...tracked,
+            downtime: tracked.downtime === null ? null : { ...tracked.downtime },
+            lastSeenAtMs: nowMs,
+          };
+          measure(event, {
+            downtimeFromMs: rebooted ? lastObservedAtMs : null,
+            nowMs,
+            startedNow: isStarted(tracked.last),
+            maxStallMs: input.maxStallMs,
+            gapMs,
+          });
+          return event;
+        });
+  const expired =
+    previous.ended.length > ENDED_MAX_ENTRIES ||
+    previous.ended.some((e) => e.endedAtMs < nowMs - ENDED_RETENTION_MS);
+  return {
+    ...previous,
+    events,
+    ended: expired ? pruneEnded(previous.ended, nowMs) : previous.ended,
+    lastObservedAtMs: nowMs,
+    lastBootTimeMs: input.hostBootTimeMs ?? previous.lastBootTimeMs,
+  };
 }
 
 function applyApproval(ctx: RecordContext, event: TrackedEvent, approval: ApprovalInput): LifecycleRecord[] {

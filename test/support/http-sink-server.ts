@@ -129,13 +129,15 @@ export interface ProxiedRequest {
  */
 export class RecordingProxy {
   readonly seen: ProxiedRequest[] = [];
+  /** Called for every request as it is recorded (the proxy process logs it; test/support/proxy-process.ts). */
+  onSeen: ((request: ProxiedRequest) => void) | undefined;
   readonly #server: http.Server;
   readonly #sockets = new Set<Socket>();
 
   private constructor() {
     this.#server = http.createServer((req, res) => {
       const target = req.url ?? '';
-      this.seen.push({ method: req.method ?? '', target });
+      this.#record({ method: req.method ?? '', target });
       let url: URL;
       try {
         url = new URL(target);
@@ -158,7 +160,7 @@ export class RecordingProxy {
     });
     this.#server.on('connect', (req: http.IncomingMessage, client: Socket, head: Buffer) => {
       const target = req.url ?? '';
-      this.seen.push({ method: 'CONNECT', target });
+      this.#record({ method: 'CONNECT', target });
       const [host, port] = target.split(':');
       const upstream = net.connect(Number(port), host ?? '127.0.0.1', () => {
         client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -173,6 +175,11 @@ export class RecordingProxy {
       this.#sockets.add(socket);
       socket.on('close', () => this.#sockets.delete(socket));
     });
+  }
+
+  #record(request: ProxiedRequest): void {
+    this.seen.push(request);
+    this.onSeen?.(request);
   }
 
   static async start(): Promise<RecordingProxy> {

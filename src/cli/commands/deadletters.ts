@@ -10,7 +10,7 @@
 import type { Command } from 'commander';
 import type { DeadLetterRow, SinkQueueStats, Store } from '../../store/index.ts';
 import { UsageError } from '../errors.ts';
-import { type StateConfig, type StoreCommandOptions, storeOptions, withStore } from './outbox.ts';
+import { print, type StateConfig, type StoreCommandOptions, storeOptions, withStore } from './outbox.ts';
 
 type Caps = { maxPendingRows: number; maxPendingBytes: number };
 
@@ -126,18 +126,16 @@ export function register(program: Command): void {
         : store.listDeadLetters(opts.sink === undefined ? {} : { sink: opts.sink });
     });
     if (opts.json === true) {
-      process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+      print(`${JSON.stringify(rows, null, 2)}\n`);
       return;
     }
     if (rows.length === 0) {
-      process.stdout.write(
-        opts.sink === undefined ? 'no dead letters\n' : `no dead letters for sink ${opts.sink}\n`,
-      );
+      print(opts.sink === undefined ? 'no dead letters\n' : `no dead letters for sink ${opts.sink}\n`);
       return;
     }
-    process.stdout.write('ID\tSINK\tRECORD ID\tTRANSITION\tREASON\tDEAD-LETTERED AT\tERROR\n');
+    print('ID\tSINK\tRECORD ID\tTRANSITION\tREASON\tDEAD-LETTERED AT\tERROR\n');
     for (const r of rows) {
-      process.stdout.write(
+      print(
         `${r.id}\t${r.sink}\t${r.recordId}\t${r.record.type.split('.').pop()}\t${r.reason}\t` +
           `${new Date(r.deadLetteredAt).toISOString()}\t${r.error}\n`,
       );
@@ -170,7 +168,7 @@ export function register(program: Command): void {
       checkCaps(rows, stats, config, defaults);
       return store.replayDeadLetters({ ...filter, ...(limit === undefined ? {} : { limit }) });
     });
-    process.stdout.write(
+    print(
       moved > 0
         ? `replayed ${plural(moved, 'dead letter')}\n`
         : opts.sink === undefined

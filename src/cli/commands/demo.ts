@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import type { LogLevel } from '../../log.ts';
+import { UsageError } from '../errors.ts';
 import { handleShutdownSignals } from './run.ts';
 
 /** The bundled demo scenario. */
@@ -42,18 +43,26 @@ export function register(program: Command): void {
 
 /** Runs the demo; resolves with the exit code. */
 export async function runDemo(opts: DemoOptions): Promise<number> {
-  const [{ loadConfigForCli }, { createLogger }, { Forwarder }, { startSimulator }] = await Promise.all([
-    import('../../config/index.ts'),
-    import('../../log.ts'),
-    import('../../pipeline/index.ts'),
-    import('../../simulator/index.ts'),
-  ]);
+  const [{ loadConfigForCli }, { createLogger }, { Forwarder }, { loadScenario, startSimulator }] =
+    await Promise.all([
+      import('../../config/index.ts'),
+      import('../../log.ts'),
+      import('../../pipeline/index.ts'),
+      import('../../simulator/index.ts'),
+    ]);
+  let scenario: ReturnType<typeof loadScenario>;
+  try {
+    scenario = loadScenario(opts.scenario ?? DEMO_SCENARIO);
+  } catch (error) {
+    // A scenario that is not found or not valid is a usage error (exit code 2), as for `simulate`.
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
   const stateDir = mkdtempSync(join(tmpdir(), 'sef-demo-'));
   const timeScale = opts.timeScale === undefined ? undefined : Number(opts.timeScale);
   const simulator = await startSimulator({
     host: '127.0.0.1',
     port: 0,
-    scenario: opts.scenario ?? DEMO_SCENARIO,
+    scenario,
     ...(timeScale === undefined ? {} : { timeScale }),
   });
   try {

@@ -8,6 +8,7 @@
  */
 import type { Command } from 'commander';
 import { defaultStateDir } from '../../platform.ts';
+import { redactText } from '../../redact.ts';
 import type { Store } from '../../store/index.ts';
 
 export interface StoreCommandOptions {
@@ -60,6 +61,15 @@ export async function readStateConfig(file: string): Promise<StateConfig> {
   }
   if (problems.length > 0) throw new ConfigError(`invalid configuration (${file}):`, problems);
   return { stateDir, sinks };
+}
+
+/**
+ * Print to stdout through the redactor: stored errors written before redaction existed, or by an older
+ * version, never show a credential (credential-shaped text is always recognised; the store commands do not
+ * resolve the config's secrets, see readStateConfig).
+ */
+export function print(text: string): void {
+  process.stdout.write(redactText(text));
 }
 
 /** Add the options every store command takes. */
@@ -126,12 +136,12 @@ export function register(program: Command): void {
     const now = Date.now();
     const stats = await withStore(opts, true, (store) => store?.stats() ?? []);
     if (opts.json === true) {
-      process.stdout.write(`${JSON.stringify(stats, null, 2)}\n`);
+      print(`${JSON.stringify(stats, null, 2)}\n`);
       return;
     }
     const pending = stats.reduce((n, s) => n + s.pending, 0);
     if (stats.length === 0 || (pending === 0 && stats.every((s) => s.deadLetters === 0))) {
-      process.stdout.write('nothing pending\n');
+      print('nothing pending\n');
       return;
     }
     for (const s of stats) {
@@ -146,8 +156,8 @@ export function register(program: Command): void {
       }
       if (s.headAttempts > 0) parts.push(`${s.headAttempts} failed attempts`);
       parts.push(`${s.deadLetters} dead letter${s.deadLetters === 1 ? '' : 's'}`);
-      process.stdout.write(`${parts.join(', ')}\n`);
-      if (s.lastError !== null && s.pending > 0) process.stdout.write(`  last error: ${s.lastError}\n`);
+      print(`${parts.join(', ')}\n`);
+      if (s.lastError !== null && s.pending > 0) print(`  last error: ${s.lastError}\n`);
     }
   });
 }

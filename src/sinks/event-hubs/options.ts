@@ -159,7 +159,8 @@ export function checkEventHubTarget(
       message: 'eventHubName is required with fullyQualifiedNamespace',
     });
   }
-  if (o.connectionString !== undefined) {
+  // A secret missing here (config validate --allow-missing-secrets) cannot be checked beyond its form.
+  if (o.connectionString !== undefined && o.connectionString.missing === undefined) {
     let entityPath: string | undefined;
     try {
       entityPath = parseEventHubsConnectionString(o.connectionString.reveal()).eventHubName;

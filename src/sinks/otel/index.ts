@@ -11,6 +11,7 @@ import type { LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-lo
 import { readVersion } from '../../cli/version.ts';
 import type { Env } from '../../config/secret.ts';
 import type { LifecycleRecord } from '../../transform/record.ts';
+import { proxyFor } from '../proxy.ts';
 import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
 import { exportFailureToDeliveryError } from './errors.ts';
 import {
@@ -47,7 +48,20 @@ export async function createOtlpLogExporter(settings: OtlpSettings): Promise<Log
   }
   const headers = async (): Promise<Record<string, string>> =>
     Object.fromEntries(Object.entries(settings.headers).map(([k, s]) => [k, s.reveal()]));
-  const config = { url: settings.endpoint, headers, timeoutMillis: settings.timeoutMs, compression };
+  // The proxy rule every HTTP sink shares (src/sinks/proxy.ts), applied through Node's built-in agent proxy
+  // support; a direct agent has no proxy configuration at all (proxyEnv undefined, as for IMDS).
+  const proxy = proxyFor(new URL(settings.endpoint));
+  const httpAgentOptions = {
+    keepAlive: true,
+    proxyEnv: proxy === undefined ? undefined : { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, NO_PROXY: '' },
+  };
+  const config = {
+    url: settings.endpoint,
+    headers,
+    timeoutMillis: settings.timeoutMs,
+    compression,
+    httpAgentOptions,
+  };
   if (settings.protocol === 'http/json') {
     const { OTLPLogExporter } = await import('@opentelemetry/exporter-logs-otlp-http');
     return new OTLPLogExporter(config);

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { type Env, type Secret, secretSchema } from '../../config/secret.ts';
+import { registerSecret, registerUrlCredentials } from '../../redact.ts';
 
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
@@ -52,7 +53,17 @@ export const otelOptionsSchema = z
       .optional()
       .describe('Records per export request; default 100.'),
   })
-  .strict();
+  .strict()
+  // The OTEL_EXPORTER_OTLP_* variables the options leave to the environment are checked with the file, so
+  // that `config validate` refuses what `run` would (resolveOtlpSettings runs again when the sink is built).
+  .superRefine((options, ctx) => {
+    try {
+      resolveOtlpSettings(options);
+    } catch (error) {
+      if (!(error instanceof OtelConfigError)) throw error;
+      ctx.addIssue({ code: 'custom', message: error.message });
+    }
+  });
 
 export type OtelOptions = z.infer<typeof otelOptionsSchema>;
 
@@ -101,6 +112,7 @@ export function httpLogsUrl(base: string): string {
  * the variable when an environment value is invalid.
  */
 export function resolveOtlpSettings(options: OtelOptions, env: Env = process.env): OtlpSettings {
+  registerEnvCredentials(env);
   const protocolEnv = fromEnv(env, 'PROTOCOL');
   let protocol: OtlpProtocol = 'http/protobuf';
   if (options.protocol) protocol = options.protocol;
@@ -168,6 +180,30 @@ export function resolveOtlpSettings(options: OtelOptions, env: Env = process.env
     compression: compression ?? 'none',
     maxBatch: options.maxBatch ?? DEFAULT_MAX_BATCH,
   };
+}
+
+/**
+ * The OTLP exporters read OTEL_EXPORTER_OTLP_[LOGS_]HEADERS themselves (W3C baggage format, k=v,k2=v2) and
+ * the endpoint variables may carry userinfo: make those values known to the redactor as well.
+ */
+function registerEnvCredentials(env: Env): void {
+  for (const name of ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_LOGS_HEADERS']) {
+    for (const pair of (envValue(env, name) ?? '').split(',')) {
+      const eq = pair.indexOf('=');
+      if (eq <= 0) continue;
+      const value = pair.slice(eq + 1).trim();
+      registerSecret(value);
+      try {
+        registerSecret(decodeURIComponent(value));
+      } catch {
+        // not percent-encoded
+      }
+    }
+  }
+  for (const name of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT']) {
+    const value = envValue(env, name);
+    if (value) registerUrlCredentials(value);
+  }
 }
 
 function endpointOriginName(options: OtelOptions, specific: string | undefined): string {

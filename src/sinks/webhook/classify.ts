@@ -3,6 +3,7 @@
  * error string (Slack's "channel_not_found", …) and the server's Retry-After. Messages name the endpoint
  * only by scheme and host: the path and query of Slack/Teams URLs are credentials.
  */
+import { redactText } from '../../redact.ts';
 import { DeliveryError } from '../types.ts';
 
 /** "https://hooks.slack.com" — the only part of a webhook URL that may appear in logs and errors. */
@@ -39,15 +40,12 @@ const PERMANENT_BODIES = new Set([
 ]);
 
 /**
- * Reduces a response body to a short, single-line, printable error string (at most 200 characters), with any
- * of the `secrets` (URL parts, keys; longest first) replaced by "[redacted]" and any URL cut to scheme and host,
- * in case a server echoes them.
+ * Reduces a response body to a short, single-line, printable error string (at most 200 characters), passed
+ * through the redactor (configured secrets — URL parts, header values, signing keys — and credential-shaped
+ * text become "[redacted]") and with any URL cut to scheme and host, in case a server echoes them.
  */
-export function sanitizeBody(body: string, secrets: readonly string[] = []): string {
-  let text = body;
-  for (const secret of secrets) {
-    if (secret.length >= 8) text = text.split(secret).join('[redacted]');
-  }
+export function sanitizeBody(body: string): string {
+  let text = redactText(body);
   // Any URL a server echoes is reduced to scheme and host: paths and queries of webhook URLs are credentials.
   text = text.replace(/\bhttps?:\/\/[^\s"'<>]+/gi, (url) => safeOrigin(url));
   text = text

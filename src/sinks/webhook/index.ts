@@ -8,7 +8,12 @@ import { childLogger } from '../../log.ts';
 import type { LifecycleRecord } from '../../transform/record.ts';
 import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
 import { summaryLine } from './format.ts';
-import type { SlackOptions, TeamsOptions, WebhookOptions } from './options.ts';
+import {
+  reservedHeaderProblem,
+  type SlackOptions,
+  type TeamsOptions,
+  type WebhookOptions,
+} from './options.ts';
 import type { Clock } from './rate-limiter.ts';
 import { buildSlackMessage, enforceBlockKitLimits, type SlackMessage } from './slack.ts';
 import { cloudEventRequest, decodeSigningSecret, standardWebhookHeaders } from './standard-webhooks.ts';
@@ -39,15 +44,6 @@ export interface WebhookSinkDeps {
   clock?: Clock;
   dispatcher?: import('undici').Dispatcher;
 }
-
-const RESERVED_HEADERS = new Set([
-  'content-type',
-  'content-length',
-  'host',
-  'webhook-id',
-  'webhook-timestamp',
-  'webhook-signature',
-]);
 
 /** One request per record; a permanent failure reports which record failed. */
 class OneRecordPerRequestSink implements Sink {
@@ -89,7 +85,6 @@ function transportFor(
   options: { url: Secret; timeoutMs: number; minIntervalMs: number },
   context: SinkContext,
   deps: WebhookSinkDeps,
-  extraSecrets: string[] = [],
 ): WebhookTransport {
   return new WebhookTransport({
     sinkName: name,
@@ -97,7 +92,6 @@ function transportFor(
     timeoutMs: options.timeoutMs,
     minIntervalMs: options.minIntervalMs,
     logger: context.logger,
-    extraSecrets,
     ...(deps.clock ? { clock: deps.clock } : {}),
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
   });
@@ -114,17 +108,11 @@ export function createGenericWebhookSink(
     decodeSigningSecret(s.reveal(), `sink ${name}: signingSecrets[${i}] (${s.origin})`),
   );
   for (const header of Object.keys(options.headers)) {
-    const lower = header.toLowerCase();
-    if (RESERVED_HEADERS.has(lower) || lower.startsWith('ce-')) {
-      throw new Error(`sink ${name}: header ${header} is set by the sink and cannot be configured`);
-    }
+    const problem = reservedHeaderProblem(header);
+    if (problem !== undefined) throw new Error(`sink ${name}: ${problem}`);
   }
-  const headerSecrets = Object.values(options.headers).map((s) => s.reveal());
-  const signingSecrets = options.signingSecrets.flatMap((s) => [
-    s.reveal(),
-    s.reveal().replace(/^whsec_/, ''),
-  ]);
-  const transport = transportFor(name, options, context, deps, [...headerSecrets, ...signingSecrets]);
+  // Header values, signing secrets and the URL are Secrets: the redactor (src/redact.ts) already knows them.
+  const transport = transportFor(name, options, context, deps);
   const log = childLogger(context.logger, { sink: name, sinkType: 'webhook' });
   if (keys.length === 0)
     log.warn(`sink ${name}: no signingSecrets configured; webhook requests are not signed`);

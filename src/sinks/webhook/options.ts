@@ -2,9 +2,12 @@
  * Options of the webhook, Slack and Teams sinks. Light on purpose (zod and secrets only): the config schema and
  * the CLI load this without the HTTP client (undici) or the template engine (mustache).
  */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { z } from 'zod';
-import { secretSchema } from '../../config/secret.ts';
+import { type Secret, secretSchema } from '../../config/secret.ts';
 import type { SinkFilter } from '../types.ts';
+import { decodeSigningSecret } from './standard-webhooks.ts';
 
 /** Per-request timeout when the config gives none. */
 export const DEFAULT_TIMEOUT_MS = 15_000;
@@ -21,10 +24,92 @@ const timeoutMs = z
   .positive()
   .default(DEFAULT_TIMEOUT_MS)
   .describe('per-request timeout in milliseconds; a timeout is retried');
-const url = secretSchema().describe(
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the literal ${ENV} secret syntax
-  'webhook URL as a secret ("${ENV}", {env: NAME} or {file: PATH}); never logged (errors show scheme and host only)',
-);
+/** Headers the sinks set themselves (plus every `ce-*` header); a configured header may not override them. */
+const RESERVED_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'host',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+]);
+
+/** Why `header` cannot be configured, or undefined when it can. */
+export function reservedHeaderProblem(header: string): string | undefined {
+  const lower = header.toLowerCase();
+  if (RESERVED_HEADERS.has(lower) || lower.startsWith('ce-')) {
+    return `header ${header} is set by the sink and cannot be configured`;
+  }
+  return undefined;
+}
+
+/**
+ * Validates a webhook URL (http or https) at configuration time (the schema below) and when the sink is built.
+ * Errors name only the sink and where the URL came from, never the URL.
+ */
+export function parseWebhookUrl(url: Secret, sinkName: string): URL {
+  const problem = webhookUrlProblem(url);
+  if (typeof problem === 'string') throw new Error(`sink ${sinkName}: ${problem}`);
+  return problem;
+}
+
+function webhookUrlProblem(url: Secret): URL | string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url.reveal());
+  } catch {
+    return `url (${url.origin}) is not a valid URL; expected an http:// or https:// URL`;
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+    return `url (${url.origin}) must be an http:// or https:// URL, not ${parsed.protocol}`;
+  }
+  return parsed;
+}
+
+/**
+ * Reads a Slack/Teams template file and checks that it parses as a Mustache template (at configuration time,
+ * and again when the sink is built). Mustache loads only when a template is configured.
+ */
+export function readTemplateFile(path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new Error(`cannot read template ${path}: ${code}`);
+  }
+  const mustache = createRequire(import.meta.url)('mustache') as { parse(template: string): unknown };
+  try {
+    mustache.parse(text);
+  } catch (error) {
+    throw new Error(`template ${path} is not a valid Mustache template: ${(error as Error).message}`);
+  }
+  return text;
+}
+
+/** Adds the problem `check` throws as an issue (secrets that are missing here are not checked). */
+function secretCheck(check: (secret: Secret) => void) {
+  return (secret: Secret, ctx: z.RefinementCtx) => {
+    if (secret.missing !== undefined) return;
+    try {
+      check(secret);
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+    }
+  };
+}
+
+const url = secretSchema()
+  .superRefine(
+    secretCheck((secret) => {
+      const problem = webhookUrlProblem(secret);
+      if (typeof problem === 'string') throw new Error(problem);
+    }),
+  )
+  .describe(
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the literal ${ENV} secret syntax
+    'webhook URL as a secret ("${ENV}", {env: NAME} or {file: PATH}); never logged (errors show scheme and host only)',
+  );
 
 export const webhookOptionsSchema = z
   .object({
@@ -34,11 +119,24 @@ export const webhookOptionsSchema = z
       .default('structured')
       .describe('CloudEvents HTTP content mode: the whole CloudEvent as the body, or data + ce-* headers'),
     signingSecrets: z
-      .array(secretSchema())
+      .array(
+        secretSchema().superRefine(
+          secretCheck((secret) => decodeSigningSecret(secret.reveal(), `signing secret (${secret.origin})`)),
+        ),
+      )
       .default([])
       .describe('Standard Webhooks secrets (whsec_...); several during rotation, each adds a v1 signature'),
     headers: z
-      .record(z.string().min(1), secretSchema())
+      .record(
+        z
+          .string()
+          .min(1)
+          .superRefine((header, ctx) => {
+            const problem = reservedHeaderProblem(header);
+            if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+          }),
+        secretSchema(),
+      )
       .default({})
       .describe('extra request headers; values are secrets (e.g. an Authorization header)'),
     timeoutMs,
@@ -59,6 +157,13 @@ function chatOptionsSchema(templateRenders: string) {
       template: z
         .string()
         .min(1)
+        .superRefine((path, ctx) => {
+          try {
+            readTemplateFile(path);
+          } catch (error) {
+            ctx.addIssue({ code: 'custom', message: (error as Error).message });
+          }
+        })
         .optional()
         .describe(`Mustache template file rendering ${templateRenders} (logic-less: no code, no network)`),
       timeoutMs,

@@ -3,7 +3,6 @@
  * execution, no partials, no file or network access). A template is a JSON document; `{{name}}` inserts a
  * value escaped for use inside a JSON string, `{{{name}}}` inserts it raw.
  */
-import { readFileSync } from 'node:fs';
 import Mustache from 'mustache';
 import type { LifecycleRecord } from '../../transform/record.ts';
 import { DeliveryError } from '../types.ts';
@@ -21,6 +20,7 @@ import {
   vmDescription,
   vmDisplayName,
 } from './format.ts';
+import { readTemplateFile } from './options.ts';
 
 /** A loaded template: its file path (safe to show) and text. */
 export interface WebhookTemplate {
@@ -30,21 +30,11 @@ export interface WebhookTemplate {
 
 /** Reads and pre-parses a template file at configuration time; errors name the file and the problem. */
 export function loadTemplate(path: string, sinkName: string): WebhookTemplate {
-  let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    return { path, text: readTemplateFile(path) };
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new Error(`sink ${sinkName}: cannot read template ${path}: ${code}`);
+    throw new Error(`sink ${sinkName}: ${(error as Error).message}`);
   }
-  try {
-    Mustache.parse(text);
-  } catch (error) {
-    throw new Error(
-      `sink ${sinkName}: template ${path} is not a valid Mustache template: ${(error as Error).message}`,
-    );
-  }
-  return { path, text };
 }
 
 /** Escapes a value for inclusion inside a JSON string literal. */

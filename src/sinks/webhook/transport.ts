@@ -1,18 +1,20 @@
 /**
  * The HTTP delivery core shared by the generic, Slack and Teams sinks: one POST per call through undici
- * with the environment's proxy settings (HTTPS_PROXY / HTTP_PROXY / NO_PROXY via EnvHttpProxyAgent — IMDS
+ * with the proxy rule every HTTP sink shares (src/sinks/proxy.ts: HTTPS_PROXY / HTTP_PROXY / NO_PROXY — IMDS
  * traffic uses its own no-proxy agent and is unaffected), a timeout, no redirect following, the per-sink
  * rate limiter, and classification of the outcome into DeliveryError.
  */
-import { type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
+import { Agent, type Dispatcher, ProxyAgent, request } from 'undici';
 import { parseRetryAfter } from '../../backoff.ts';
 import type { Secret } from '../../config/secret.ts';
 import type { Logger } from '../../log.ts';
+import { proxyFor } from '../proxy.ts';
 import { DeliveryError } from '../types.ts';
 import { classifyNetworkError, classifyResponse, safeOrigin, sanitizeBody } from './classify.ts';
+import { parseWebhookUrl } from './options.ts';
 import { type Clock, RateLimiter, systemClock } from './rate-limiter.ts';
 
-export { DEFAULT_TIMEOUT_MS } from './options.ts';
+export { DEFAULT_TIMEOUT_MS, parseWebhookUrl } from './options.ts';
 
 /** Largest response body read (error strings are short; the rest is discarded). */
 const MAX_RESPONSE_BYTES = 4096;
@@ -26,10 +28,8 @@ export interface TransportOptions {
   minIntervalMs: number;
   logger: Logger;
   clock?: Clock;
-  /** Defaults to a new EnvHttpProxyAgent (honours the proxy environment variables at creation time). */
+  /** Defaults to a proxy or direct agent by the shared proxy rule (src/sinks/proxy.ts), decided at creation. */
   dispatcher?: Dispatcher;
-  /** Further secret values to scrub from echoed response bodies (signing keys, header values). */
-  extraSecrets?: readonly string[];
 }
 
 export interface OutgoingRequest {
@@ -47,7 +47,6 @@ export class WebhookTransport {
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
   readonly #logger: Logger;
-  readonly #scrub: string[];
 
   constructor(options: TransportOptions) {
     this.#url = parseWebhookUrl(options.url, options.sinkName);
@@ -56,9 +55,12 @@ export class WebhookTransport {
     this.#clock = options.clock ?? systemClock;
     this.#limiter = new RateLimiter(options.minIntervalMs, this.#clock);
     this.#ownsDispatcher = options.dispatcher === undefined;
-    this.#dispatcher = options.dispatcher ?? new EnvHttpProxyAgent();
+    if (options.dispatcher !== undefined) this.#dispatcher = options.dispatcher;
+    else {
+      const proxy = proxyFor(this.#url);
+      this.#dispatcher = proxy === undefined ? new Agent() : new ProxyAgent(proxy);
+    }
     this.#logger = options.logger;
-    this.#scrub = urlSecretParts(options.url.reveal(), this.#url).concat(options.extraSecrets ?? []);
   }
 
   /** "sink team-alerts (https://hooks.slack.com)": how this endpoint is named in messages. */
@@ -111,10 +113,7 @@ export class WebhookTransport {
       throw failure;
     }
     const retryAfterMs = parseRetryAfter(retryAfterHeader, this.#clock.now());
-    const failure = classifyResponse(
-      { status, body: sanitizeBody(bodyText, this.#scrub), retryAfterMs },
-      this.#where,
-    );
+    const failure = classifyResponse({ status, body: sanitizeBody(bodyText), retryAfterMs }, this.#where);
     if (failure === null) {
       this.#logger.debug({ status }, 'webhook delivered');
       return;
@@ -142,43 +141,4 @@ async function readLimited(body: AsyncIterable<Buffer> & { destroy(): void }): P
     }
   }
   return Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES).toString('utf8');
-}
-
-/**
- * Every part of a webhook URL that may be a credential, longest first, for scrubbing echoed response bodies:
- * the whole URL, path, query, and each path segment and query value (raw and decoded) of 8+ characters.
- */
-export function urlSecretParts(raw: string, url: URL): string[] {
-  const parts = new Set<string>([raw, url.href, url.pathname, url.search]);
-  for (const segment of url.pathname.split('/')) {
-    parts.add(segment);
-    parts.add(safeDecode(segment));
-  }
-  for (const [, value] of url.searchParams) {
-    parts.add(value);
-    parts.add(encodeURIComponent(value));
-  }
-  return [...parts].filter((p) => p.length >= 8).sort((a, b) => b.length - a.length);
-}
-
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-}
-
-/** Validates a webhook URL (http or https); errors name only the sink, never the URL. */
-export function parseWebhookUrl(url: Secret, sinkName: string): URL {
-  let parsed: URL;
-  try {
-    parsed = new URL(url.reveal());
-  } catch {
-    throw new Error(`sink ${sinkName}: url (${url.origin}) is not a valid URL`);
-  }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
-    throw new Error(`sink ${sinkName}: url (${url.origin}) must be an http:// or https:// URL`);
-  }
-  return parsed;
 }

@@ -10,7 +10,7 @@ import type { Logger } from '../../log.ts';
 import type { ScheduledEventsDocument, VmIdentity } from '../types.ts';
 import { parseRetryAfter } from './backoff.ts';
 import { excerptOf, ImdsError } from './errors.ts';
-import { parseInstanceMetadata, parseScheduledEventsDocument } from './parse.ts';
+import { decodeImdsBody, parseInstanceMetadata, parseScheduledEventsDocument } from './parse.ts';
 
 export { ImdsError, ImdsResponseError } from './errors.ts';
 
@@ -76,7 +76,22 @@ export interface ImdsClientOptions {
 interface RawResponse {
   status: number;
   headers: http.IncomingHttpHeaders;
+  /** The body's bytes exactly as received: decoded by decodeImdsBody() for documents (strict UTF-8, BOM
+   * accepted) and by bodyText() for error messages (lenient), only where the text is needed. */
+  raw: Buffer;
+}
+
+/** One Scheduled Events answer: the parsed document, its text and its bytes. */
+export interface ScheduledEventsAnswer {
+  document: ScheduledEventsDocument;
   body: string;
+  /** The body's bytes as received (compared with the next answer before anything is decoded or parsed). */
+  raw?: Buffer;
+}
+
+/** The text of an error answer's body, decoded leniently (invalid UTF-8 → U+FFFD): for messages only. */
+function bodyText(raw: Buffer): string {
+  return raw.toString('utf8');
 }
 
 /** Node error codes that mean the peer dropped a kept-alive connection we tried to reuse. */
@@ -124,15 +139,22 @@ export class ImdsClient {
   /**
    * GET the Scheduled Events document. Until IMDS has answered once, waits up to firstRequestTimeoutMs;
    * afterwards requestTimeoutMs. Throws ImdsError for every failure (never returns an empty document).
+   *
+   * With `previous` (the last answer): when the body's bytes are exactly those of `previous`, returns
+   * `previous` itself — the same bytes are the same document, so an unchanged answer costs only the GET
+   * (nothing is decoded, parsed or compared field by field).
    */
   async getScheduledEvents(
     signal?: AbortSignal,
-  ): Promise<{ document: ScheduledEventsDocument; body: string }> {
+    previous?: ScheduledEventsAnswer,
+  ): Promise<ScheduledEventsAnswer> {
     const timeoutMs = this.#answeredOnce ? this.#requestTimeoutMs : this.#firstRequestTimeoutMs;
     const response = await this.#send('GET', this.scheduledEventsUrl, undefined, timeoutMs, signal);
     this.#answeredOnce = true;
     this.#throwForStatus(response, this.scheduledEventsUrl);
-    return { document: parseScheduledEventsDocument(response.body), body: response.body };
+    if (previous?.raw?.equals(response.raw)) return previous;
+    const body = decodeImdsBody(response.raw, 'scheduled events');
+    return { document: parseScheduledEventsDocument(body), body, raw: response.raw };
   }
 
   /** GET /metadata/instance and return the VM identity (compute section). */
@@ -145,7 +167,7 @@ export class ImdsClient {
       signal,
     );
     this.#throwForStatus(response, this.instanceMetadataUrl);
-    return parseInstanceMetadata(response.body);
+    return parseInstanceMetadata(decodeImdsBody(response.raw, 'instance metadata'));
   }
 
   /** Approve (start) one or several events: POST {"StartRequests":[{"EventId":...}, ...]}. */
@@ -163,8 +185,9 @@ export class ImdsClient {
   }
 
   #throwForStatus(response: RawResponse, url: string): void {
-    const { status, body } = response;
+    const { status } = response;
     if (status >= 200 && status < 300) return;
+    const body = bodyText(response.raw);
     const excerpt = excerptOf(body);
     const retryAfterMs = parseRetryAfter(headerValue(response.headers['retry-after']), Date.now());
     const common = { httpStatus: status, excerpt, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
@@ -296,7 +319,7 @@ export class ImdsClient {
           finish(undefined, {
             status: response.statusCode ?? 0,
             headers: response.headers,
-            body: Buffer.concat(chunks).toString('utf8'),
+            raw: Buffer.concat(chunks, size), // a copy: never pins the socket's read buffer
           });
         });
       });

@@ -10,6 +10,7 @@ export {
   DEFAULT_REQUEST_TIMEOUT_MS,
   ImdsClient,
   type ImdsClientOptions,
+  type ScheduledEventsAnswer,
 } from './client.ts';
 export { type PollerClock, realClock } from './clock.ts';
 export { documentFingerprint, sameDocument } from './document.ts';

@@ -1,8 +1,8 @@
 /**
  * Tolerant parsing of IMDS answers. Real payloads vary (api-versions, wrong weekday names in NotBefore,
  * string incarnations, varying casing); everything that can be understood is normalised, and only a
- * genuinely unusable answer (not JSON, HTML, truncated, empty, Events not an array, an event without EventId)
- * throws ImdsResponseError.
+ * genuinely unusable answer (not UTF-8, not JSON, HTML, truncated, empty, nested deeper than 64 levels, Events
+ * not an array, an event without EventId) throws ImdsResponseError. A leading byte order mark is accepted.
  */
 import type { ScheduledEvent, ScheduledEventsDocument, VmIdentity } from '../types.ts';
 import { ImdsResponseError } from './errors.ts';
@@ -114,8 +114,91 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** Deepest JSON nesting accepted in an answer. A Scheduled Events document is 3 levels deep (4 with `extra`). */
+export const MAX_JSON_DEPTH = 64;
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/**
+ * Decode the bytes of an IMDS answer as UTF-8 (RFC 8259 §8.1). A leading UTF-8 byte order mark is dropped.
+ * Bytes that are not valid UTF-8 make the answer unusable (ImdsResponseError, a failed poll): replacing them
+ * with U+FFFD would turn a garbled transfer into a changed Description — an `updated` record that IMDS never
+ * published — and another one when the garbling stops.
+ */
+export function decodeImdsBody(bytes: Uint8Array, what = 'scheduled events'): string {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    const lenient = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+    throw new ImdsResponseError(
+      `IMDS ${what} answer is not valid UTF-8 (byte ${firstInvalidUtf8(bytes)} of ${bytes.byteLength}); the poll counts as failed and the last good document stays in force`,
+      lenient,
+    );
+  }
+}
+
+/** Offset of the first byte that is not valid UTF-8 (for the error message). */
+function firstInvalidUtf8(bytes: Uint8Array): number {
+  // "This prefix is valid so far" (streaming: a cut sequence at the end is not an error) is monotone in the
+  // prefix length, so bisect for the longest such prefix.
+  const validSoFar = (length: number): boolean => {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, length), { stream: true });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  let lo = 0;
+  let hi = bytes.byteLength;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (validSoFar(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/**
+ * Reject nesting deeper than MAX_JSON_DEPTH and strings (values or keys) with unpaired UTF-16 surrogates
+ * (`"\ud800"` escapes: valid JSON, but no UTF-8 store or sink can hold them unchanged, so the same bytes would
+ * compare different after a restart). Iterative: a depth-100,000 document must not overflow the stack here.
+ */
+function checkJsonValue(json: unknown, body: string, what: string): void {
+  const stack: Array<{ value: unknown; depth: number }> = [{ value: json, depth: 0 }];
+  while (stack.length > 0) {
+    const { value, depth } = stack.pop()!;
+    if (typeof value === 'string') {
+      if (!value.isWellFormed()) {
+        throw new ImdsResponseError(
+          `IMDS ${what} answer has a string with an unpaired UTF-16 surrogate escape (not Unicode text)`,
+          body,
+        );
+      }
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_JSON_DEPTH) {
+      throw new ImdsResponseError(
+        `IMDS ${what} answer nests JSON deeper than ${MAX_JSON_DEPTH} levels (a real document has 4)`,
+        body,
+      );
+    }
+    if (Array.isArray(value)) {
+      for (const item of value) stack.push({ value: item, depth: depth + 1 });
+    } else {
+      for (const [key, item] of Object.entries(value)) {
+        stack.push({ value: key, depth: depth + 1 }, { value: item, depth: depth + 1 });
+      }
+    }
+  }
+}
+
 /** Parse a JSON body, turning every kind of unusable body into ImdsResponseError with an excerpt. */
-function parseJsonBody(body: string, what: string): unknown {
+function parseJsonBody(raw: string, what: string): unknown {
+  // A UTF-8 byte order mark (decoded as U+FEFF) before the JSON text is tolerated (RFC 8259 §8.1 allows a
+  // parser to ignore it); decodeImdsBody already drops it from bytes, this covers callers passing text.
+  const body = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
   if (body.trim() === '') throw new ImdsResponseError(`IMDS ${what} answer has an empty body`, body);
   if (/^\s*</.test(body)) {
     throw new ImdsResponseError(
@@ -123,12 +206,15 @@ function parseJsonBody(body: string, what: string): unknown {
       body,
     );
   }
+  let json: unknown;
   try {
-    return JSON.parse(body);
+    json = JSON.parse(body);
   } catch (error) {
     const detail = error instanceof Error ? error.message : String(error);
     throw new ImdsResponseError(`IMDS ${what} answer is not valid JSON (truncated?): ${detail}`, body);
   }
+  checkJsonValue(json, body, what);
+  return json;
 }
 
 /** DocumentIncarnation as a number; accepts an integer or a numeric string. */

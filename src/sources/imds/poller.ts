@@ -3,22 +3,17 @@
  * (tick n at start + n * interval; ticks that a slow request or a slow consumer overran are skipped, so there
  * is no overlap and no drift), emits every document with `changed`, and every failure with a consecutive
  * failure count — a failure is never an empty document. Transient failures back off with full jitter and
- * Retry-After, but polls always stay on the tick grid, so the poller never exceeds its configured rate
+ * Retry-After (the exponent counts only the current run of consecutive transient failures; non-transient
+ * answers such as 400/404 are polled at the normal interval and reset it), but polls always stay on the tick grid, so the poller never exceeds its configured rate
  * (IMDS allows about 5 requests/s per VM, shared by every agent on it).
  */
 import type { Logger } from '../../log.ts';
 import { CaptureWriter } from '../replay/capture.ts';
-import type {
-  PollFailureOutcome,
-  PollOutcome,
-  ScheduledEventsDocument,
-  Source,
-  VmIdentity,
-} from '../types.ts';
+import type { PollFailureOutcome, PollOutcome, Source, VmIdentity } from '../types.ts';
 import { type BackoffOptions, retryDelayMs } from './backoff.ts';
-import type { ImdsClient } from './client.ts';
+import type { ImdsClient, ScheduledEventsAnswer } from './client.ts';
 import { type PollerClock, realClock, sleep } from './clock.ts';
-import { sameDocument } from './document.ts';
+import { documentFingerprint } from './document.ts';
 import { ImdsError } from './errors.ts';
 
 export type { PollerClock } from './clock.ts';
@@ -109,8 +104,15 @@ export class ImdsPoller implements Source {
     const clock = this.#clock;
     const startedAt = clock.monotonic();
     const schedule = new FixedRateSchedule(startedAt, this.#intervalMs);
-    let previous: ScheduledEventsDocument | undefined;
+    // The previous answer (bytes and parsed document) and the fingerprint of its document: an answer with the
+    // same bytes comes back as this very object (nothing decoded or parsed, see ImdsClient.getScheduledEvents);
+    // only different bytes are parsed and fingerprinted.
+    let previous: ScheduledEventsAnswer | undefined;
+    let previousFingerprint: string | undefined;
     let consecutiveFailures = 0;
+    // Only an unbroken run of transient failures grows the backoff: a 400/404 streak is polled at the normal
+    // interval, and the first 410/503 after it must not inherit that streak's length as its exponent.
+    let consecutiveTransientFailures = 0;
     let failureState: string | undefined;
     let failureSinceWallMs = 0;
     // Tick 0 is the start itself: poll at once. (A second clock reading would be a fraction of a millisecond
@@ -127,9 +129,15 @@ export class ImdsPoller implements Source {
         let outcome: PollOutcome;
         let retryAfterFailure: ImdsError | undefined;
         try {
-          const { document, body } = await this.#client.getScheduledEvents(signal);
+          const answer = await this.#client.getScheduledEvents(signal, previous);
           const observed = { wallMs: clock.now(), monotonicMs: clock.monotonic() };
-          const changed = !sameDocument(previous, document);
+          let changed = false;
+          if (answer !== previous) {
+            const fingerprint = documentFingerprint(answer.document);
+            changed = fingerprint !== previousFingerprint;
+            previousFingerprint = fingerprint;
+          }
+          const { document, body } = answer;
           outcome = { kind: 'document', document, observed, changed };
           if (failureState !== undefined) {
             this.#logger.info(
@@ -138,8 +146,9 @@ export class ImdsPoller implements Source {
             );
           }
           consecutiveFailures = 0;
+          consecutiveTransientFailures = 0;
           failureState = undefined;
-          previous = document;
+          previous = answer;
           if (changed) await this.#captureDocument(observed.wallMs, body);
         } catch (error) {
           if (signal.aborted) break;
@@ -154,7 +163,12 @@ export class ImdsPoller implements Source {
             await this.#captureFailure(observed.wallMs, failure);
             failureState = state;
           }
-          if (failure.retryable) retryAfterFailure = failure;
+          if (failure.retryable) {
+            consecutiveTransientFailures += 1;
+            retryAfterFailure = failure;
+          } else {
+            consecutiveTransientFailures = 0;
+          }
         }
 
         await onOutcome(outcome);
@@ -162,7 +176,7 @@ export class ImdsPoller implements Source {
         let earliest = clock.monotonic();
         if (retryAfterFailure) {
           const delay = retryDelayMs(
-            consecutiveFailures,
+            consecutiveTransientFailures,
             this.#backoff,
             retryAfterFailure.retryAfterMs,
             this.#random,

@@ -1,11 +1,13 @@
 /** Fleet integration helpers: Azurite (blob) from npm on 127.0.0.1, and the fleet CLI as a child process. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
-const AZURITE_BLOB = join(ROOT, 'node_modules', '.bin', 'azurite-blob');
+/** Azurite is a test-only server installed apart from the project's dependencies (scripts/dev-install.ts). */
+const AZURITE_BLOB = join(ROOT, 'test-servers', 'node_modules', '.bin', 'azurite-blob');
 const MAIN = join(ROOT, 'src', 'cli', 'main.ts');
 
 /** The well-known Azurite development account (public, documented by Microsoft). */
@@ -20,6 +22,11 @@ export interface RunningAzurite {
 
 /** Starts azurite-blob on 127.0.0.1 (any free port, data in the given temp location) and waits until it listens. */
 export async function startAzurite(location: string): Promise<RunningAzurite> {
+  if (!existsSync(AZURITE_BLOB)) {
+    throw new Error(
+      `${AZURITE_BLOB} is missing: \`npm ci\` installs the test servers (or run \`node scripts/dev-install.ts\`)`,
+    );
+  }
   const child = spawn(
     AZURITE_BLOB,
     [
@@ -32,6 +39,8 @@ export async function startAzurite(location: string): Promise<RunningAzurite> {
       '--skipApiVersionCheck',
       '--loose',
       '--silent',
+      // Azurite sends usage telemetry to Microsoft unless told not to; tests talk to 127.0.0.1 only.
+      '--disableTelemetry',
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );

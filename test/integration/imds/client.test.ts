@@ -49,6 +49,25 @@ describe('ImdsClient against a local IMDS-like server', () => {
     expect(request!.headers.metadata).toBe('true');
   });
 
+  it('an answer with the same bytes as the previous one comes back as that very answer (nothing re-parsed)', async () => {
+    let body: string = LIVE_MIGRATION[1];
+    imds.handler = (_req, res) => answer(res, 200, body);
+    const c = newClient();
+    const first = await c.getScheduledEvents();
+    expect(first.raw?.toString('utf8')).toBe(body);
+    const same = await c.getScheduledEvents(undefined, first);
+    expect(same).toBe(first);
+    // Different bytes (even the same document with other whitespace) are decoded and parsed again.
+    body = `${body}\n`;
+    const respaced = await c.getScheduledEvents(undefined, first);
+    expect(respaced).not.toBe(first);
+    expect(respaced.document).toEqual(first.document);
+    body = LIVE_MIGRATION[2];
+    const changed = await c.getScheduledEvents(undefined, respaced);
+    expect(changed.document.DocumentIncarnation).toBe(3);
+    expect(imds.requests).toHaveLength(4); // every call is a real GET
+  });
+
   it('keeps a path prefix of the endpoint (one simulator serving many VMs)', async () => {
     imds.handler = (_req, res) => answer(res, 200, LIVE_MIGRATION[0]);
     await newClient({ endpoint: `${imds.url}/vms/vm-3` }).getScheduledEvents();

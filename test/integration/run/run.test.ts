@@ -5,9 +5,10 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfigForCli } from '../../../src/config/index.ts';
-import { silentLogger } from '../../../src/log.ts';
+import { createLogger, silentLogger } from '../../../src/log.ts';
 import { Forwarder, TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import type { LifecycleRecord } from '../../../src/transform/record.ts';
@@ -176,6 +177,79 @@ describe('disk full', () => {
         .map((r) => r.subject)
         .sort(),
     ).toEqual([...ids].sort());
+  });
+});
+
+describe('disk full beyond the in-memory bound', () => {
+  it('falls back to the committed state and infers conservatively (never canceled) once space returns', async () => {
+    const sim = await startSimulator({ timeScale: 0 });
+    simulators.push(sim);
+    const out = join(dir('bound'), 'records.jsonl');
+    const config = loadConfigForCli({
+      imdsEndpoint: sim.url,
+      pollInterval: 200,
+      stateDir: dir('bound-state'),
+      sink: [`file:${out}`],
+    });
+    const lines: string[] = [];
+    const logger = createLogger({
+      level: 'info',
+      pretty: false,
+      destination: new Writable({
+        write(chunk, _enc, cb) {
+          lines.push(String(chunk));
+          cb();
+        },
+      }),
+    });
+    const forwarder = new Forwarder({ config, logger, maxWaitingRecords: 5 });
+    const controller = new AbortController();
+    const running = forwarder.run(controller.signal);
+    const a = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900 });
+    await waitFor(() => readRecords(out).length === 1, 'A scheduled');
+
+    forwarder.store!.setPageLimit(1); // the database may not grow by a single page: the disk is full
+    const big = (n: number) =>
+      Array.from(
+        { length: n },
+        (_, i) =>
+          sim.admin.injectEvent({
+            type: 'Freeze',
+            noticeSeconds: 900,
+            description: `${i} ${'x'.repeat(4000)}`,
+          }).id,
+      );
+    // One document: A Started plus four large events (5 transitions wait: the bound), then two more (7 > 5).
+    sim.admin.setStatus(a.id, 'Started');
+    const fillers = big(4);
+    await waitFor(() => forwarder.stats.commitFailures >= 1, 'a failed commit');
+    expect(lines.join('')).toContain('5 transition(s) wait in memory');
+    fillers.push(...big(2));
+    await waitFor(() => lines.join('').includes('falling back to the last committed state'), 'the fallback');
+    sim.admin.removeEvent(a.id); // A ends while the disk is still full
+    const failures = forwarder.stats.commitFailures;
+    await waitFor(() => forwarder.stats.commitFailures >= failures + 2, 'polls after the removal');
+
+    forwarder.store!.setPageLimit(undefined); // space returns
+    await waitFor(() => readRecords(out).length >= 2 + fillers.length, 'the records after space returned');
+    controller.abort();
+    await running;
+    const records = readRecords(out);
+    // A's `started` went with the bound: A ends with an inferred completed (the dropped observations are
+    // unwatched time for the committed state), never canceled; every other event is recorded.
+    expect(records.filter((r) => r.subject === a.id).map((r) => r.transition)).toEqual([
+      'scheduled',
+      'completed',
+    ]);
+    const completed = records.find((r) => r.subject === a.id && r.transition === 'completed')!;
+    expect(completed.data.inferred).toBe(true);
+    expect(completed.data.reason).toBe('observation-gap');
+    expect(
+      records
+        .filter((r) => r.subject !== a.id)
+        .map((r) => r.subject)
+        .sort(),
+    ).toEqual([...fillers].sort());
   });
 });
 

@@ -251,20 +251,25 @@ describe('Standard Webhooks signature (verified by the standardwebhooks package)
     });
   }
 
-  it('rejects malformed signing secrets and reserved custom headers at creation, naming only the origin', () => {
-    const parse = (o: Record<string, unknown>) => webhookOptionsSchema.parse({ url: server.url('/x'), ...o });
-    expect(() =>
-      createGenericWebhookSink('events', parse({ signingSecrets: ['not-a-whsec-secret'] }), context()),
-    ).toThrow(/signingSecrets\[0\] \(inline\) must be a Standard Webhooks secret/);
-    expect(() =>
-      createGenericWebhookSink('events', parse({ headers: { 'Webhook-Signature': 'x' } }), context()),
-    ).toThrow(/header Webhook-Signature is set by the sink/);
-    expect(() =>
-      createGenericWebhookSink(
-        'events',
-        webhookOptionsSchema.parse({ url: 'ftp://example.invalid/x' }),
-        context(),
-      ),
-    ).toThrow(/sink events: url \(inline\) must be an http/);
+  it('rejects malformed signing secrets, reserved custom headers and non-http URLs in the options schema (config validate and run), naming only the origin', () => {
+    const problems = (o: Record<string, unknown>) => {
+      const result = webhookOptionsSchema.safeParse({ url: server.url('/x'), ...o });
+      expect(result.success).toBe(false);
+      // a reserved header is reported on the record key (its own issues carry the message)
+      return JSON.stringify(
+        result.error?.issues.map((i) =>
+          i.code === 'invalid_key' ? i.issues.map((k) => k.message) : i.message,
+        ),
+      );
+    };
+    expect(problems({ signingSecrets: ['not-a-whsec-secret'] })).toMatch(
+      /signing secret \(inline\) must be a Standard Webhooks secret/,
+    );
+    expect(problems({ signingSecrets: ['not-a-whsec-secret'] })).not.toContain('not-a-whsec-secret');
+    expect(problems({ headers: { 'Webhook-Signature': 'x' } })).toMatch(
+      /header Webhook-Signature is set by the sink/,
+    );
+    expect(problems({ url: 'ftp://example.invalid/x' })).toMatch(/url \(inline\) must be an http/);
+    expect(problems({ url: 'ftp://example.invalid/x' })).not.toContain('example.invalid');
   });
 });

@@ -88,6 +88,11 @@ export interface EventHubsDoubleOptions {
   port?: number;
   /** Clock for token expiry checks and enqueued times; default Date.now. */
   now?: () => number;
+  /**
+   * Behave like a careless server: quote the rejected token in the `$cbs` 401 status description (tests that
+   * credentials echoed by a receiver never reach logs or stored errors). Default false.
+   */
+  echoRejectedTokens?: boolean;
 }
 
 /** One event as stored by the double (and as later delivered to consumers). */
@@ -327,7 +332,10 @@ export async function startEventHubsDouble(options: EventHubsDoubleOptions = {})
       ...(tokenType === JWT_TOKEN_TYPE ? { jwtClaims: decodeJwtClaims(token) } : {}),
     });
     if (reason === undefined) reply(connection, request, 202, 'Accepted');
-    else reply(connection, request, 401, `Unauthorized: ${reason}`, 'amqp:unauthorized-access');
+    else {
+      const echo = options.echoRejectedTokens === true ? ` (received token: ${token})` : '';
+      reply(connection, request, 401, `Unauthorized: ${reason}${echo}`, 'amqp:unauthorized-access');
+    }
   }
 
   function onManagement(connection: Connection, request: Message): void {

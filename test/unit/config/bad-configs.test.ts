@@ -132,7 +132,10 @@ const BAD: Array<[string, string, string[]]> = [
   [
     'secret wrong shape',
     'sinks: [{ name: a, type: hook, url: { vault: x } }]',
-    ['sinks[0].url: expected a string or { env: … } or { file: … }, got a mapping'],
+    [
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the literal ${ENV} secret syntax
+      'sinks[0].url: expected a secret: "${ENV_VAR}", { env: NAME }, { file: PATH } or an inline string, got a mapping',
+    ],
   ],
 ];
 

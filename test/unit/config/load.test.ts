@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../../../src/cli/errors.ts';
 import { ConfigError, loadConfig, loadConfigForCli, redactConfig } from '../../../src/config/index.ts';
 import { Secret } from '../../../src/config/secret.ts';
@@ -8,7 +8,7 @@ import { makeTempDir } from '../../support/tmp.ts';
 import { FAKE_FACTORIES } from './fake-factories.ts';
 
 const tmp = makeTempDir('sef-config-');
-afterEach(() => {});
+afterAll(() => tmp.cleanup());
 
 function write(name: string, text: string): string {
   const file = join(tmp.dir, name);

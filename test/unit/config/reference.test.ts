@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../../../src/config/index.ts';
@@ -11,6 +12,10 @@ import {
   renderConfigDocs,
   renderConfigJsonSchema,
 } from '../../../src/config/reference.ts';
+
+// ajv-formats is CommonJS: its default import is the plugin at run time (see src/transform/schema.ts).
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ??
+  addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
 
 const root = join(import.meta.dirname, '..', '..', '..');
 const EXAMPLE = join(root, 'config', 'forwarder.example.yaml');
@@ -42,11 +47,14 @@ describe('config/forwarder.example.yaml', () => {
 
   it('validates with the editor JSON Schema, which also rejects unknown keys', () => {
     const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(ajv); // the schema's "uri" formats are checked, not ignored
     const validate = ajv.compile(configJsonSchema());
     const example = parse(readFileSync(EXAMPLE, 'utf8'));
     expect(validate(example), JSON.stringify(validate.errors)).toBe(true);
     expect(validate({ ...example, imds: { pollIntervalMs: 100 } })).toBe(false);
     expect(validate({ ...example, stateDirr: '/x' })).toBe(false);
+    expect(validate({ ...example, imds: { endpoint: 'not a url at all' } })).toBe(false);
+    expect(validate.errors?.map((e) => `${e.instancePath} ${e.keyword}`)).toContain('/imds/endpoint format');
   });
 
   it('comments every top-level section', () => {

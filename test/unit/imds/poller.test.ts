@@ -2,8 +2,12 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ImdsError } from '../../../src/sources/imds/errors.ts';
-import { FixedRateSchedule, ImdsPoller } from '../../../src/sources/imds/poller.ts';
-import type { PollOutcome } from '../../../src/sources/types.ts';
+import {
+  FixedRateSchedule,
+  ImdsPoller,
+  type ScheduledEventsReader,
+} from '../../../src/sources/imds/poller.ts';
+import type { PollDocumentOutcome, PollOutcome } from '../../../src/sources/types.ts';
 import { FakeClock } from './fake-clock.ts';
 import { LIVE_MIGRATION } from './payloads.ts';
 import { type Answer, ScriptedClient } from './scripted-client.ts';
@@ -168,6 +172,29 @@ describe('ImdsPoller', () => {
     expect(outcomes.map((o) => o.kind === 'document' && o.changed)).toEqual([true, false, true, false, true]);
   });
 
+  it('hands the previous answer to the client: an answer returned as-is is unchanged, without a re-parse', async () => {
+    const clock = new FakeClock();
+    const a = '{"DocumentIncarnation":7,"Events":[{"EventId":"e1","EventStatus":"Scheduled"}]}';
+    const bodies = [a, a, `${a} `, LIVE_MIGRATION[0], LIVE_MIGRATION[0]];
+    const scripted = new ScriptedClient(clock, (call) => ({ body: bodies[call] ?? LIVE_MIGRATION[0] }));
+    const passed: Array<string | undefined> = [];
+    // Like ImdsClient: the same bytes as `previous` → `previous` itself.
+    const client: ScheduledEventsReader = {
+      getScheduledEvents: async (signal, previous) => {
+        passed.push(previous?.body);
+        const answer = await scripted.getScheduledEvents(signal);
+        return previous?.body === answer.body ? previous : { ...answer, raw: Buffer.from(answer.body) };
+      },
+    };
+    const poller = new ImdsPoller({ client, intervalMs: 1000, clock, logger: pino({ level: 'silent' }) });
+    const outcomes = (await runPoller(clock, poller, 5)) as PollDocumentOutcome[];
+    expect(passed).toEqual([undefined, a, a, `${a} `, LIVE_MIGRATION[0]]);
+    expect(outcomes.map((o) => o.changed)).toEqual([true, false, false, true, false]);
+    expect(outcomes[1]!.document).toBe(outcomes[0]!.document); // the same object: nothing parsed again
+    expect(outcomes[2]!.document).not.toBe(outcomes[0]!.document); // other bytes, same content: parsed, unchanged
+    expect(outcomes[4]!.document).toBe(outcomes[3]!.document);
+  });
+
   it('backs off after transient failures but never polls faster than the interval', async () => {
     for (const random of [() => 0, () => 0.5, () => 0.999]) {
       const clock = new FakeClock();
@@ -218,6 +245,25 @@ describe('ImdsPoller', () => {
     const poller = new ImdsPoller({ client, clock, random: () => 0.999, logger: pino({ level: 'silent' }) });
     await runPoller(clock, poller, 5);
     expect(client.calls.slice(0, 5)).toEqual([0, 1000, 2000, 3000, 4000]);
+  });
+
+  it('does not carry a streak of non-transient failures into the backoff of the first transient one', async () => {
+    // 20 answers of 404, then 503s, then documents. With random() = 0.999 the delay of a transient failure is
+    // just under min(cap, interval * 2^(n-1)); n must count only consecutive transient failures, so the first
+    // 503 after the 404 streak waits one interval (not the whole 10 s cap) and the next one two.
+    const clock = new FakeClock();
+    const script = (call: number): Answer => {
+      if (call < 20) return { error: new ImdsError('not-found', 'IMDS answered 404', { httpStatus: 404 }) };
+      if (call < 22)
+        return { error: new ImdsError('server-error', 'IMDS server error 503', { httpStatus: 503 }) };
+      return { body: EMPTY };
+    };
+    const client = new ScriptedClient(clock, script);
+    const poller = new ImdsPoller({ client, clock, random: () => 0.999, logger: pino({ level: 'silent' }) });
+    await runPoller(clock, poller, 24);
+    const gaps = client.calls.slice(1, 24).map((t, i) => t - client.calls[i]!);
+    // 404 → next poll one interval later (19 gaps), the 1st 503 → 1 interval, the 2nd 503 → 2 intervals.
+    expect(gaps).toEqual([...Array.from({ length: 20 }, () => 1000), 1000, 2000, 1000]);
   });
 
   it('logs a failure once per change of state and logs the recovery', async () => {

@@ -28,6 +28,28 @@ describe('StallDetector', () => {
     expect(detector.takeMaxStallMs()).toBe(1_900);
   });
 
+  it('coarse ticks while idle, fine ticks while an event is tracked; switching neither invents nor hides a stall', () => {
+    let now = 0;
+    const detector = new StallDetector({ intervalMs: 100, idleIntervalMs: 1000, now: () => now });
+    detector.start();
+    expect(detector.intervalMs).toBe(100);
+    now = 50;
+    detector.setFine(false);
+    expect(detector.intervalMs).toBe(1000);
+    detector.setFine(false); // no change: nothing happens
+    now = 1050;
+    detector.recordTick(now); // on time at the coarse rate: no stall
+    now = 1050 + 1000 + 2500;
+    detector.recordTick(now); // 2.5 s late
+    now += 40;
+    detector.setFine(true); // the interval in progress (40 ms) counts at the coarse rate: no stall
+    expect(detector.intervalMs).toBe(100);
+    now += 100;
+    detector.recordTick(now); // on time at the fine rate
+    detector.stop();
+    expect(detector.takeMaxStallMs()).toBe(2500);
+  });
+
   it('rejects a nonsensical interval with a clear error', () => {
     expect(() => new StallDetector({ intervalMs: 0 })).toThrow(/positive number of ms/);
   });

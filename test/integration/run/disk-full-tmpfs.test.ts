@@ -1,0 +1,161 @@
+/**
+ * A transition seen while the state disk is full is not lost (issue 14, item 1), with a REAL full disk: the
+ * state directory lives on a small tmpfs mounted by the test (tests run as root), filled with a filler file;
+ * the CLI `run` is a real child process against the IMDS simulator; the file sink writes to the normal disk.
+ *
+ * Event committed as Scheduled → the state disk fills → IMDS shows it Started, then removes it → space
+ * returns: the file sink must receive scheduled, started, completed — in that order.
+ */
+import { execFileSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import type { LifecycleRecord } from '../../../src/transform/record.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+import { waitFor } from '../../support/wait.ts';
+import { type ForwarderChild, jsonLines, spawnCli } from './child.ts';
+
+const tmp = makeTempDir('sef-tmpfs-');
+const mountPoint = join(tmp.dir, 'statefs');
+let mounted = false;
+let sim: RunningSimulator | undefined;
+let fwd: ForwarderChild | undefined;
+
+beforeAll(() => {
+  mkdirSync(mountPoint);
+  try {
+    // 8 MiB: the store's 4 MiB disk-full reserve file, the database, and room for the filler.
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0700', 'tmpfs', mountPoint], { stdio: 'pipe' });
+    mounted = true;
+  } catch (error) {
+    throw new Error(
+      `cannot mount a small tmpfs for the full-disk test (run the tests as root, with mount(8) available): ${
+        (error as Error).message
+      }`,
+    );
+  }
+});
+
+afterAll(async () => {
+  if (fwd !== undefined && fwd.child.exitCode === null && fwd.child.signalCode === null) {
+    fwd.child.kill('SIGKILL');
+    await fwd.exited;
+  }
+  await sim?.close();
+  if (mounted) {
+    try {
+      execFileSync('umount', [mountPoint], { stdio: 'pipe' });
+    } catch {
+      execFileSync('umount', ['-l', mountPoint], { stdio: 'pipe' }); // still busy: detach lazily
+    }
+  }
+  tmp.cleanup();
+});
+
+/** Writes `path` until the filesystem refuses (ENOSPC): 64 KiB chunks, then 4 KiB, then single bytes. */
+function fillDisk(path: string): number {
+  const fd = openSync(path, 'w');
+  let written = 0;
+  try {
+    for (const size of [64 * 1024, 4096, 512, 1]) {
+      const chunk = Buffer.alloc(size, 0x55);
+      for (;;) {
+        try {
+          written += writeSync(fd, chunk);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
+          break;
+        }
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return written;
+}
+
+function readRecords(file: string): LifecycleRecord[] {
+  return existsSync(file) ? jsonLines<LifecycleRecord>(readFileSync(file, 'utf8')) : [];
+}
+
+function pendingRows(stateDir: string): number {
+  const db = new DatabaseSync(join(stateDir, 'forwarder.db'), { readOnly: true });
+  try {
+    return (db.prepare('SELECT COUNT(*) AS n FROM outbox').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+function gets(s: RunningSimulator): number {
+  return s.admin.requests().log.filter((e) => e.endpoint === 'scheduledevents').length;
+}
+
+describe('full state disk (real tmpfs)', () => {
+  it('a transition seen while commits fail is kept in memory and committed in order once space returns', async () => {
+    sim = await startSimulator({ timeScale: 0 });
+    const s = sim;
+    const stateDir = join(mountPoint, 'state');
+    const outDir = join(tmp.dir, 'out');
+    mkdirSync(outDir);
+    const out = join(outDir, 'records.jsonl');
+    fwd = spawnCli([
+      'run',
+      '--imds-endpoint',
+      s.url,
+      '--poll-interval',
+      '200',
+      '--state-dir',
+      stateDir,
+      '--sink',
+      `file:${out}`,
+    ]);
+    await fwd.ready;
+
+    const event = s.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900 });
+    await waitFor(() => readRecords(out).length === 1, 'the scheduled record');
+    // Delivered AND acknowledged: nothing is left for the delivery engine to write.
+    await waitFor(() => pendingRows(stateDir) === 0, 'the outbox drained');
+    const settled = gets(s) + 3;
+    await waitFor(() => gets(s) >= settled, 'a few more polls');
+
+    const filler = join(mountPoint, 'filler.bin');
+    expect(fillDisk(filler)).toBeGreaterThan(0);
+
+    s.admin.setStatus(event.id, 'Started');
+    await waitFor(
+      () => fwd!.stderr().includes('the disk holding the state directory is full'),
+      'the disk-full error line',
+    );
+    const errorLine = fwd
+      .stderr()
+      .split('\n')
+      .find((l) => l.includes('the disk holding the state directory is full'))!;
+    expect(JSON.parse(errorLine)).toMatchObject({ level: 50, diskFull: true, waitingTransitions: 1 });
+    expect(errorLine).toMatch(/1 transition\(s\) wait in memory/);
+
+    s.admin.removeEvent(event.id);
+    const afterRemoval = gets(s) + 3; // the poll that saw it gone has been handled once two more were sent
+    await waitFor(() => gets(s) >= afterRemoval, 'polls after the removal');
+    expect(readRecords(out).map((r) => r.transition)).toEqual(['scheduled']); // nothing committed while full
+
+    rmSync(filler); // space returns
+    await waitFor(() => readRecords(out).length >= 3, 'started and completed after space returned');
+    fwd.child.kill('SIGTERM');
+    expect((await fwd.exited).code).toBe(0);
+
+    const records = [...new Map(readRecords(out).map((r) => [r.id, r])).values()];
+    expect(records.map((r) => `${r.subject}:${r.transition}`)).toEqual([
+      `${event.id}:scheduled`,
+      `${event.id}:started`,
+      `${event.id}:completed`,
+    ]);
+    const [, started, completed] = records;
+    // Observed, not inferred: the process saw it Started while the disk was full.
+    expect(completed!.data.inferred).toBe(false);
+    expect(Date.parse(started!.time)).toBeLessThan(Date.parse(completed!.time));
+    expect(fwd.stderr()).toContain('the transitions that waited in memory are committed, in order');
+  });
+});
