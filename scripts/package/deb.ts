@@ -6,7 +6,7 @@
  *   /usr/share/doc/scheduled-events-forwarder/              copyright, changelog, licenses
  *   DEBIAN/postinst|prerm|postrm                            user, state directory, systemd (packaging/debian)
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
@@ -19,6 +19,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { ROOT } from './node-binaries.ts';
 import { systemdUnit } from './release-files.ts';
@@ -40,7 +41,7 @@ function walk(dir: string): string[] {
   );
 }
 
-export function buildDeb(options: {
+export async function buildDeb(options: {
   out: string;
   work: string;
   arch: 'amd64' | 'arm64';
@@ -48,7 +49,7 @@ export function buildDeb(options: {
   executable: string;
   nodeLicense: Buffer;
   notices: Buffer;
-}): void {
+}): Promise<void> {
   const root = options.work;
   rmSync(root, { recursive: true, force: true });
   const path = (...parts: string[]) => {
@@ -121,8 +122,12 @@ export function buildDeb(options: {
   chmodSync(path('DEBIAN', 'conffiles'), 0o644);
   chmodSync(path('DEBIAN', 'md5sums'), 0o644);
   rmSync(options.out, { force: true });
-  execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '-z6', '--build', root, options.out], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  await promisify(execFile)(
+    'dpkg-deb',
+    ['--root-owner-group', '-Zgzip', '-z6', '--build', root, options.out],
+    {
+      maxBuffer: 16 * 1024 * 1024,
+    },
+  );
   rmSync(root, { recursive: true, force: true });
 }

@@ -4,7 +4,11 @@
  * sink can be constructed from it), and hosts, ports, hub names and paths agree across the services, the
  * forwarder config, the Event Hubs emulator config, the collector config and the Dockerfile.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseEventHubConnectionString } from '@azure/event-hubs';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -77,6 +81,39 @@ afterEach(() => {
   vi.unstubAllEnvs();
 });
 
+/**
+ * The image has neither Node.js nor curl, so a healthcheck is a bash /dev/tcp probe. Checks it targets
+ * 127.0.0.1:`port`, then runs it for real (bash) against a local server on another port that answers 200 only on
+ * `path`: true when the probe passes there and fails for a 503.
+ */
+async function probe(test: string[], port: string, path: string): Promise<boolean> {
+  expect(test.slice(0, 3)).toEqual(['CMD', 'bash', '-c']);
+  const script = test[3]!;
+  expect(script).toContain(`/dev/tcp/127.0.0.1/${port} `);
+  let status = 200;
+  const server = createServer((req, res) => {
+    res.writeHead(req.url === path ? status : 404).end();
+  }).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const local = (server.address() as AddressInfo).port;
+  const run = async () => {
+    const child = spawn('bash', [
+      '-c',
+      script.replace(`/dev/tcp/127.0.0.1/${port} `, `/dev/tcp/127.0.0.1/${local} `),
+    ]);
+    const [code] = await once(child, 'exit');
+    return code === 0;
+  };
+  try {
+    const healthy = await run();
+    status = 503;
+    const unhealthyFails = !(await run());
+    return healthy && unhealthyFails;
+  } finally {
+    server.close();
+  }
+}
+
 describe('docker-compose.yml structure', () => {
   it('parses as YAML with the services the stack needs', () => {
     expect(Object.keys(compose.services).sort()).toEqual(
@@ -147,10 +184,10 @@ describe('the IMDS simulator service', () => {
     expect(scenario.primaryVm).toBeDefined();
   });
 
-  it('has a healthcheck on its own port that the forwarder waits for', () => {
+  it('has a healthcheck on its own port that the forwarder waits for', async () => {
     const [simName, sim] = forwarderService('simulate');
     const port = argValue(sim.command!, '--port')!;
-    expect(sim.healthcheck?.test.join(' ')).toContain(`http://127.0.0.1:${port}/admin/scenario`);
+    expect(await probe(sim.healthcheck!.test, port, '/admin/scenario')).toBe(true);
     const [, fwd] = forwarderService('run');
     expect(fwd.depends_on).toMatchObject({ [simName]: { condition: 'service_healthy' } });
   });
@@ -213,15 +250,13 @@ describe('the forwarder service and config/compose/forwarder.yaml', () => {
     expect(dockerfile.find((i) => i.keyword === 'VOLUME')?.args).toContain(config.stateDir);
   });
 
-  it('serves health on the published port that its healthcheck probes', () => {
+  it('serves health on the published port that its healthcheck probes', async () => {
     config = loadWithComposeEnv();
     expect(config.telemetry.listen.enabled).toBe(true);
     expect(config.telemetry.listen.host).toBe('0.0.0.0');
     const ports = (fwd.ports ?? []).map(parsePort);
     expect(ports.map((p) => p.container)).toContain(config.telemetry.listen.port);
-    expect(fwd.healthcheck?.test.join(' ')).toContain(
-      `http://127.0.0.1:${config.telemetry.listen.port}/readyz`,
-    );
+    expect(await probe(fwd.healthcheck!.test, String(config.telemetry.listen.port), '/readyz')).toBe(true);
   });
 
   it('sends to the Event Hubs emulator service, to a hub its config defines, over plain AMQP', () => {
@@ -362,40 +397,45 @@ describe('Dockerfile', () => {
     }
   });
 
-  it('starts the CLI that the build compiles from src/cli/main.ts, as the package bin does', () => {
-    const build = JSON.parse(readFileSync(join(REPO, 'tsconfig.build.json'), 'utf8')) as {
-      compilerOptions: { outDir: string; rootDir: string };
-    };
-    expect(build.compilerOptions).toMatchObject({ outDir: 'dist', rootDir: 'src' });
-    expect(existsSync(join(REPO, 'src', 'cli', 'main.ts'))).toBe(true);
-    const entrypoint = JSON.parse(instructions.find((i) => i.keyword === 'ENTRYPOINT')!.args) as string[];
-    expect(entrypoint).toEqual(['node', '/app/dist/cli/main.js']);
-    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
-      bin: Record<string, string>;
-    };
-    expect(pkg.bin['scheduled-events-forwarder']).toBe('dist/cli/main.js');
-    expect(instructions.some((i) => i.keyword === 'RUN' && i.args.includes('tsconfig.build.json'))).toBe(
-      true,
+  it('builds the single executable for the target architecture and runs it, with no Node.js in the image', () => {
+    const build = instructions.find(
+      (i) => i.keyword === 'RUN' && i.args.includes('scripts/package/build.ts'),
     );
+    expect(build?.args).toContain('--no-archives');
+    expect(build?.args).toContain('$TARGETARCH');
+    expect(existsSync(join(REPO, 'scripts', 'package', 'build.ts'))).toBe(true);
+    // The SEA blob must come from the pinned Node.js version (package.json devDependencies.node).
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as {
+      devDependencies: Record<string, string>;
+    };
+    const froms = instructions.filter((i) => i.keyword === 'FROM').map((i) => i.args);
+    expect(froms[0]).toBe(`node:${pkg.devDependencies.node}-bookworm-slim AS build`);
+    const finalStage = Math.max(...instructions.map((i) => i.stage));
+    expect(froms.at(-1)).toBe('debian:bookworm-slim');
+    const copy = instructions.find((i) => i.keyword === 'COPY' && i.stage === finalStage)!;
+    expect(copy.args).toBe(
+      '--from=build /scheduled-events-forwarder /usr/local/bin/scheduled-events-forwarder',
+    );
+    const entrypoint = JSON.parse(instructions.find((i) => i.keyword === 'ENTRYPOINT')!.args) as string[];
+    expect(entrypoint).toEqual(['/usr/local/bin/scheduled-events-forwarder']);
   });
 
-  it('runs Node 24 as the unprivileged node user with the state directory as a volume', () => {
-    const froms = instructions.filter((i) => i.keyword === 'FROM').map((i) => i.args);
-    expect(froms.length).toBeGreaterThanOrEqual(2); // multi-stage
-    for (const from of froms) expect(from).toMatch(/^node:24[.-]/);
+  it('runs as an unprivileged user with the state directory as a volume', () => {
     const finalStage = Math.max(...instructions.map((i) => i.stage));
     const user = instructions.filter((i) => i.keyword === 'USER' && i.stage === finalStage).at(-1);
-    expect(user?.args).toBe('node');
+    expect(user?.args).toBe('sef');
+    const run = instructions.find((i) => i.keyword === 'RUN' && i.stage === finalStage)!;
+    expect(run.args).toMatch(/useradd --system --uid 10001/);
+    expect(run.args).toMatch(/chmod 0700 \/var\/lib\/scheduled-events-forwarder/);
     const volume = JSON.parse(instructions.find((i) => i.keyword === 'VOLUME')!.args) as string[];
     expect(volume).toEqual([defaultStateDir('linux', {})]);
     const cmd = JSON.parse(instructions.find((i) => i.keyword === 'CMD')!.args) as string[];
     expect(cmd).toEqual(['run', '--config', FORWARDER_CONFIG_TARGET]);
   });
 
-  it('ships the bundled scenarios where the simulator looks for them (/app/config/scenarios)', () => {
-    const copies = instructions.filter((i) => i.keyword === 'COPY').map((i) => i.args);
-    expect(copies).toContain('config ./config');
-    expect(instructions.find((i) => i.keyword === 'WORKDIR' && i.stage === 1)?.args).toBe('/app');
+  it('embeds the bundled scenarios in the executable (no config/ needed in the image)', () => {
+    const build = instructions.filter((i) => i.stage === 0 && i.keyword === 'COPY').map((i) => i.args);
+    expect(build).toContain('config ./config');
     expect(existsSync(join(REPO, 'config', 'scenarios'))).toBe(true);
   });
 });
