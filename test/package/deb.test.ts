@@ -99,6 +99,12 @@ describe('dpkg --root install and purge of the amd64 package', () => {
       writeFileSync(join(shims, tool), `#!/bin/sh\necho "${tool} $*" >> "$SEF_CALLS"\n`);
       chmodSync(join(shims, tool), 0o755);
     }
+    // deb-systemd-helper on a machine that never had the package: `debian-installed` is false (the real one
+    // keeps that state under /var/lib/systemd/deb-systemd-helper-enabled).
+    writeFileSync(
+      join(shims, 'deb-systemd-helper'),
+      '#!/bin/sh\necho "deb-systemd-helper $*" >> "$SEF_CALLS"\n[ "$1" != debian-installed ]\n',
+    );
     // getent: the user and group exist once the stand-in adduser/addgroup "created" them.
     writeFileSync(
       join(shims, 'getent'),
