@@ -4,6 +4,11 @@
  * each poll outcome: transform(previous committed state) → ONE commit of the new state plus the records routed
  * to every enabled sink whose filter matches → wake the delivery engine.
  *
+ * First poll first: the first identity request (instance metadata) runs concurrently with the first poll, so
+ * nothing delays the first Scheduled Events GET. The first outcome is handled (and approval started) once
+ * that identity request has settled, so the first records still carry the identity whenever IMDS answers it
+ * (it is part of every record id); a failed identity request is retried on later polls, as before.
+ *
  * A failed commit (disk full, I/O error) keeps the previous committed state: the next poll's diff produces the
  * same records again, so nothing is lost once the store recovers; polling never stops. Shutdown (abort the
  * signal): stop the source, give in-flight deliveries `shutdownDeadlineMs`, close the store.
@@ -96,6 +101,8 @@ export class Forwarder {
   #consecutiveCommitFailures = 0;
   #lastCommitErrorLogMs = 0;
   #lastIdentityAttemptMs = Date.now();
+  /** Until the first identity request has settled (and approval started): the first outcome waits for it. */
+  #beforeFirstOutcome: Promise<void> | undefined;
 
   constructor(options: ForwarderOptions) {
     this.#options = options;
@@ -134,6 +141,7 @@ export class Forwarder {
     signal.addEventListener('abort', onAbort, { once: true });
     const sinks: Sink[] = [];
     let approval: ApprovalCoordinator | undefined;
+    let stopping = false;
     try {
       this.#state = this.#loadState(store);
       const built = this.#options.source === undefined ? buildSource(config, logger) : undefined;
@@ -167,14 +175,14 @@ export class Forwarder {
       engine.start();
       stall.start();
 
-      // The identity is part of every record id: know it before the first record when IMDS answers at all.
-      if (identity?.start !== undefined) await identity.start(internal.signal);
+      // The identity is part of every record id: its first request runs beside the first poll, and the first
+      // outcome waits for it (see the module comment), so polling starts at once.
+      const firstIdentity = identity?.start?.(internal.signal);
       logger.info(
         {
           stateDir: store.stateDir,
           source: source.name,
           sinks: enabled.map((s) => s.name),
-          vm: identity?.current()?.name,
           bootTime: new Date(bootTimeMs).toISOString(),
         },
         'forwarder running',
@@ -190,7 +198,18 @@ export class Forwarder {
         pollIntervalMs: config.imds.pollIntervalMs,
         logger: logger.child({ component: 'approval' }),
       });
-      approval.start(this.#state);
+      const startApproval = (coordinator: ApprovalCoordinator) => {
+        this.#beforeFirstOutcome = undefined;
+        if (!internal.signal.aborted && !stopping) coordinator.start(this.#state);
+      };
+      if (firstIdentity === undefined) startApproval(approval);
+      else {
+        const coordinator = approval;
+        this.#beforeFirstOutcome = firstIdentity.then(
+          () => startApproval(coordinator),
+          () => startApproval(coordinator),
+        );
+      }
       // --- end approval
       if (!internal.signal.aborted) {
         await source.start(internal.signal, (outcome) =>
@@ -202,6 +221,7 @@ export class Forwarder {
         await waitUntilDrained(store, this.#routed, internal.signal);
       }
     } finally {
+      stopping = true;
       signal.removeEventListener('abort', onAbort);
       observer?.stopping?.();
       stall.stop();
@@ -267,6 +287,7 @@ export class Forwarder {
       approval?: ApprovalCoordinator | undefined;
     },
   ): Promise<void> {
+    if (this.#beforeFirstOutcome !== undefined) await this.#beforeFirstOutcome;
     this.stats.outcomes++;
     this.#options.observer?.outcome?.(outcome);
     if (outcome.kind === 'failure') {
