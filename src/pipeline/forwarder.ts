@@ -4,10 +4,12 @@
  * each poll outcome: transform(previous committed state) → ONE commit of the new state plus the records routed
  * to every enabled sink whose filter matches → wake the delivery engine.
  *
- * First poll first: the first identity request (instance metadata) runs concurrently with the first poll, so
- * nothing delays the first Scheduled Events GET. The first outcome is handled (and approval started) once
- * that identity request has settled, so the first records still carry the identity whenever IMDS answers it
- * (it is part of every record id); a failed identity request is retried on later polls, as before.
+ * First poll first: the source starts right after the store is open, before the sinks are built (their SDKs
+ * load while the first request is in flight; the delivery engine starts when they are ready and delivers
+ * whatever was committed meanwhile), and the first identity request (instance metadata) runs concurrently
+ * with the first poll. The first outcome is handled (and approval started) once that identity request has
+ * settled, so the first records still carry the identity whenever IMDS answers it (it is part of every
+ * record id); a failed identity request is retried on later polls, as before.
  *
  * A failed commit (disk full, I/O error) keeps the previous committed state: the next poll's diff produces the
  * same records again, so nothing is lost once the store recovers; polling never stops. Shutdown (abort the
@@ -158,36 +160,16 @@ export class Forwarder {
             }));
 
       const enabled = config.sinks.filter((s) => s.enabled);
-      // Sequentially, so that the sinks built before one that fails are closed below.
-      for (const s of enabled) sinks.push(await this.#createSink(s, identity));
       this.#routed = enabled.map((s) => ({ name: s.name, filter: s.filter }));
       this.#warnAboutOrphanedQueues(store, new Set(config.sinks.map((s) => s.name)));
       if (enabled.length === 0) {
         logger.warn('no sinks enabled: records are committed to the state directory but delivered nowhere');
       }
-
-      const engine = new DeliveryEngine({
-        store,
-        sinks: enabled.map((s, i) => engineSink(s, sinks[i]!)),
-        logger: logger.child({ component: 'delivery' }),
-      });
-      this.#engine = engine;
-      engine.start();
       stall.start();
 
       // The identity is part of every record id: its first request runs beside the first poll, and the first
       // outcome waits for it (see the module comment), so polling starts at once.
       const firstIdentity = identity?.start?.(internal.signal);
-      logger.info(
-        {
-          stateDir: store.stateDir,
-          source: source.name,
-          sinks: enabled.map((s) => s.name),
-          bootTime: new Date(bootTimeMs).toISOString(),
-        },
-        'forwarder running',
-      );
-      observer?.ready?.({ stateDir: store.stateDir, sinks: enabled.map((s) => s.name) });
 
       // --- approval (src/approval, docs/approval.md): resumes persisted progress against the loaded state.
       approval = new ApprovalCoordinator({
@@ -211,11 +193,42 @@ export class Forwarder {
         );
       }
       // --- end approval
-      if (!internal.signal.aborted) {
-        await source.start(internal.signal, (outcome) =>
-          this.#onOutcome(outcome, { identity, bootTimeMs, maxGapMs, stall, store, engine, approval }),
-        );
+
+      // First poll first: the source starts before the sinks are built, so loading their SDKs never delays the
+      // first Scheduled Events GET. Outcomes are committed to the outbox as usual meanwhile; the delivery engine
+      // delivers them once it has started (it begins with whatever is pending).
+      const deps = { identity, bootTimeMs, maxGapMs, stall, store, approval };
+      const polling = internal.signal.aborted
+        ? Promise.resolve()
+        : source.start(internal.signal, (outcome) => this.#onOutcome(outcome, deps));
+      polling.catch(() => {}); // awaited below; never an unhandled rejection while the sinks are built
+      try {
+        // Sequentially, so that the sinks built before one that fails are closed below.
+        for (const s of enabled) sinks.push(await this.#createSink(s, identity));
+      } catch (error) {
+        internal.abort();
+        await polling.catch(() => {});
+        throw error;
       }
+
+      const engine = new DeliveryEngine({
+        store,
+        sinks: enabled.map((s, i) => engineSink(s, sinks[i]!)),
+        logger: logger.child({ component: 'delivery' }),
+      });
+      this.#engine = engine;
+      engine.start();
+      logger.info(
+        {
+          stateDir: store.stateDir,
+          source: source.name,
+          sinks: enabled.map((s) => s.name),
+          bootTime: new Date(bootTimeMs).toISOString(),
+        },
+        'forwarder running',
+      );
+      observer?.ready?.({ stateDir: store.stateDir, sinks: enabled.map((s) => s.name) });
+      await polling;
       if (!internal.signal.aborted && (this.#options.drainWhenSourceEnds ?? true)) {
         logger.info('source finished; waiting for pending deliveries');
         await waitUntilDrained(store, this.#routed, internal.signal);
@@ -283,7 +296,6 @@ export class Forwarder {
       maxGapMs: number;
       stall: StallDetector;
       store: Store;
-      engine: DeliveryEngine;
       approval?: ApprovalCoordinator | undefined;
     },
   ): Promise<void> {
@@ -337,7 +349,7 @@ export class Forwarder {
     }
     const rows = deliveries.reduce((n, d) => n + d.sinks.length, 0);
     this.#options.observer?.committed?.({ records: result.records, rows, outcome });
-    if (rows > 0) deps.engine.notify();
+    if (rows > 0) this.#engine?.notify(); // before the engine starts, it finds the rows when it does
     for (const record of result.records) {
       this.#logger.debug({ id: record.id, type: record.type, subject: record.subject }, 'record committed');
     }

@@ -6,7 +6,7 @@ import type { PollOutcome } from '../sources/types.ts';
 import type { LifecycleRecord } from '../transform/record.ts';
 
 export interface PipelineObserver {
-  /** The store is open, sinks are built and the source is about to start. */
+  /** The store is open, the sinks are built and the delivery engine has started (the source polls already). */
   ready?(info: { stateDir: string; sinks: string[] }): void;
   /** Every poll outcome, before it is transformed. */
   outcome?(outcome: PollOutcome): void;
