@@ -60,8 +60,10 @@ const HEADLINES: Record<string, (file: BenchResultFile) => string> = {
       .map((r) => `${r[0]}: p50 ${r[2]} / p99 ${r[3]} ms`)
       .join('; ')}.`,
   drain: (f) =>
-    `Backlog drain (records/s): ${rowsOf(f)
-      .map((r) => `${r[0]} ${cell(r[3] ?? null)}`)
+    `Backlog drain (records/s, with the V8 settings \`run\` ships; ratio to Node defaults in the same run): ${rowsOf(
+      f,
+    )
+      .map((r) => `${r[0]} ${cell(r[3] ?? null)}${r[5] === undefined ? '' : ` (${r[5]}×)`}`)
       .join(', ')}.`,
   footprint: (f) => {
     const rows = rowsOf(f, 1);
