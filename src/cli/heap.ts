@@ -39,13 +39,14 @@ export function operatorSet(
   return execArgv.some((a) => pattern.test(a)) || pattern.test(nodeOptions ?? '');
 }
 
-const YOUNG_GENERATION = /semi[-_]space/;
-const JIT = /turbofan|maglev|[-_](no[-_])?opt\b|jitless|max[-_]opt/;
+/** Node/V8 options by which an operator sizes the young generation, or chooses the JIT, themselves. */
+export const YOUNG_GENERATION_FLAGS = /semi[-_]space/;
+export const JIT_FLAGS = /turbofan|maglev|[-_](no[-_])?opt\b|jitless|max[-_]opt/;
 
 /** Applies the flags above (except those the operator set); see the module comment. */
 export function sizeHeapForLongRun(): void {
-  if (!operatorSet(YOUNG_GENERATION)) setFlagsFromString(LONG_RUN_V8_FLAGS);
-  if (!operatorSet(JIT)) {
+  if (!operatorSet(YOUNG_GENERATION_FLAGS)) setFlagsFromString(LONG_RUN_V8_FLAGS);
+  if (!operatorSet(JIT_FLAGS)) {
     setFlagsFromString(STARTUP_V8_FLAGS);
     inStartup = true;
   }
