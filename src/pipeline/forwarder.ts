@@ -4,10 +4,10 @@
  * each poll outcome: transform(previous committed state) → ONE commit of the new state plus the records routed
  * to every enabled sink whose filter matches → wake the delivery engine.
  *
- * First poll first: the source starts right after the store is open, before the sinks are built (their SDKs
- * load while the first request is in flight; the delivery engine starts when they are ready and delivers
- * whatever was committed meanwhile), and the first identity request (instance metadata) runs concurrently
- * with the first poll. The first outcome is handled (and approval started) once that identity request has
+ * First poll first: the source starts right after the store is open, and the sinks are built (their SDKs
+ * loaded) once the first poll was answered, or after one poll interval if IMDS is slow; the delivery engine
+ * starts when they are ready and delivers whatever was committed meanwhile. The first identity request
+ * (instance metadata) runs concurrently with the first poll. The first outcome is handled (and approval started) once that identity request has
  * settled, so the first records still carry the identity whenever IMDS answers it (it is part of every
  * record id); a failed identity request is retried on later polls, as before.
  *
@@ -105,6 +105,8 @@ export class Forwarder {
   #lastIdentityAttemptMs = Date.now();
   /** Until the first identity request has settled (and approval started): the first outcome waits for it. */
   #beforeFirstOutcome: Promise<void> | undefined;
+  /** Resolves when the source delivers its first outcome (the first GET was answered). */
+  readonly #firstOutcome = Promise.withResolvers<void>();
 
   constructor(options: ForwarderOptions) {
     this.#options = options;
@@ -202,6 +204,17 @@ export class Forwarder {
         ? Promise.resolve()
         : source.start(internal.signal, (outcome) => this.#onOutcome(outcome, deps));
       polling.catch(() => {}); // awaited below; never an unhandled rejection while the sinks are built
+      // Loading a sink's SDK blocks the event loop, which would hold back the first requests on the wire: build
+      // the sinks once the first poll was answered, or after one poll interval when IMDS is slow to answer (its
+      // first call after boot can take minutes; a backlog from before the restart must not wait for that).
+      await Promise.race([
+        this.#firstOutcome.promise,
+        polling.then(
+          () => {},
+          () => {},
+        ),
+        delay(config.imds.pollIntervalMs, internal.signal),
+      ]);
       try {
         // Sequentially, so that the sinks built before one that fails are closed below.
         for (const s of enabled) sinks.push(await this.#createSink(s, identity));
@@ -299,6 +312,7 @@ export class Forwarder {
       approval?: ApprovalCoordinator | undefined;
     },
   ): Promise<void> {
+    this.#firstOutcome.resolve();
     if (this.#beforeFirstOutcome !== undefined) await this.#beforeFirstOutcome;
     this.stats.outcomes++;
     this.#options.observer?.outcome?.(outcome);
@@ -393,6 +407,22 @@ function engineSink(config: SinkConfig, sink: Sink): EngineSink {
       maxAgeMs: Math.round(delivery.caps.maxAgeHours * 3_600_000),
     },
   };
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts; never keeps the process alive by itself. */
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
 }
 
 /** Resolves when no enabled sink has pending rows, or when `signal` aborts. */
