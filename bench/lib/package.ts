@@ -11,7 +11,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { REPO_ROOT } from './process.ts';
 
 export const PACKAGE_NAME = 'scheduled-events-forwarder';
@@ -34,8 +34,11 @@ export function packRepository(dir: string): string {
     cwd: REPO_ROOT,
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
+    // The `prepare` build runs on this Node binary too.
+    env: { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` },
   });
-  const [info] = JSON.parse(out) as Array<{ filename: string }>;
+  // Anything the prepare script printed comes before the JSON.
+  const [info] = JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string }>;
   if (info === undefined) throw new Error('npm pack printed no tarball');
   return join(dir, info.filename);
 }
