@@ -1,83 +1,129 @@
 /**
- * Footprint: the forwarder as a child process polling the simulator at 1 Hz while nothing happens, with a
- * minimal config (stdout sink) and with every sink type configured. RSS and CPU come from /proc every few
- * seconds; startup time is spawn → the first Scheduled Events request the simulator receives.
+ * Footprint: the package bin as installed (bench/lib/package.ts) beside a minimal `node:http` poller written
+ * here, same Node binary, same run, against one simulator on 127.0.0.1 at 1 Hz while nothing happens. Every
+ * figure is also reported as a ratio to the poller, so load from other work on the machine mostly cancels out.
  */
-import type { ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningSimulator, startSimulator } from '../src/simulator/index.ts';
 import { makeTempDir } from '../test/support/tmp.ts';
 import { waitFor } from '../test/support/wait.ts';
 import type { BenchContext, Benchmark, BenchOutput } from './lib/harness.ts';
+import { type InstalledPackage, installPackage } from './lib/package.ts';
 import {
   canReadProcessUsage,
+  clockTicksPerSecond,
   type ProcessSample,
   readProcessUsage,
-  spawnForwarder,
   stopForwarder,
 } from './lib/process.ts';
 import { round, summarize } from './lib/stats.ts';
 import { SINK_KINDS, type SinkKind, sinkEntry, startTargets, type Targets } from './lib/targets.ts';
 
-const CONFIGS = ['minimal', 'all-sinks'] as const;
-type ConfigName = (typeof CONFIGS)[number];
+const SUBJECTS = ['poller', 'stdout', 'all-sinks'] as const;
+type Subject = (typeof SUBJECTS)[number];
+const LABEL: Record<Subject, string> = {
+  poller: 'minimal node:http poller',
+  stdout: 'forwarder, stdout sink',
+  'all-sinks': 'forwarder, every sink type (idle)',
+};
 const EH_ENV = 'SEF_BENCH_EH_CONNECTION';
+const SCHEDULED_EVENTS_PATH = '/metadata/scheduledevents?api-version=2020-07-01';
 
-interface Launch {
-  args: string[];
-  env: NodeJS.ProcessEnv;
+/** The reference: GET every second, JSON.parse, nothing else. */
+export const MINIMAL_POLLER = `import http from 'node:http';
+const url = process.argv[2];
+const poll = () =>
+  http
+    .get(url, { headers: { Metadata: 'true' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => { body += chunk; });
+      res.on('end', () => JSON.parse(body));
+    })
+    .on('error', () => {});
+poll();
+setInterval(poll, 1000);
+`;
+
+/** The targets of the issue that asked for this benchmark (ratios to the poller; bytes absolute). */
+export const FOOTPRINT_TARGETS = {
+  rssStdout: 1.15,
+  anonStdout: 1.5,
+  rssAllSinks: 1.35,
+  cpuPerPoll: 1.5,
+  firstGet: 1.5,
+  writtenKiBPerMinute: 4,
+};
+
+interface Setup {
+  pkg: InstalledPackage;
+  pollerFile: string;
+  targets: Targets;
+  sim: RunningSimulator;
 }
 
-/** Command line for one configuration, polling `endpoint` at 1 Hz with a fresh state directory. */
-function launch(config: ConfigName, endpoint: string, dir: string, targets: Targets): Launch {
-  const stateDir = join(dir, 'state');
-  const common = ['--imds-endpoint', endpoint, '--poll-interval', '1000', '--state-dir', stateDir];
-  if (config === 'minimal') return { args: [...common, '--sink', 'stdout'], env: {} };
-  const kinds: Array<SinkKind | 'stdout'> = ['stdout', ...SINK_KINDS];
-  const sinks = kinds.map((kind) => {
-    const entry = sinkEntry(kind, targets, { dir });
-    // The connection string comes from the environment, with the config's own "${ENV}" secret syntax.
-    if (kind === 'eventhubs') entry.connectionString = `\${${EH_ENV}}`;
-    return entry;
-  });
-  const file = join(dir, 'forwarder.yaml');
-  writeFileSync(file, JSON.stringify({ sinks }, null, 2)); // JSON is YAML
-  return {
-    args: [...common, '--config', file],
-    env: { [EH_ENV]: targets.eventHubs.connectionString('records') },
+/** Spawns one subject polling the simulator as VM `vm`, with a fresh state directory in `dir`. */
+function spawnSubject(subject: Subject, setup: Setup, vm: string, dir: string): ChildProcess {
+  const log = openSync(join(dir, `${subject}.log`), 'a');
+  const stdio: ['ignore', 'ignore', number] = ['ignore', 'ignore', log];
+  const endpoint = setup.sim.vmUrl(vm);
+  if (subject === 'poller') {
+    return spawn(process.execPath, [setup.pollerFile, `${endpoint}${SCHEDULED_EVENTS_PATH}`], { stdio });
+  }
+  const args = ['run', '--imds-endpoint', endpoint, '--poll-interval', '1000'];
+  args.push('--state-dir', join(dir, 'state'));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    // The bin's `#!/usr/bin/env node` finds this Node binary first, as the poller's.
+    PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`,
   };
+  if (subject === 'stdout') args.push('--sink', 'stdout');
+  else {
+    const kinds: Array<SinkKind | 'stdout'> = ['stdout', ...SINK_KINDS];
+    const sinks = kinds.map((kind) => {
+      const entry = sinkEntry(kind, setup.targets, { dir });
+      // The connection string comes from the environment, with the config's own "${ENV}" secret syntax.
+      if (kind === 'eventhubs') entry.connectionString = `\${${EH_ENV}}`;
+      return entry;
+    });
+    const file = join(dir, 'forwarder.yaml');
+    writeFileSync(file, JSON.stringify({ sinks }, null, 2)); // JSON is YAML
+    args.push('--config', file);
+    env[EH_ENV] = setup.targets.eventHubs.connectionString('records');
+  }
+  return spawn(setup.pkg.bin, args, { stdio, env, cwd: dir });
 }
 
-function firstRequestAt(sim: RunningSimulator, vm: string, endpoint: string): number | undefined {
-  const entry = sim.admin.requests().log.find((e) => e.vm === vm && e.endpoint === endpoint);
-  return entry === undefined ? undefined : Date.parse(entry.at);
+function requestsOf(sim: RunningSimulator, vm: string, endpoint: 'scheduledevents' | 'instance') {
+  return sim.admin.requests().log.filter((e) => e.vm === vm && e.endpoint === endpoint);
 }
 
-/** Spawn → first Scheduled Events GET at the simulator, in ms (also the first instance-metadata GET). */
-async function measureStartup(
-  sim: RunningSimulator,
-  config: ConfigName,
-  run: number,
-  targets: Targets,
-): Promise<{ firstPollMs: number; identityMs: number; stopMs: number }> {
-  const vm = `startup-${config}-${run}`;
-  const tmp = makeTempDir('sef-bench-startup-');
+/** Spawn → first Scheduled Events GET received by the simulator (and → first instance-metadata GET), ms. */
+async function measureStart(
+  subject: Subject,
+  setup: Setup,
+  vm: string,
+): Promise<{ firstGetMs: number; identityMs: number | null }> {
+  const tmp = makeTempDir('sef-bench-start-');
   try {
-    const { args, env } = launch(config, sim.vmUrl(vm), tmp.dir, targets);
     const spawnedAt = Date.now();
-    const child = spawnForwarder(args, { logFile: join(tmp.dir, 'forwarder.log'), env });
+    const child = spawnSubject(subject, setup, vm, tmp.dir);
     try {
-      const polledAt = await waitFor(
-        () => firstRequestAt(sim, vm, 'scheduledevents'),
-        `first poll of ${vm}`,
+      const first = await waitFor(
+        () => requestsOf(setup.sim, vm, 'scheduledevents')[0],
+        `first GET of ${vm}`,
         {
           timeoutMs: 60_000,
         },
       );
-      const identityAt = firstRequestAt(sim, vm, 'instance') ?? polledAt;
-      return { firstPollMs: polledAt - spawnedAt, identityMs: identityAt - spawnedAt, stopMs: 0 };
+      const identity = requestsOf(setup.sim, vm, 'instance')[0];
+      return {
+        firstGetMs: Date.parse(first.at) - spawnedAt,
+        identityMs: identity === undefined ? null : Date.parse(identity.at) - spawnedAt,
+      };
     } finally {
       await stopForwarder(child);
     }
@@ -86,194 +132,268 @@ async function measureStartup(
   }
 }
 
-interface Running {
-  config: ConfigName;
+interface Idle {
+  subject: Subject;
   vm: string;
   child: ChildProcess;
   samples: ProcessSample[];
-  dir: { dir: string; cleanup: () => void };
+  /** Wall-clock ms of the first and last sample. */
+  windowMs: [number, number];
 }
+
+interface IdleFigures {
+  samples: number;
+  rssMiB: number;
+  anonMiB: number;
+  fileMiB: number;
+  cpuMsPerPoll: number;
+  polls: number;
+  writtenKiBPerMinute: number;
+}
+
+function idleFigures(r: Idle, sim: RunningSimulator): IdleFigures {
+  const first = r.samples[0] as ProcessSample;
+  const last = r.samples[r.samples.length - 1] as ProcessSample;
+  const [from, to] = r.windowMs;
+  const polls = requestsOf(sim, r.vm, 'scheduledevents').filter((e) => {
+    const at = Date.parse(e.at);
+    return at > from && at <= to;
+  }).length;
+  const minutes = Math.max(1e-9, (last.t - first.t) / 60);
+  const median = (pick: (s: ProcessSample) => number) => summarize(r.samples.map(pick)).p50;
+  return {
+    samples: r.samples.length,
+    rssMiB: round(median((s) => s.rssKiB) / 1024, 1),
+    anonMiB: round(median((s) => s.anonKiB) / 1024, 1),
+    fileMiB: round(median((s) => s.fileKiB) / 1024, 1),
+    cpuMsPerPoll: round(((last.cpuSeconds - first.cpuSeconds) * 1000) / Math.max(1, polls), 2),
+    polls,
+    writtenKiBPerMinute: round((last.writeBytes - first.writeBytes) / 1024 / minutes, 1),
+  };
+}
+
+const ratio = (value: number, reference: number): number | null =>
+  reference > 0 ? round(value / reference, 2) : null;
+const verdict = (value: number | null, max: number): string =>
+  value === null ? '–' : value <= max ? 'yes' : 'no';
 
 export const footprint: Benchmark = {
   name: 'footprint',
-  title: 'Footprint: RSS and CPU while idle, startup time',
+  title: 'Footprint: the installed package beside a minimal poller (idle, 1 s polling)',
   method:
-    'The forwarder runs as a child process (`node src/cli/main.ts run`, TypeScript executed by Node type ' +
-    'stripping) against the IMDS simulator at 1 Hz polling, once with the minimal config (`--sink stdout`) and ' +
-    'once with every sink type configured (stdout, file, exec, webhook, slack, teams, eventhubs → the AMQP ' +
-    'double, otel → the OTLP receiver). Both run at the same time against one simulator (each as its own VM ' +
-    'identity). Ten seconds in, one Scheduled event is injected so every sink connects and delivers once; then ' +
-    'nothing changes. RSS (VmRSS) and CPU time (utime+stime) are read from /proc/<pid> every 5 s. Startup: ' +
-    'spawn → first Scheduled Events request received by the simulator, with a fresh state directory each time ' +
-    '(includes creating the SQLite database and fetching the VM identity).',
+    'What ships: `npm pack` builds the tarball as `npm publish` would (the `prepare` script compiles dist/), ' +
+    'the benchmark unpacks it into a temporary prefix as `npm install` does and runs its bin ' +
+    '(`node_modules/.bin/scheduled-events-forwarder run …`, `#!/usr/bin/env node` resolving to the same Node ' +
+    "binary as the benchmark), with no node flags. Dependencies are linked from this repository's " +
+    "node_modules (the lockfile's versions), so no registry is needed. Beside it, in the same run and on the " +
+    'same Node binary, runs a minimal poller written in the benchmark (`node:http` GET every second, ' +
+    "`JSON.parse`, nothing else). All poll the project's IMDS simulator on 127.0.0.1 (each as its own VM; " +
+    'the document never changes). Configurations: `--sink stdout` without a config file, and a config file ' +
+    'with every sink type (stdout, file, exec, webhook, slack, teams, eventhubs → the AMQP double, otel → the ' +
+    'OTLP receiver) configured but idle. Idle: the three processes run side by side; after a settling period ' +
+    'one sample per second is read from /proc/<pid>: RSS total / anonymous / file-backed (VmRSS, RssAnon, ' +
+    'RssFile of /proc/<pid>/status; medians), CPU time (utime+stime of /proc/<pid>/stat, clock ticks) divided ' +
+    'by the polls the simulator logged in the window, and write_bytes of /proc/<pid>/io per minute (state ' +
+    'directory and log file on the same disk). Start: spawn → the first Scheduled Events GET in the ' +
+    "simulator's request log, fresh state directory each time, the three subjects started in turn in each " +
+    'round; median over the rounds. Ratios are to the poller of the same run, so load from other work on the ' +
+    'machine largely cancels out; absolute numbers move with the load.',
   async run(ctx: BenchContext): Promise<BenchOutput> {
-    if (!canReadProcessUsage()) throw new Error('footprint needs /proc (Linux) to read RSS and CPU time');
-    const durationMs = ctx.durationMs ?? (ctx.smoke ? 4000 : 600_000);
-    const sampleEveryMs = ctx.smoke ? 1000 : 5000;
-    const warmupAtMs = ctx.smoke ? 1500 : 10_000;
-    const startupRuns = ctx.smoke ? 1 : 5;
+    if (!canReadProcessUsage()) throw new Error('footprint needs /proc (Linux) to read RSS, CPU and I/O');
+    const sampleCount = ctx.smoke ? 3 : Math.max(2, Math.round((ctx.durationMs ?? 60_000) / 1000));
+    const settleMs = ctx.smoke ? 2000 : 15_000;
+    const startRounds = ctx.smoke ? 1 : 10;
+    const work = makeTempDir('sef-bench-footprint-');
+    const running: Idle[] = [];
     const sim = await startSimulator({ timeScale: 1 });
     const targets = await startTargets();
-    const running: Running[] = [];
     try {
-      // Startup time (fresh state directory each run).
-      const startup: Record<ConfigName, Array<{ firstPollMs: number; identityMs: number }>> = {
-        minimal: [],
+      ctx.log('packing and installing the package');
+      const pkg = installPackage(join(work.dir, 'prefix'), ctx.packageTarball);
+      const pollerFile = join(work.dir, 'minimal-poller.mjs');
+      writeFileSync(pollerFile, MINIMAL_POLLER);
+      const setup: Setup = { pkg, pollerFile, targets, sim };
+
+      const starts: Record<Subject, Array<{ firstGetMs: number; identityMs: number | null }>> = {
+        poller: [],
+        stdout: [],
         'all-sinks': [],
       };
-      for (let run = 0; run < startupRuns; run++) {
-        for (const config of CONFIGS) {
-          const result = await measureStartup(sim, config, run, targets);
-          startup[config].push({ firstPollMs: result.firstPollMs, identityMs: result.identityMs });
-          ctx.log(`startup ${config} #${run + 1}: first poll after ${result.firstPollMs} ms`);
+      for (let round_ = 0; round_ < startRounds; round_++) {
+        for (const subject of SUBJECTS) {
+          starts[subject].push(await measureStart(subject, setup, `start-${subject}-${round_}`));
         }
+        ctx.log(
+          `start round ${round_ + 1}/${startRounds}: ${SUBJECTS.map((s) => `${s} ${starts[s].at(-1)?.firstGetMs} ms`).join(', ')}`,
+        );
       }
 
-      // Idle footprint, both configurations side by side.
-      for (const config of CONFIGS) {
-        const vm = `footprint-${config}`;
-        const dir = makeTempDir('sef-bench-footprint-');
-        const { args, env } = launch(config, sim.vmUrl(vm), dir.dir, targets);
-        const child = spawnForwarder(args, { logFile: join(dir.dir, 'forwarder.log'), env });
-        running.push({ config, vm, child, samples: [], dir });
-      }
-      const started = performance.now();
-      let warmedUp = false;
-      let warmupEventId = '';
-      ctx.log(`footprint: sampling for ${Math.round(durationMs / 1000)} s`);
-      while (performance.now() - started < durationMs) {
-        const t = (performance.now() - started) / 1000;
-        for (const r of running) {
-          if (r.child.exitCode !== null) throw new Error(`forwarder (${r.config}) exited early; see its log`);
-          r.samples.push({ t: round(t, 1), ...readProcessUsage(r.child.pid as number) });
-        }
-        if (!warmedUp && performance.now() - started >= warmupAtMs) {
-          warmedUp = true;
-          warmupEventId = sim.admin.injectEvent({
-            type: 'Reboot',
-            resources: running.map((r) => r.vm),
-            noticeSeconds: '1h',
-            autoStart: false,
-          }).id;
-        }
-        await sleep(Math.min(sampleEveryMs, warmedUp ? sampleEveryMs : warmupAtMs));
-      }
-      const final = (performance.now() - started) / 1000;
-      for (const r of running)
-        r.samples.push({ t: round(final, 1), ...readProcessUsage(r.child.pid as number) });
-
-      const delivered = {
-        webhook: targets.webhook.requests.length,
-        slack: targets.slack.requests.length,
-        teams: targets.teams.requests.length,
-        eventhubs: targets.eventHubs.received('records').length,
-        otel: targets.otlp.acceptedRecords().length,
-      };
-      const polls = Object.fromEntries(
-        running.map((r) => [
-          r.config,
-          sim.admin.requests().log.filter((e) => e.vm === r.vm && e.endpoint === 'scheduledevents').length,
-        ]),
-      );
-      const stopMs: Record<string, number> = {};
-      for (const r of running) stopMs[r.config] = Math.round(await stopForwarder(r.child));
-
-      const rows = running.map((r) => {
-        const rss = r.samples.map((s) => s.rssKiB / 1024);
-        const after = r.samples.filter((s) => s.t * 1000 >= warmupAtMs + sampleEveryMs);
-        const window = after.length >= 2 ? after : r.samples;
-        const first = window[0] as ProcessSample;
-        const last = window[window.length - 1] as ProcessSample;
-        const span = Math.max(0.001, last.t - first.t);
-        const cpuPercent = ((last.cpuSeconds - first.cpuSeconds) / span) * 100;
-        const intervals = window.slice(1).map((s, i) => {
-          const prev = window[i] as ProcessSample;
-          return ((s.cpuSeconds - prev.cpuSeconds) / Math.max(0.001, s.t - prev.t)) * 100;
+      for (const subject of SUBJECTS) {
+        const vm = `idle-${subject}`;
+        const dir = join(work.dir, vm);
+        mkdirSync(dir);
+        running.push({
+          subject,
+          vm,
+          child: spawnSubject(subject, setup, vm, dir),
+          samples: [],
+          windowMs: [0, 0],
         });
-        const rssSummary = summarize(rss);
-        return {
-          config: r.config,
-          rssFirstMiB: round((r.samples[0]?.rssKiB ?? 0) / 1024, 1),
-          rssMedianMiB: round(rssSummary.p50, 1),
-          rssMaxMiB: round(rssSummary.max, 1),
-          rssEndMiB: round((r.samples[r.samples.length - 1]?.rssKiB ?? 0) / 1024, 1),
-          cpuAvgPercent: round(cpuPercent, 2),
-          cpuPeakIntervalPercent: round(Math.max(0, ...intervals), 2),
-          cpuSecondsTotal: round(last.cpuSeconds, 2),
-          idleWindowSeconds: round(span, 1),
-          polls: polls[r.config] ?? 0,
-        };
-      });
-      const startupRows = CONFIGS.map((config) => {
-        const s = summarize(startup[config].map((x) => x.firstPollMs));
-        const identity = summarize(startup[config].map((x) => x.identityMs));
-        return [config, s.count, s.min, s.p50, s.max, identity.p50];
-      });
+      }
+      ctx.log(`idle: settling ${settleMs / 1000} s, then ${sampleCount} one-second samples`);
+      await sleep(settleMs);
+      const t0 = performance.now();
+      for (let i = 0; i < sampleCount; i++) {
+        if (i > 0) await sleep(Math.max(0, t0 + i * 1000 - performance.now()));
+        const t = round((performance.now() - t0) / 1000, 3);
+        for (const r of running) {
+          if (r.child.exitCode !== null || r.child.signalCode !== null)
+            throw new Error(`${r.subject} exited early (log in ${work.dir})`);
+          r.samples.push({ t, ...readProcessUsage(r.child.pid as number) });
+          if (i === 0) r.windowMs[0] = Date.now();
+          r.windowMs[1] = Date.now();
+        }
+      }
+      const idle = Object.fromEntries(running.map((r) => [r.subject, idleFigures(r, sim)])) as Record<
+        Subject,
+        IdleFigures
+      >;
+      const startP50 = Object.fromEntries(
+        SUBJECTS.map((s) => [s, summarize(starts[s].map((x) => x.firstGetMs)).p50]),
+      ) as Record<Subject, number>;
+
+      const p = idle.poller;
+      const t = FOOTPRINT_TARGETS;
+      const ratios = {
+        stdout: {
+          rss: ratio(idle.stdout.rssMiB, p.rssMiB),
+          anon: ratio(idle.stdout.anonMiB, p.anonMiB),
+          file: ratio(idle.stdout.fileMiB, p.fileMiB),
+          cpuPerPoll: ratio(idle.stdout.cpuMsPerPoll, p.cpuMsPerPoll),
+          firstGet: ratio(startP50.stdout, startP50.poller),
+        },
+        'all-sinks': {
+          rss: ratio(idle['all-sinks'].rssMiB, p.rssMiB),
+          anon: ratio(idle['all-sinks'].anonMiB, p.anonMiB),
+          file: ratio(idle['all-sinks'].fileMiB, p.fileMiB),
+          cpuPerPoll: ratio(idle['all-sinks'].cpuMsPerPoll, p.cpuMsPerPoll),
+          firstGet: ratio(startP50['all-sinks'], startP50.poller),
+        },
+      };
+      const s = ratios.stdout;
+      const a = ratios['all-sinks'];
+      const kib = (x: Subject) => idle[x].writtenKiBPerMinute;
       return {
         parameters: {
-          durationSeconds: durationMs / 1000,
-          sampleEverySeconds: sampleEveryMs / 1000,
           pollIntervalMs: 1000,
-          startupRuns,
+          idleSamples: sampleCount,
+          sampleEverySeconds: 1,
+          settleSeconds: settleMs / 1000,
+          startRounds,
           sinksAllConfig: ['stdout', ...SINK_KINDS],
-          warmupEventAtSeconds: warmupAtMs / 1000,
+          clockTicksPerSecond: clockTicksPerSecond(),
         },
         tables: [
           {
-            title: `Idle polling at 1 Hz for ${Math.round(durationMs / 60_000) || round(durationMs / 60_000, 2)} min (CPU after the warm-up event)`,
+            title: `Idle at 1 s polling, side by side (medians of ${sampleCount} one-second samples) and start → first GET (median of ${startRounds})`,
             columns: [
-              'config',
-              'RSS first (MiB)',
-              'RSS median (MiB)',
-              'RSS max (MiB)',
-              'RSS end (MiB)',
-              'CPU avg (% of one core)',
-              'CPU peak 5 s (%)',
-              'CPU total (s)',
-              'polls',
+              'process',
+              'RSS (MiB)',
+              'anon (MiB)',
+              'file-backed (MiB)',
+              'CPU per poll (ms)',
+              'written (KiB/min)',
+              'start → first GET (ms)',
             ],
-            rows: rows.map((r) => [
-              r.config,
-              r.rssFirstMiB,
-              r.rssMedianMiB,
-              r.rssMaxMiB,
-              r.rssEndMiB,
-              r.cpuAvgPercent,
-              r.cpuPeakIntervalPercent,
-              r.cpuSecondsTotal,
-              r.polls,
+            rows: SUBJECTS.map((x) => [
+              LABEL[x],
+              idle[x].rssMiB,
+              idle[x].anonMiB,
+              idle[x].fileMiB,
+              idle[x].cpuMsPerPoll,
+              kib(x),
+              startP50[x],
             ]),
           },
           {
-            title: 'Startup: spawn → first Scheduled Events poll (ms)',
-            columns: ['config', 'runs', 'min', 'p50', 'max', 'p50 spawn → identity request'],
-            rows: startupRows,
+            title: 'Ratios to the minimal poller of the same run, against the targets',
+            columns: ['figure', 'stdout sink', 'every sink type', 'target', 'met'],
+            rows: [
+              [
+                'RSS total',
+                s.rss,
+                a.rss,
+                `stdout ≤ ${t.rssStdout}, every sink ≤ ${t.rssAllSinks}`,
+                `${verdict(s.rss, t.rssStdout)} / ${verdict(a.rss, t.rssAllSinks)}`,
+              ],
+              ['RSS anonymous', s.anon, a.anon, `stdout ≤ ${t.anonStdout}`, verdict(s.anon, t.anonStdout)],
+              ['RSS file-backed', s.file, a.file, '–', '–'],
+              [
+                'CPU per idle poll',
+                s.cpuPerPoll,
+                a.cpuPerPoll,
+                `≤ ${t.cpuPerPoll}`,
+                `${verdict(s.cpuPerPoll, t.cpuPerPoll)} / ${verdict(a.cpuPerPoll, t.cpuPerPoll)}`,
+              ],
+              [
+                'start → first GET',
+                s.firstGet,
+                a.firstGet,
+                `≤ ${t.firstGet}`,
+                `${verdict(s.firstGet, t.firstGet)} / ${verdict(a.firstGet, t.firstGet)}`,
+              ],
+              [
+                'written per minute (KiB, absolute)',
+                kib('stdout'),
+                kib('all-sinks'),
+                `≤ ${t.writtenKiBPerMinute}`,
+                `${verdict(kib('stdout'), t.writtenKiBPerMinute)} / ${verdict(kib('all-sinks'), t.writtenKiBPerMinute)}`,
+              ],
+            ],
+          },
+          {
+            title: 'Start → first request (ms)',
+            columns: ['process', 'starts', 'min', 'p50', 'max', 'p50 → first instance-metadata GET'],
+            rows: SUBJECTS.map((x) => {
+              const first = summarize(starts[x].map((v) => v.firstGetMs));
+              const ids = starts[x].map((v) => v.identityMs).filter((v): v is number => v !== null);
+              return [
+                LABEL[x],
+                first.count,
+                first.min,
+                first.p50,
+                first.max,
+                ids.length > 0 ? summarize(ids).p50 : null,
+              ];
+            }),
           },
         ],
         raw: {
-          startup,
-          rows,
-          samples: Object.fromEntries(running.map((r) => [r.config, r.samples])),
-          warmupEventId,
-          warmupDelivered: delivered,
-          stopMs,
+          package: {
+            origin: pkg.origin,
+            tarball: pkg.tarball.split('/').at(-1),
+            tarballSha256: pkg.tarballSha256,
+            command: 'node_modules/.bin/scheduled-events-forwarder run … (no node flags)',
+            nodeBinary: process.execPath,
+          },
+          minimalPoller: MINIMAL_POLLER,
+          idle,
+          ratios,
+          starts,
+          samples: Object.fromEntries(running.map((r) => [r.subject, r.samples])),
         },
         notes: [
-          `The warm-up event reached: ${Object.entries(delivered)
-            .map(([k, v]) => `${k} ${v}`)
-            .join(', ')} (per sink; 1 expected each).`,
-          `Graceful stop (SIGTERM → exit): ${Object.entries(stopMs)
-            .map(([k, v]) => `${k} ${v} ms`)
-            .join(', ')}.`,
+          'CPU time has clock-tick resolution (1/' +
+            `${clockTicksPerSecond()} s): over ${sampleCount} polls that is ±${round(1000 / clockTicksPerSecond() / Math.max(1, idle.poller.polls), 2)} ms per poll.`,
+          'Other work on the machine inflates absolute CPU and start times; the ratios compare processes that ran ' +
+            'at the same time.',
         ],
       };
     } finally {
-      for (const r of running) {
-        await stopForwarder(r.child);
-        r.dir.cleanup();
-      }
+      for (const r of running) await stopForwarder(r.child);
       await targets.close();
       await sim.close();
+      work.cleanup();
     }
   },
 };

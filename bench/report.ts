@@ -60,15 +60,21 @@ const HEADLINES: Record<string, (file: BenchResultFile) => string> = {
       .map((r) => `${r[0]}: p50 ${r[2]} / p99 ${r[3]} ms`)
       .join('; ')}.`,
   drain: (f) =>
-    `Backlog drain (records/s): ${rowsOf(f)
-      .map((r) => `${r[0]} ${cell(r[3] ?? null)}`)
+    `Backlog drain (records/s, with the V8 settings \`run\` ships; ratio to Node defaults in the same run): ${rowsOf(
+      f,
+    )
+      .map((r) => `${r[0]} ${cell(r[3] ?? null)}${r[5] === undefined ? '' : ` (${r[5]}×)`}`)
       .join(', ')}.`,
-  footprint: (f) =>
-    `Footprint at idle 1 Hz polling: ${rowsOf(f)
-      .map((r) => `${r[0]} RSS median ${r[2]} MiB, CPU ${r[5]} % of one core`)
-      .join('; ')}; startup to first poll p50 ${rowsOf(f, 1)
-      .map((r) => `${r[0]} ${r[3]} ms`)
-      .join(', ')}.`,
+  footprint: (f) => {
+    const rows = rowsOf(f, 1);
+    const ratios = rows.filter((r) => !String(r[0]).startsWith('written'));
+    const written = rows.find((r) => String(r[0]).startsWith('written'));
+    return (
+      'Footprint of the installed package at idle 1 s polling, as ratios to a minimal node:http poller in the ' +
+      `same run (stdout sink / every sink type): ${ratios.map((r) => `${r[0]} ${r[1]}× / ${r[2]}×`).join('; ')}` +
+      `${written === undefined ? '' : `; written ${written[1]} / ${written[2]} KiB per minute`}.`
+    );
+  },
 };
 
 /** The whole docs/performance.md text. */
@@ -89,9 +95,10 @@ export function renderReport(results: readonly BenchResultFile[]): string {
     '## Reproduce',
     '',
     '```sh',
-    'npm run bench                          # every benchmark (about 30 minutes; footprint alone takes 11)',
+    'npm run bench                          # every benchmark (about 25 minutes; footprint alone takes 4)',
     'npm run bench -- detection footprint   # only these',
-    'npm run bench -- footprint --duration 60s   # shorter footprint run',
+    'npm run bench -- footprint --duration 5m    # longer idle window (default 60 one-second samples)',
+    'npm run bench -- footprint --package old.tgz  # footprint of another build (e.g. `npm pack` of an older commit)',
     'npm run bench -- --smoke --out /tmp/b  # tiny sample counts: checks the harness, numbers meaningless',
     'node bench/report.ts                   # regenerate this page from bench/results/*.json',
     'node bench/report.ts --check           # exit 1 if this page is out of date',
@@ -117,7 +124,8 @@ export function renderReport(results: readonly BenchResultFile[]): string {
     if (r.notes.length > 0) out.push('');
     out.push(
       `<sub>Run ${r.startedAt} (${r.wallSeconds} s) on ${m.cpuModel}, ${m.cores} cores, ${gib(m.memoryBytes)}, ` +
-        `${m.os} (${m.platform}/${m.arch}), Node ${m.node}, commit ${m.gitCommit?.slice(0, 12) ?? 'unknown'}; ` +
+        `${m.os} (${m.platform}/${m.arch}), Node ${m.node}, commit ${m.gitCommit?.slice(0, 12) ?? 'unknown'}` +
+        `${m.gitDirty === true ? ' (with uncommitted changes)' : ''}; ` +
         `load average (1/5/15 min) ${r.loadAverage.before.join(' / ')} before, ${r.loadAverage.after.join(' / ')} after. ` +
         `Parameters: \`${JSON.stringify(r.parameters)}\`.</sub>`,
       '',

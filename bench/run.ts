@@ -5,7 +5,8 @@
  * docs/performance.md from the JSON files.
  *
  *   --smoke        tiny sample counts and durations (checks the harness; the numbers mean nothing)
- *   --duration D   footprint duration per configuration (e.g. 60s, 10m, or ms); default 10m
+ *   --duration D   footprint idle sampling window (e.g. 60s, 10m, or ms); default 60s
+ *   --package TGZ  footprint: measure this package tarball instead of `npm pack` of the working tree
  *   --out DIR      where the JSON goes (default bench/results)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -46,6 +47,7 @@ export interface RunOptions {
   smoke: boolean;
   durationMs: number | undefined;
   outDir: string;
+  packageTarball?: string | undefined;
 }
 
 /** Runs the selected benchmarks one after another; returns the files written. */
@@ -66,7 +68,12 @@ export async function runBenchmarks(options: RunOptions): Promise<string[]> {
     const before = loadAverage();
     const startedAt = new Date();
     const t0 = performance.now();
-    const output = await bench.run({ smoke: options.smoke, durationMs: options.durationMs, log });
+    const output = await bench.run({
+      smoke: options.smoke,
+      durationMs: options.durationMs,
+      packageTarball: options.packageTarball,
+      log,
+    });
     const file: BenchResultFile = {
       name: bench.name,
       title: bench.title,
@@ -98,6 +105,7 @@ async function main(): Promise<void> {
       smoke: { type: 'boolean', default: false },
       duration: { type: 'string' },
       out: { type: 'string' },
+      package: { type: 'string' },
     },
   });
   await runBenchmarks({
@@ -105,6 +113,7 @@ async function main(): Promise<void> {
     smoke: values.smoke,
     durationMs: values.duration === undefined ? undefined : parseDurationMs(values.duration),
     outDir: values.out ?? DEFAULT_RESULTS_DIR,
+    packageTarball: values.package,
   });
 }
 

@@ -26,8 +26,10 @@ export interface BenchOutput {
 export interface BenchContext {
   /** Tiny sample counts and short durations (the smoke test); numbers are meaningless then. */
   smoke: boolean;
-  /** Override of the footprint duration per configuration, in ms. */
+  /** Override of the footprint's idle sampling window, in ms (one sample per second). */
   durationMs: number | undefined;
+  /** footprint: measure this package tarball instead of a fresh `npm pack` of the working tree. */
+  packageTarball?: string | undefined;
   /** Progress line on stderr. */
   log(message: string): void;
 }

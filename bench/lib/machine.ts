@@ -10,8 +10,25 @@ export interface MachineInfo {
   platform: NodeJS.Platform;
   arch: string;
   node: string;
+  /** The Node binary that ran the benchmark (and every child process it started). */
+  nodeBinary: string;
   date: string;
   gitCommit: string | null;
+  /** True when the working tree had uncommitted changes (the commit alone does not describe what ran). */
+  gitDirty: boolean | null;
+}
+
+/** Whether the working tree has uncommitted changes (null outside a repository). */
+export function gitDirty(): boolean | null {
+  try {
+    const status = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    return status.trim() !== '';
+  } catch {
+    return null;
+  }
 }
 
 /** The current git commit of the working tree (null outside a repository). */
@@ -36,8 +53,10 @@ export function machineInfo(): MachineInfo {
     platform: process.platform,
     arch: process.arch,
     node: process.version,
+    nodeBinary: process.execPath,
     date: new Date().toISOString(),
     gitCommit: gitCommit(),
+    gitDirty: gitDirty(),
   };
 }
 

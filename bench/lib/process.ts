@@ -1,27 +1,14 @@
 /**
- * The forwarder as a child process (`node src/cli/main.ts run ...`) and its resource usage read from /proc
- * (Linux): resident set size and CPU time (utime + stime) of that one process.
+ * Child processes of the benchmarks and their resource usage read from /proc (Linux): resident set size
+ * (total, anonymous, file-backed), CPU time (utime + stime) and bytes written to storage (write_bytes) of
+ * that one process.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { openSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const REPO_ROOT = join(import.meta.dirname, '..', '..');
-export const CLI = join(REPO_ROOT, 'src', 'cli', 'main.ts');
-
-/** Starts `node src/cli/main.ts run <args>`; stdout is discarded, stderr (logs) goes to `logFile`. */
-export function spawnForwarder(
-  args: string[],
-  options: { logFile: string; env?: NodeJS.ProcessEnv },
-): ChildProcess {
-  const stderr = openSync(options.logFile, 'a');
-  return spawn(process.execPath, [CLI, 'run', ...args], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'ignore', stderr],
-    env: { ...process.env, ...options.env },
-  });
-}
 
 /** SIGTERM and wait for the exit (SIGKILL after `graceMs`). Resolves with the time it took, in ms. */
 export async function stopForwarder(child: ChildProcess, graceMs = 10_000): Promise<number> {
@@ -48,23 +35,40 @@ export function clockTicksPerSecond(): number {
   return clockTicks;
 }
 
-export interface ProcessSample {
-  /** Seconds since the sampling started. */
-  t: number;
+/** One reading of a process's usage (see readProcessUsage). */
+export interface ProcessUsage {
+  /** VmRSS, RssAnon and RssFile of /proc/<pid>/status. */
   rssKiB: number;
-  /** utime + stime, seconds. */
+  anonKiB: number;
+  fileKiB: number;
+  /** utime + stime of /proc/<pid>/stat, seconds (clock-tick resolution). */
   cpuSeconds: number;
+  /** write_bytes of /proc/<pid>/io: bytes this process caused to be written to storage. */
+  writeBytes: number;
 }
 
-/** One reading of /proc/<pid>/status (VmRSS) and /proc/<pid>/stat (utime, stime). Throws off Linux. */
-export function readProcessUsage(pid: number): { rssKiB: number; cpuSeconds: number } {
+export interface ProcessSample extends ProcessUsage {
+  /** Seconds since the sampling started. */
+  t: number;
+}
+
+/** One reading of /proc/<pid>/status, /proc/<pid>/stat and /proc/<pid>/io. Throws off Linux. */
+export function readProcessUsage(pid: number): ProcessUsage {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const rss = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+  const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? 0);
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name "(...)": state is field 3, utime 14, stime 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const ticks = Number(fields[11]) + Number(fields[12]);
-  return { rssKiB: Number(rss?.[1] ?? 0), cpuSeconds: ticks / clockTicksPerSecond() };
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  const written = /^write_bytes:\s+(\d+)/m.exec(io);
+  return {
+    rssKiB: kib('VmRSS'),
+    anonKiB: kib('RssAnon'),
+    fileKiB: kib('RssFile'),
+    cpuSeconds: ticks / clockTicksPerSecond(),
+    writeBytes: Number(written?.[1] ?? 0),
+  };
 }
 
 /** True where /proc/<pid> can be read (Linux). */

@@ -2,14 +2,18 @@
 /**
  * The command-line entry point. Each subcommand lives in src/cli/commands/<name>.ts and exports
  * `register(program)`. Usage and configuration errors print one clear message and exit with code 2.
- * Every command module is loaded for `--help`, so it imports only light modules at the top (commander types,
- * option helpers) and loads everything else inside its action (`await import(...)`): `--version` and `--help`
- * stay fast, and `run` loads what the configuration needs (test/integration/run/startup-imports.test.ts).
+ * When the first argument names a command, only that command's module is loaded (`run` starts without
+ * parsing the other eight); otherwise (`--help`, `--version`, `help`, a typo) every module is loaded so help and
+ * suggestions list them all. A command module imports only light modules at the top (commander types, option
+ * helpers) and loads everything else inside its action (`await import(...)`): `--version` and `--help` stay
+ * fast, and `run` loads what the configuration needs (test/integration/run/startup-imports.test.ts).
+ * `run` also sizes V8's heap for a long-lived small process before anything else is loaded (./heap.ts).
  */
 import { realpathSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { redactText } from '../redact.ts';
 import { UsageError } from './errors.ts';
+import { sizeHeapForLongRun } from './heap.ts';
 import { nodeVersionProblem } from './node-version.ts';
 import { readVersion } from './version.ts';
 
@@ -20,19 +24,29 @@ if (nodeProblem !== undefined) {
   process.exit(1);
 }
 
-const COMMANDS: Array<() => Promise<{ register(program: Command): void }>> = [
-  () => import('./commands/config.ts'),
-  () => import('./commands/run.ts'),
-  () => import('./commands/demo.ts'),
-  () => import('./commands/simulate.ts'),
-  () => import('./commands/events.ts'),
-  () => import('./commands/approve.ts'),
-  () => import('./commands/outbox.ts'),
-  () => import('./commands/deadletters.ts'),
-  () => import('./commands/fleet.ts'),
-];
+type CommandModule = () => Promise<{ register(program: Command): void }>;
 
-export async function buildProgram(): Promise<Command> {
+/** Every command, in the order `--help` lists them. */
+const COMMANDS: Record<string, CommandModule> = {
+  config: () => import('./commands/config.ts'),
+  run: () => import('./commands/run.ts'),
+  demo: () => import('./commands/demo.ts'),
+  simulate: () => import('./commands/simulate.ts'),
+  events: () => import('./commands/events.ts'),
+  approve: () => import('./commands/approve.ts'),
+  outbox: () => import('./commands/outbox.ts'),
+  deadletters: () => import('./commands/deadletters.ts'),
+  fleet: () => import('./commands/fleet.ts'),
+};
+
+/** The command named by the first argument (`argv[2]`), or undefined when it is an option or unknown. */
+export function requestedCommand(argv: readonly string[]): string | undefined {
+  const first = argv[2];
+  return first !== undefined && Object.hasOwn(COMMANDS, first) ? first : undefined;
+}
+
+/** The program with `only` these commands registered (default: every command). */
+export async function buildProgram(only?: readonly string[]): Promise<Command> {
   const program = new Command();
   program
     .name('scheduled-events-forwarder')
@@ -43,12 +57,16 @@ export async function buildProgram(): Promise<Command> {
     .version(readVersion(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const load of COMMANDS) (await load()).register(program);
+  for (const [name, load] of Object.entries(COMMANDS)) {
+    if (only === undefined || only.includes(name)) (await load()).register(program);
+  }
   return program;
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const program = await buildProgram();
+  const command = requestedCommand(argv);
+  if (command === 'run') sizeHeapForLongRun();
+  const program = await buildProgram(command === undefined ? undefined : [command]);
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;

@@ -4,7 +4,7 @@
  * lines name the key path and what was expected.
  */
 import { readFileSync } from 'node:fs';
-import { parseDocument } from 'yaml';
+import { createRequire } from 'node:module';
 import type { LogLevel } from '../log.ts';
 import { redactText, registerUrlCredentials } from '../redact.ts';
 import type { SinkFactory, SinkFilter } from '../sinks/types.ts';
@@ -65,6 +65,8 @@ export function readConfigFile(file: string): Record<string, unknown> {
     const code = (error as NodeJS.ErrnoException).code ?? 'error';
     throw new ConfigError(`cannot read config file ${file}: ${code}`, []);
   }
+  // yaml loads only when there is a file to parse: `run --sink stdout` without --config never pays for it.
+  const { parseDocument } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(

@@ -1,6 +1,6 @@
 /**
  * The `run` loop. Opens the store (last committed state, or the initial one), starts the VM identity cache and
- * the stall detector, builds the sinks from the config, starts the delivery engine, then runs the source.
+ * the stall detector, starts the source, then builds the sinks from the config and starts the delivery engine.
  *
  * The transform state lives in memory and may run ahead of the committed one (src/pipeline/durability.ts):
  * - a changed document (or approvals): transform(in-memory state) → ONE commit of the new state plus the
@@ -14,6 +14,13 @@
  * the pipeline falls back to the last committed state and the next diff infers conservatively. Shutdown (abort
  * the signal): stop the source, commit what is only in memory, give in-flight deliveries `shutdownDeadlineMs`,
  * close the store.
+ *
+ * First poll first: the source starts right after the store is open, and the sinks are built (their SDKs
+ * loaded) once the first poll was answered, or after one poll interval if IMDS is slow; the delivery engine
+ * starts when they are ready and delivers whatever was committed meanwhile. The first identity request
+ * (instance metadata) runs concurrently with the first poll. The first outcome is handled (and approval
+ * started) once that identity request has settled, so the first records still carry the identity whenever
+ * IMDS answers it (it is part of every record id); a failed identity request is retried on later polls.
  */
 import { ApprovalCoordinator } from '../approval/index.ts';
 import { ConfigError } from '../config/errors.ts';
@@ -85,7 +92,6 @@ interface OutcomeDeps {
   maxGapMs: number;
   stall: StallDetector;
   store: Store;
-  engine: DeliveryEngine;
   approval?: ApprovalCoordinator | undefined;
 }
 
@@ -158,6 +164,10 @@ export class Forwarder {
   #consecutiveCommitFailures = 0;
   #lastCommitErrorLogMs = 0;
   #lastIdentityAttemptMs = Date.now();
+  /** Until the first identity request has settled (and approval started): the first outcome waits for it. */
+  #beforeFirstOutcome: Promise<void> | undefined;
+  /** Resolves when the source delivers its first outcome (the first GET was answered). */
+  readonly #firstOutcome = Promise.withResolvers<void>();
 
   constructor(options: ForwarderOptions) {
     this.#options = options;
@@ -203,6 +213,7 @@ export class Forwarder {
     signal.addEventListener('abort', onAbort, { once: true });
     const sinks: Sink[] = [];
     let approval: ApprovalCoordinator | undefined;
+    let stopping = false;
     try {
       this.#state = this.#loadState(store);
       this.#durable = this.#state;
@@ -224,40 +235,16 @@ export class Forwarder {
             }));
 
       const enabled = config.sinks.filter((s) => s.enabled);
-      // Sequentially, so that the sinks built before one that fails are closed below.
-      for (const s of enabled) sinks.push(await this.#createSink(s, identity));
       this.#routed = enabled.map((s) => ({ name: s.name, filter: s.filter }));
       this.#warnAboutOrphanedQueues(store, new Set(config.sinks.map((s) => s.name)));
       if (enabled.length === 0) {
         logger.warn('no sinks enabled: records are committed to the state directory but delivered nowhere');
       }
-
-      const engine = new DeliveryEngine({
-        store,
-        sinks: enabled.map((s, i) => engineSink(s, sinks[i]!)),
-        logger, // the engine adds component: delivery and the sink name itself
-      });
-      this.#engine = engine;
-      engine.start();
       stall.start();
 
-      // The identity is part of every record id: know it before the first record when IMDS answers at all.
-      if (identity?.start !== undefined) await identity.start(internal.signal);
-      logger.info(
-        {
-          stateDir: store.stateDir,
-          source: source.name,
-          sinks: enabled.map((s) => s.name),
-          vm: identity?.current()?.name,
-          bootTime: new Date(bootTimeMs).toISOString(),
-        },
-        'forwarder running',
-      );
-      observer?.ready?.({
-        stateDir: store.stateDir,
-        sinks: enabled.map((s) => s.name),
-        storeDamage: storeDamage(store),
-      });
+      // The identity is part of every record id: its first request runs beside the first poll, and the first
+      // outcome waits for it (see the module comment), so polling starts at once.
+      const firstIdentity = identity?.start?.(internal.signal);
 
       // --- approval (src/approval, docs/approval.md): resumes persisted progress against the loaded state.
       approval = new ApprovalCoordinator({
@@ -268,19 +255,77 @@ export class Forwarder {
         pollIntervalMs: config.imds.pollIntervalMs,
         logger: logger.child({ component: 'approval' }),
       });
-      approval.start(this.#state);
-      // --- end approval
-      if (!internal.signal.aborted) {
-        await source.start(internal.signal, (outcome) =>
-          this.#onOutcome(outcome, { identity, bootTimeMs, maxGapMs, stall, store, engine, approval }),
+      const startApproval = (coordinator: ApprovalCoordinator) => {
+        this.#beforeFirstOutcome = undefined;
+        if (!internal.signal.aborted && !stopping) coordinator.start(this.#state);
+      };
+      if (firstIdentity === undefined) startApproval(approval);
+      else {
+        const coordinator = approval;
+        this.#beforeFirstOutcome = firstIdentity.then(
+          () => startApproval(coordinator),
+          () => startApproval(coordinator),
         );
       }
+      // --- end approval
+
+      // First poll first: the source starts before the sinks are built, so loading their SDKs never delays the
+      // first Scheduled Events GET. Outcomes are committed to the outbox as usual meanwhile; the delivery engine
+      // delivers them once it has started (it begins with whatever is pending).
+      const deps = { identity, bootTimeMs, maxGapMs, stall, store, approval };
+      const polling = internal.signal.aborted
+        ? Promise.resolve()
+        : source.start(internal.signal, (outcome) => this.#onOutcome(outcome, deps));
+      polling.catch(() => {}); // awaited below; never an unhandled rejection while the sinks are built
+      // Loading a sink's SDK blocks the event loop, which would hold back the first requests on the wire: build
+      // the sinks once the first poll was answered, or after one poll interval when IMDS is slow to answer (its
+      // first call after boot can take minutes; a backlog from before the restart must not wait for that).
+      await Promise.race([
+        this.#firstOutcome.promise,
+        polling.then(
+          () => {},
+          () => {},
+        ),
+        delay(config.imds.pollIntervalMs, internal.signal),
+      ]);
+      try {
+        // Sequentially, so that the sinks built before one that fails are closed below.
+        for (const s of enabled) sinks.push(await this.#createSink(s, identity));
+      } catch (error) {
+        internal.abort();
+        await polling.catch(() => {});
+        throw error;
+      }
+
+      const engine = new DeliveryEngine({
+        store,
+        sinks: enabled.map((s, i) => engineSink(s, sinks[i]!)),
+        logger, // the engine adds component: delivery and the sink name itself
+      });
+      this.#engine = engine;
+      engine.start();
+      logger.info(
+        {
+          stateDir: store.stateDir,
+          source: source.name,
+          sinks: enabled.map((s) => s.name),
+          bootTime: new Date(bootTimeMs).toISOString(),
+        },
+        'forwarder running',
+      );
+      observer?.ready?.({
+        stateDir: store.stateDir,
+        sinks: enabled.map((s) => s.name),
+        storeDamage: storeDamage(store),
+      });
+      await polling;
       if (!internal.signal.aborted && (this.#options.drainWhenSourceEnds ?? true)) {
         if (this.#state !== this.#durable && this.#commitInMemory(store, { final: true })) engine.notify();
         logger.info('source finished; waiting for pending deliveries');
         await waitUntilDrained(store, this.#routed, internal.signal);
       }
     } finally {
+      stopping = true;
       signal.removeEventListener('abort', onAbort);
       // Graceful stop: what only memory holds (observation time, transitions waiting for the disk) is committed.
       if (this.#state !== this.#durable) {
@@ -349,6 +394,8 @@ export class Forwarder {
   }
 
   async #onOutcome(outcome: PollOutcome, deps: OutcomeDeps): Promise<void> {
+    this.#firstOutcome.resolve();
+    if (this.#beforeFirstOutcome !== undefined) await this.#beforeFirstOutcome;
     this.stats.outcomes++;
     this.#options.observer?.outcome?.(outcome);
     if (outcome.kind === 'failure') {
@@ -458,7 +505,7 @@ export class Forwarder {
     if (context.outcome !== undefined) {
       this.#options.observer?.committed?.({ records, rows, outcome: context.outcome });
     }
-    if (rows > 0) context.deps?.engine.notify();
+    if (rows > 0) this.#engine?.notify(); // before the engine starts, it finds the rows when it does
     for (const record of records) {
       this.#logger.debug({ id: record.id, type: record.type, subject: record.subject }, 'record committed');
     }
@@ -543,6 +590,22 @@ function engineSink(config: SinkConfig, sink: Sink): EngineSink {
         : { maxAgeMs: Math.round(delivery.caps.maxAgeHours * 3_600_000) }),
     },
   };
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts; never keeps the process alive by itself. */
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
 }
 
 /** Resolves when no enabled sink has pending rows, or when `signal` aborts. */

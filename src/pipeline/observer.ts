@@ -10,7 +10,8 @@ export interface PipelineObserver {
   /** The state store cannot be opened yet (disk full, I/O error); opening is retried. */
   storeUnavailable?(info: { message: string }): void;
   /**
-   * The store is open, sinks are built and the source is about to start. `storeDamage`: damage found when the
+   * The store is open, the sinks are built and the delivery engine has started (the source polls already).
+   * `storeDamage`: damage found when the
    * store was opened (a damaged WAL, a quarantined database), as recorded in the store.
    */
   ready?(info: { stateDir: string; sinks: string[]; storeDamage?: readonly StoreDamage[] }): void;

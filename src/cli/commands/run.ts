@@ -13,6 +13,8 @@ import { shutdownSignals } from '../../platform.ts';
 /** Repeatable option without a default value (commander would print `(default: [])` in --help). */
 const append = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
+import { endStartup } from '../heap.ts';
+
 /** Adds the options shared by commands that load the configuration like `run` does. */
 export function addRunOptions(command: Command): Command {
   return command
@@ -76,8 +78,9 @@ export async function runForwarder(
  */
 async function runWithTelemetry(config: Config, logger: Logger, signal: AbortSignal): Promise<void> {
   const { Forwarder } = await import('../../pipeline/index.ts');
+  // Start-up ends when the pipeline is ready: optimizing compilers back on (../heap.ts).
   if (!config.telemetry.listen.enabled) {
-    await new Forwarder({ config, logger }).run(signal);
+    await new Forwarder({ config, logger, observer: { ready: endStartup } }).run(signal);
     return;
   }
   const telemetry = await import('../../telemetry/index.ts');
@@ -90,7 +93,11 @@ async function runWithTelemetry(config: Config, logger: Logger, signal: AbortSig
   });
   let forwarder: Forwarder | undefined;
   const observer = telemetry.createTelemetryObserver({ metrics, health, engine: () => forwarder?.engine });
-  forwarder = new Forwarder({ config, logger, observer });
+  const ready: typeof observer.ready = (info) => {
+    endStartup();
+    observer.ready?.(info);
+  };
+  forwarder = new Forwarder({ config, logger, observer: { ...observer, ready } });
   const running = forwarder;
   telemetry.bindOutboxStats(metrics, () => running.store?.stats() ?? []);
   const server = await telemetry.startTelemetryServer({

@@ -6,36 +6,27 @@
  * Event committed as Scheduled → the state disk fills → IMDS shows it Started, then removes it → space
  * returns: the file sink must receive scheduled, started, completed — in that order.
  */
-import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import type { LifecycleRecord } from '../../../src/transform/record.ts';
+import { fillDisk, mountTmpfs } from '../../support/mount.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 import { type ForwarderChild, jsonLines, spawnCli } from './child.ts';
 
 const tmp = makeTempDir('sef-tmpfs-');
 const mountPoint = join(tmp.dir, 'statefs');
-let mounted = false;
 let sim: RunningSimulator | undefined;
 let fwd: ForwarderChild | undefined;
 
+let unmount: (() => void) | undefined;
+
 beforeAll(() => {
-  mkdirSync(mountPoint);
-  try {
-    // 8 MiB: the store's 4 MiB disk-full reserve file, the database, and room for the filler.
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m,mode=0700', 'tmpfs', mountPoint], { stdio: 'pipe' });
-    mounted = true;
-  } catch (error) {
-    throw new Error(
-      `cannot mount a small tmpfs for the full-disk test (run the tests as root, with mount(8) available): ${
-        (error as Error).message
-      }`,
-    );
-  }
+  // 8 MiB: the store's 4 MiB disk-full reserve file, the database, and room for the filler.
+  unmount = mountTmpfs(mountPoint, '8m');
 });
 
 afterAll(async () => {
@@ -44,37 +35,9 @@ afterAll(async () => {
     await fwd.exited;
   }
   await sim?.close();
-  if (mounted) {
-    try {
-      execFileSync('umount', [mountPoint], { stdio: 'pipe' });
-    } catch {
-      execFileSync('umount', ['-l', mountPoint], { stdio: 'pipe' }); // still busy: detach lazily
-    }
-  }
+  unmount?.();
   tmp.cleanup();
 });
-
-/** Writes `path` until the filesystem refuses (ENOSPC): 64 KiB chunks, then 4 KiB, then single bytes. */
-function fillDisk(path: string): number {
-  const fd = openSync(path, 'w');
-  let written = 0;
-  try {
-    for (const size of [64 * 1024, 4096, 512, 1]) {
-      const chunk = Buffer.alloc(size, 0x55);
-      for (;;) {
-        try {
-          written += writeSync(fd, chunk);
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
-          break;
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return written;
-}
 
 function readRecords(file: string): LifecycleRecord[] {
   return existsSync(file) ? jsonLines<LifecycleRecord>(readFileSync(file, 'utf8')) : [];
@@ -121,8 +84,8 @@ describe('full state disk (real tmpfs)', () => {
     const settled = gets(s) + 3;
     await waitFor(() => gets(s) >= settled, 'a few more polls');
 
-    const filler = join(mountPoint, 'filler.bin');
-    expect(fillDisk(filler)).toBeGreaterThan(0);
+    const filler = fillDisk(mountPoint);
+    expect(statSync(filler).size).toBeGreaterThan(0);
 
     s.admin.setStatus(event.id, 'Started');
     await waitFor(

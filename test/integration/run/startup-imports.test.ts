@@ -1,7 +1,9 @@
 /**
  * Start-up footprint guard: the CLI's cheap paths and the `run` path with a stdout sink must not load the SDKs of
- * sinks that are not configured (each costs tens of milliseconds and megabytes on every VM). Checked by the
- * packages a real child process resolves, never by timing.
+ * sinks that are not configured (each costs tens of milliseconds and megabytes on every VM), `run` loads no
+ * other command and no YAML parser without a config file, and `run` keeps V8's young generation at its initial
+ * size (src/cli/heap.ts). Checked by the packages and modules a real child process resolves and the heap it
+ * reports at exit, never by timing.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -31,8 +33,18 @@ afterAll(() => tmp.cleanup());
 let runs = 0;
 /** A fresh file for one child's package list. */
 const packagesFile = () => join(tmp.dir, `packages-${++runs}.json`);
-const readPackages = (file: string) =>
-  (JSON.parse(readFileSync(file, 'utf8')) as { packages: string[] }).packages;
+interface Loaded {
+  packages: string[];
+  /** The project's own modules, relative to the repository (src/cli/commands/run.ts, ...). */
+  modules: string[];
+  /** V8 new space size (bytes) when the run command module loaded, and at exit. */
+  youngGeneration: { atRun?: number; atExit: number };
+}
+const readLoaded = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as Loaded;
+const readPackages = (file: string) => readLoaded(file).packages;
+/** The command modules (src/cli/commands/<name>.ts) a child loaded, by name. */
+const commandsIn = (modules: string[]) =>
+  modules.flatMap((m) => /^src\/cli\/commands\/([^/]+)\.ts$/.exec(m)?.[1] ?? []).sort();
 
 /** Runs the CLI with `args`; returns its exit code, stdout and the npm packages it loaded. */
 function cli(
@@ -98,12 +110,13 @@ describe('start-up imports', () => {
     expect(heavyIn(packages)).toEqual([]);
   });
 
-  it('run with the stdout sink polls without loading an SDK, prom-client or pino-pretty', async () => {
+  /** Runs `node ...nodeArgs main run --imds-endpoint SIM ...args` until it polled, stops it; what it loaded. */
+  async function runUntilPolled(args: string[], nodeArgs: string[] = []): Promise<Loaded> {
     const sim = await startSimulator({});
     try {
       const file = packagesFile();
-      const args = ['--import', HOOK, MAIN, 'run', '--imds-endpoint', sim.url, '--sink', 'stdout'];
-      const child = spawn(process.execPath, [...args, '--state-dir', join(tmp.dir, 'state')], {
+      const argv = [...nodeArgs, '--import', HOOK, MAIN, 'run', '--imds-endpoint', sim.url, ...args];
+      const child = spawn(process.execPath, [...argv, '--state-dir', join(tmp.dir, `state-${runs}`)], {
         cwd: REPO,
         env: { ...process.env, SEF_TEST_PACKAGES_FILE: file, HTTP_PROXY: '', HTTPS_PROXY: '' },
         stdio: ['ignore', 'ignore', 'pipe'],
@@ -121,11 +134,35 @@ describe('start-up imports', () => {
       child.kill('SIGTERM');
       const [code] = await exited;
       expect(code).toBe(0);
-      const packages = readPackages(file);
-      expect(packages).toContain('pino');
-      expect(heavyIn(packages)).toEqual([]);
+      return readLoaded(file);
     } finally {
       await sim.close();
     }
+  }
+
+  it('run with the stdout sink polls without loading an SDK, prom-client, pino-pretty, yaml or other commands', async () => {
+    const { packages, modules, youngGeneration } = await runUntilPolled(['--sink', 'stdout']);
+    expect(packages).toContain('pino');
+    expect(heavyIn(packages)).toEqual([]);
+    expect(packages).not.toContain('yaml'); // no config file: nothing to parse
+    // run.ts and the option helpers it shares with `config`; never demo, simulate, fleet, ...
+    expect(commandsIn(modules)).toEqual(['config', 'run']);
+    // src/cli/heap.ts: once `run` is chosen, the semi-spaces never grow, however much start-up allocates.
+    expect(youngGeneration.atRun).toBeGreaterThan(0);
+    expect(youngGeneration.atExit).toBe(youngGeneration.atRun);
+  });
+
+  it('run with a config file loads the YAML parser, still no other command', async () => {
+    const config = join(tmp.dir, 'stdout.yaml');
+    writeFileSync(config, 'sinks:\n  - { name: out, type: stdout }\n');
+    const { packages, modules } = await runUntilPolled(['--config', config]);
+    expect(packages).toContain('yaml');
+    expect(heavyIn(packages)).toEqual([]);
+    expect(commandsIn(modules)).toEqual(['config', 'run']);
+  });
+
+  it('an operator who sizes the young generation keeps their setting (and V8 grows it during start-up)', async () => {
+    const { youngGeneration } = await runUntilPolled(['--sink', 'stdout'], ['--max-semi-space-size=16']);
+    expect(youngGeneration.atExit).toBeGreaterThan(youngGeneration.atRun ?? Number.POSITIVE_INFINITY);
   });
 });
