@@ -3,8 +3,8 @@
  * here, same Node binary, same run, against one simulator on 127.0.0.1 at 1 Hz while nothing happens. Every
  * figure is also reported as a ratio to the poller, so load from other work on the machine mostly cancels out.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningSimulator, startSimulator } from '../src/simulator/index.ts';
@@ -16,19 +16,39 @@ import {
   canReadProcessUsage,
   clockTicksPerSecond,
   type ProcessSample,
+  REPO_ROOT,
   readProcessUsage,
   stopForwarder,
 } from './lib/process.ts';
 import { round, summarize } from './lib/stats.ts';
 import { SINK_KINDS, type SinkKind, sinkEntry, startTargets, type Targets } from './lib/targets.ts';
 
-const SUBJECTS = ['poller', 'stdout', 'all-sinks'] as const;
-type Subject = (typeof SUBJECTS)[number];
+const ALL_SUBJECTS = ['poller', 'stdout', 'all-sinks', 'executable'] as const;
+type Subject = (typeof ALL_SUBJECTS)[number];
 const LABEL: Record<Subject, string> = {
   poller: 'minimal node:http poller',
   stdout: 'forwarder, stdout sink',
   'all-sinks': 'forwarder, every sink type (idle)',
+  executable: 'single executable (linux-x64), stdout sink',
 };
+/** The linux-x64 single executable of `npm run package` (scripts/package). */
+const EXECUTABLE = join(REPO_ROOT, 'release', 'bin', 'linux-x64', 'scheduled-events-forwarder');
+
+/**
+ * The executable to measure: built (`--targets linux-x64 --no-archives`) when missing, except in smoke runs,
+ * which measure it only when `npm run package` already built it (building takes minutes).
+ */
+function ensureExecutable(ctx: BenchContext): string | undefined {
+  if (existsSync(EXECUTABLE)) return EXECUTABLE;
+  if (ctx.smoke) return undefined;
+  ctx.log('building the linux-x64 single executable (scripts/package/build.ts)');
+  execFileSync(
+    process.execPath,
+    [join(REPO_ROOT, 'scripts', 'package', 'build.ts'), '--targets', 'linux-x64', '--no-archives'],
+    { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  return EXECUTABLE;
+}
 const EH_ENV = 'SEF_BENCH_EH_CONNECTION';
 const SCHEDULED_EVENTS_PATH = '/metadata/scheduledevents?api-version=2020-07-01';
 
@@ -60,6 +80,8 @@ export const FOOTPRINT_TARGETS = {
 
 interface Setup {
   pkg: InstalledPackage;
+  /** The linux-x64 single executable, when measured. */
+  executable: string | undefined;
   pollerFile: string;
   targets: Targets;
   sim: RunningSimulator;
@@ -80,6 +102,15 @@ function spawnSubject(subject: Subject, setup: Setup, vm: string, dir: string): 
     // The bin's `#!/usr/bin/env node` finds this Node binary first, as the poller's.
     PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`,
   };
+  if (subject === 'executable') {
+    // The executable carries its own Node.js: no PATH entry for node, no node flags.
+    args.push('--sink', 'stdout');
+    return spawn(setup.executable!, args, {
+      stdio,
+      env: { ...process.env, PATH: '/usr/bin:/bin' },
+      cwd: dir,
+    });
+  }
   if (subject === 'stdout') args.push('--sink', 'stdout');
   else {
     const kinds: Array<SinkKind | 'stdout'> = ['stdout', ...SINK_KINDS];
@@ -179,7 +210,8 @@ const verdict = (value: number | null, max: number): string =>
 
 export const footprint: Benchmark = {
   name: 'footprint',
-  title: 'Footprint: the installed package beside a minimal poller (idle, 1 s polling)',
+  title:
+    'Footprint: the installed package and the single executable beside a minimal poller (idle, 1 s polling)',
   method:
     'What ships: `npm pack` builds the tarball as `npm publish` would (the `prepare` script compiles dist/), ' +
     'the benchmark unpacks it into a temporary prefix as `npm install` does and runs its bin ' +
@@ -188,7 +220,10 @@ export const footprint: Benchmark = {
     "node_modules (the lockfile's versions), so no registry is needed. Beside it, in the same run and on the " +
     'same Node binary, runs a minimal poller written in the benchmark (`node:http` GET every second, ' +
     "`JSON.parse`, nothing else). All poll the project's IMDS simulator on 127.0.0.1 (each as its own VM; " +
-    'the document never changes). Configurations: `--sink stdout` without a config file, and a config file ' +
+    'the document never changes). A fourth subject is the linux-x64 single executable of `npm run package` ' +
+    '(release/bin/linux-x64, built when missing; its own Node.js inside, no node on its PATH) with ' +
+    '`--sink stdout`, held to the same targets as the package bin with the stdout sink. ' +
+    'Configurations: `--sink stdout` without a config file, and a config file ' +
     'with every sink type (stdout, file, exec, webhook, slack, teams, eventhubs → the AMQP double, otel → the ' +
     'OTLP receiver) configured but idle. Idle: the three processes run side by side; after a settling period ' +
     'one sample per second is read from /proc/<pid>: RSS total / anonymous / file-backed (VmRSS, RssAnon, ' +
@@ -212,12 +247,15 @@ export const footprint: Benchmark = {
       const pkg = installPackage(join(work.dir, 'prefix'), ctx.packageTarball);
       const pollerFile = join(work.dir, 'minimal-poller.mjs');
       writeFileSync(pollerFile, MINIMAL_POLLER);
-      const setup: Setup = { pkg, pollerFile, targets, sim };
+      const executable = ensureExecutable(ctx);
+      const setup: Setup = { pkg, executable, pollerFile, targets, sim };
+      const SUBJECTS = ALL_SUBJECTS.filter((x) => x !== 'executable' || executable !== undefined);
 
       const starts: Record<Subject, Array<{ firstGetMs: number; identityMs: number | null }>> = {
         poller: [],
         stdout: [],
         'all-sinks': [],
+        executable: [],
       };
       for (let round_ = 0; round_ < startRounds; round_++) {
         for (const subject of SUBJECTS) {
@@ -255,12 +293,13 @@ export const footprint: Benchmark = {
         }
       }
       const idle = Object.fromEntries(running.map((r) => [r.subject, idleFigures(r, sim)])) as Record<
-        Subject,
+        Exclude<Subject, 'executable'>,
         IdleFigures
-      >;
+      > & { executable?: IdleFigures };
       const startP50 = Object.fromEntries(
         SUBJECTS.map((s) => [s, summarize(starts[s].map((x) => x.firstGetMs)).p50]),
       ) as Record<Subject, number>;
+      const exe = idle.executable;
 
       const p = idle.poller;
       const t = FOOTPRINT_TARGETS;
@@ -279,10 +318,18 @@ export const footprint: Benchmark = {
           cpuPerPoll: ratio(idle['all-sinks'].cpuMsPerPoll, p.cpuMsPerPoll),
           firstGet: ratio(startP50['all-sinks'], startP50.poller),
         },
+        executable: {
+          rss: exe === undefined ? null : ratio(exe.rssMiB, p.rssMiB),
+          anon: exe === undefined ? null : ratio(exe.anonMiB, p.anonMiB),
+          file: exe === undefined ? null : ratio(exe.fileMiB, p.fileMiB),
+          cpuPerPoll: exe === undefined ? null : ratio(exe.cpuMsPerPoll, p.cpuMsPerPoll),
+          firstGet: exe === undefined ? null : ratio(startP50.executable, startP50.poller),
+        },
       };
       const s = ratios.stdout;
       const a = ratios['all-sinks'];
-      const kib = (x: Subject) => idle[x].writtenKiBPerMinute;
+      const e = ratios.executable;
+      const kib = (x: Subject) => idle[x]?.writtenKiBPerMinute ?? null;
       return {
         parameters: {
           pollIntervalMs: 1000,
@@ -307,47 +354,58 @@ export const footprint: Benchmark = {
             ],
             rows: SUBJECTS.map((x) => [
               LABEL[x],
-              idle[x].rssMiB,
-              idle[x].anonMiB,
-              idle[x].fileMiB,
-              idle[x].cpuMsPerPoll,
+              idle[x]!.rssMiB,
+              idle[x]!.anonMiB,
+              idle[x]!.fileMiB,
+              idle[x]!.cpuMsPerPoll,
               kib(x),
               startP50[x],
             ]),
           },
           {
             title: 'Ratios to the minimal poller of the same run, against the targets',
-            columns: ['figure', 'stdout sink', 'every sink type', 'target', 'met'],
+            columns: ['figure', 'stdout sink', 'every sink type', 'single executable', 'target', 'met'],
             rows: [
               [
                 'RSS total',
                 s.rss,
                 a.rss,
-                `stdout ≤ ${t.rssStdout}, every sink ≤ ${t.rssAllSinks}`,
-                `${verdict(s.rss, t.rssStdout)} / ${verdict(a.rss, t.rssAllSinks)}`,
+                e.rss,
+                `stdout and executable ≤ ${t.rssStdout}, every sink ≤ ${t.rssAllSinks}`,
+                `${verdict(s.rss, t.rssStdout)} / ${verdict(a.rss, t.rssAllSinks)} / ${verdict(e.rss, t.rssStdout)}`,
               ],
-              ['RSS anonymous', s.anon, a.anon, `stdout ≤ ${t.anonStdout}`, verdict(s.anon, t.anonStdout)],
-              ['RSS file-backed', s.file, a.file, '–', '–'],
+              [
+                'RSS anonymous',
+                s.anon,
+                a.anon,
+                e.anon,
+                `stdout and executable ≤ ${t.anonStdout}`,
+                `${verdict(s.anon, t.anonStdout)} / – / ${verdict(e.anon, t.anonStdout)}`,
+              ],
+              ['RSS file-backed', s.file, a.file, e.file, '–', '–'],
               [
                 'CPU per idle poll',
                 s.cpuPerPoll,
                 a.cpuPerPoll,
+                e.cpuPerPoll,
                 `≤ ${t.cpuPerPoll}`,
-                `${verdict(s.cpuPerPoll, t.cpuPerPoll)} / ${verdict(a.cpuPerPoll, t.cpuPerPoll)}`,
+                `${verdict(s.cpuPerPoll, t.cpuPerPoll)} / ${verdict(a.cpuPerPoll, t.cpuPerPoll)} / ${verdict(e.cpuPerPoll, t.cpuPerPoll)}`,
               ],
               [
                 'start → first GET',
                 s.firstGet,
                 a.firstGet,
+                e.firstGet,
                 `≤ ${t.firstGet}`,
-                `${verdict(s.firstGet, t.firstGet)} / ${verdict(a.firstGet, t.firstGet)}`,
+                `${verdict(s.firstGet, t.firstGet)} / ${verdict(a.firstGet, t.firstGet)} / ${verdict(e.firstGet, t.firstGet)}`,
               ],
               [
                 'written per minute (KiB, absolute)',
                 kib('stdout'),
                 kib('all-sinks'),
+                exe === undefined ? null : kib('executable'),
                 `≤ ${t.writtenKiBPerMinute}`,
-                `${verdict(kib('stdout'), t.writtenKiBPerMinute)} / ${verdict(kib('all-sinks'), t.writtenKiBPerMinute)}`,
+                `${verdict(kib('stdout'), t.writtenKiBPerMinute)} / ${verdict(kib('all-sinks'), t.writtenKiBPerMinute)} / ${exe === undefined ? '–' : verdict(kib('executable'), t.writtenKiBPerMinute)}`,
               ],
             ],
           },
@@ -374,6 +432,7 @@ export const footprint: Benchmark = {
             tarball: pkg.tarball.split('/').at(-1),
             tarballSha256: pkg.tarballSha256,
             command: 'node_modules/.bin/scheduled-events-forwarder run … (no node flags)',
+            executable: executable ?? 'not measured (smoke run without release/: npm run package)',
             nodeBinary: process.execPath,
           },
           minimalPoller: MINIMAL_POLLER,

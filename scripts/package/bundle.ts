@@ -8,7 +8,7 @@
  *   `<dir of the executable>/.scheduled-events-forwarder/<package-relative path>`, so code that finds package
  *   files relative to itself keeps working; src/package-files.ts serves those paths from the SEA assets.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 
@@ -73,40 +73,154 @@ const RECORD_PACKAGES_BANNER =
   'process.on("exit", () => { if (process.env.SEF_TEST_PACKAGES_FILE) require("node:fs").writeFileSync(' +
   'process.env.SEF_TEST_PACKAGES_FILE, JSON.stringify({ packages: [...(globalThis.__sefPackages ?? [])].sort() })); });';
 
+/**
+ * Heavy packages that only some commands or sinks use go into their own chunks (`chunks/<name>.cjs` next to the
+ * bundle, SEA assets in the executable), compiled only when first required. A single bundle holding them all
+ * would be parsed whole at start-up: V8 pre-parses every function of a script and keeps its source, which
+ * measured about 20 MiB more resident memory for `run --sink stdout` than the unbundled package. The main
+ * bundle (CLI, config, store, pipeline, simulator, zod, yaml, pino) stays about 1 MB.
+ */
+export const CHUNKS: ReadonlyArray<{ name: string; packages: RegExp }> = [
+  { name: 'azure', packages: /^@azure\// },
+  { name: 'otel', packages: /^(@opentelemetry\/|@grpc\/|protobufjs$)/ },
+  { name: 'undici', packages: /^undici$/ },
+  { name: 'mustache', packages: /^mustache$/ },
+  { name: 'prom-client', packages: /^prom-client$/ },
+  { name: 'pino-pretty', packages: /^pino-pretty$/ },
+  { name: 'ajv', packages: /^ajv(-formats)?$/ },
+];
+
+const packageOf = (specifier: string) =>
+  specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!;
+
+/** Makes every import of a chunk's package external, recording specifier → chunk. */
+function chunkExternalsPlugin(seen: Map<string, string>): Plugin {
+  return {
+    name: 'chunk-externals',
+    setup(b) {
+      b.onResolve({ filter: /^[^./]/ }, (args) => {
+        const chunk = CHUNKS.find((c) => c.packages.test(packageOf(args.path)));
+        if (chunk === undefined) return undefined;
+        seen.set(args.path, chunk.name);
+        return { path: args.path, external: true };
+      });
+    },
+  };
+}
+
+/**
+ * The main bundle runs inside a function whose `require` resolves a chunk's specifiers from the chunk (loaded
+ * and compiled on first use: from the SEA assets in the executable, else from chunks/ next to the bundle) and
+ * everything else (Node's built-in modules) with the real `require`.
+ */
+function loaderBanner(chunkOf: Record<string, string>): string {
+  return [
+    `const __sef_chunk_of = ${JSON.stringify(chunkOf)}, __sef_chunks = {};`,
+    'function __sef_load_chunk(name) {',
+    '  const key = `chunks/${name}.cjs`;',
+    '  let code;',
+    '  try { const sea = require("node:sea"); if (sea.isSea()) code = sea.getAsset(key, "utf8"); } catch {}',
+    '  if (code === undefined) code = require("node:fs").readFileSync(__sef_path.join(__dirname, key), "utf8");',
+    '  const module = { exports: {} };',
+    '  require("node:vm").compileFunction(code, ["module", "exports", "require"], { filename: key })(module, module.exports, require);',
+    '  return module.exports;',
+    '}',
+    'const __sef_require = (id) => {',
+    '  const chunk = __sef_chunk_of[id];',
+    '  if (chunk === undefined) return require(id);',
+    '  __sef_chunks[chunk] ??= __sef_load_chunk(chunk);',
+    '  return __sef_chunks[chunk][id];',
+    '};',
+    '(function (require) {',
+  ].join('\n');
+}
+
+/** A chunk's entry: each specifier as a lazy property, so requiring one package evaluates only that one. */
+function chunkEntry(specifiers: string[]): string {
+  const lines = specifiers.map(
+    (s) =>
+      `Object.defineProperty(exports, ${JSON.stringify(s)}, { enumerable: true, get: () => require(${JSON.stringify(s)}) });`,
+  );
+  return lines.join('\n');
+}
+
+export interface BundleResult {
+  /** The main bundle and the chunk files (chunks/<name>.cjs next to it). */
+  outfile: string;
+  chunks: Array<{ name: string; file: string; assetKey: string }>;
+  /** Licence comments of everything bundled (esbuild's legalComments), concatenated. */
+  legal: string;
+}
+
 export async function bundle(options: {
   outfile: string;
   version: string;
   assets: string[];
   /** Test builds: record which npm packages are evaluated (recordPackagesPlugin). */
   recordPackages?: boolean;
-}): Promise<void> {
-  const result = await build({
-    entryPoints: [join(ROOT, 'scripts', 'package', 'sea-main.ts')],
-    outfile: options.outfile,
+}): Promise<BundleResult> {
+  const common = {
     bundle: true,
     platform: 'node',
     target: 'node24',
     format: 'cjs',
-    minifyWhitespace: true,
-    minifySyntax: true,
+    minify: true,
+    // Keep function and class names: errors, logs and some libraries read them.
+    keepNames: true,
     legalComments: 'external',
     logLevel: 'warning',
+    metafile: true,
+  } as const;
+  const seen = new Map<string, string>();
+  const result = await build({
+    ...common,
+    entryPoints: [join(ROOT, 'scripts', 'package', 'sea-main.ts')],
+    outfile: options.outfile,
     define: {
       __SEF_VERSION__: JSON.stringify(options.version),
       __SEF_ASSETS__: JSON.stringify(options.assets),
     },
-    banner: {
-      js: [
-        '"use strict";',
-        'const __sef_path = require("node:path"), __sef_url = require("node:url");',
-        'const __sef_root = __sef_path.join(__sef_path.dirname(process.execPath), ".scheduled-events-forwarder");',
-        ...(options.recordPackages ? [RECORD_PACKAGES_BANNER] : []),
-      ].join('\n'),
-    },
+    banner: { js: '' },
     plugins: options.recordPackages
-      ? [preferRequirePlugin, importMetaPlugin, recordPackagesPlugin]
-      : [preferRequirePlugin, importMetaPlugin],
-    metafile: true,
+      ? [chunkExternalsPlugin(seen), preferRequirePlugin, importMetaPlugin, recordPackagesPlugin]
+      : [chunkExternalsPlugin(seen), preferRequirePlugin, importMetaPlugin],
   });
   if (result.errors.length > 0) throw new Error('esbuild failed');
+  // Wrap the main bundle in the chunk loader (esbuild's banner/footer cannot see the externals it found).
+  const main = readFileSync(options.outfile, 'utf8');
+  const prologue = [
+    '"use strict";',
+    'const __sef_path = require("node:path"), __sef_url = require("node:url");',
+    'const __sef_root = __sef_path.join(__sef_path.dirname(process.execPath), ".scheduled-events-forwarder");',
+    ...(options.recordPackages ? [RECORD_PACKAGES_BANNER] : []),
+    loaderBanner(Object.fromEntries(seen)),
+  ].join('\n');
+  writeFileSync(options.outfile, `${prologue}\n${main}\n})(__sef_require);\n`);
+
+  const legal = [readIfExists(`${options.outfile}.LEGAL.txt`)];
+  const chunks: BundleResult['chunks'] = [];
+  for (const chunk of CHUNKS) {
+    const specifiers = [...seen].filter(([, c]) => c === chunk.name).map(([s]) => s);
+    if (specifiers.length === 0) continue;
+    const file = join(dirname(options.outfile), 'chunks', `${chunk.name}.cjs`);
+    const built = await build({
+      ...common,
+      stdin: {
+        contents: chunkEntry(specifiers),
+        resolveDir: ROOT,
+        sourcefile: `chunk-${chunk.name}.js`,
+        loader: 'js',
+      },
+      outfile: file,
+      plugins: options.recordPackages ? [preferRequirePlugin, recordPackagesPlugin] : [preferRequirePlugin],
+    });
+    if (built.errors.length > 0) throw new Error(`esbuild failed for chunk ${chunk.name}`);
+    legal.push(readIfExists(`${file}.LEGAL.txt`));
+    chunks.push({ name: chunk.name, file, assetKey: `chunks/${chunk.name}.cjs` });
+  }
+  return { outfile: options.outfile, chunks, legal: legal.filter((l) => l !== '').join('\n') };
+}
+
+function readIfExists(file: string): string {
+  return existsSync(file) ? readFileSync(file, 'utf8') : '';
 }

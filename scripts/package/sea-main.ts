@@ -1,8 +1,9 @@
 /**
  * Entry of the bundled CLI (release/bundle/scheduled-events-forwarder.cjs) and of the single executable built
  * from it. esbuild bundles this file with src/cli/main.ts into one CommonJS file (a SEA main script must be
- * CommonJS on Node 24); every `await import(...)` in src/ stays a lazily evaluated module inside it, so
- * `--version` and `run --sink stdout` evaluate neither the Azure SDK nor OpenTelemetry nor the fleet.
+ * CommonJS on Node 24); every `await import(...)` in src/ stays a lazily evaluated module inside it, and the
+ * heavy packages (Azure SDK, OpenTelemetry, undici, prom-client...) are separate chunks compiled on first use
+ * (scripts/package/bundle.ts), so `--version` and `run --sink stdout` neither evaluate nor parse them.
  *
  * Before the CLI starts it registers, under global symbols (read by src/package-files.ts and src/log.ts):
  * - the package files embedded as SEA assets (scenarios, the demo scenario, the example config), and
