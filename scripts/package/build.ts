@@ -29,7 +29,7 @@ import {
   ROOT,
 } from './node-binaries.ts';
 import { EMBEDDED_ASSETS, SEA_EXEC_ARGV, systemdUnit } from './release-files.ts';
-import { NAME, releaseFiles, TARGETS, type Target } from './targets.ts';
+import { NAME, releaseFiles, TARGETS } from './targets.ts';
 
 export const RELEASE = join(ROOT, 'release');
 const WINSW = { name: 'node-windows', version: '1.0.0-beta.8', member: 'package/bin/winsw/winsw.exe' };

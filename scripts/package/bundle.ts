@@ -22,6 +22,9 @@ const importMetaPlugin: Plugin = {
       const relDir = dirname(rel);
       const path = (p: string) => `__sef_path.join(__sef_root, ${JSON.stringify(p)})`;
       const contents = readFileSync(args.path, 'utf8')
+        // A synchronous lazy load (`createRequire(import.meta.url)('yaml')`) becomes a plain require, which esbuild
+        // bundles (evaluated when called, as before) instead of a look-up on a disk the executable does not have.
+        .replace(/createRequire\(import\.meta\.url\)\(/g, 'require(')
         .replaceAll('import.meta.url', `__sef_url.pathToFileURL(${path(rel)}).href`)
         .replaceAll('import.meta.dirname', path(relDir))
         .replaceAll('import.meta.filename', path(rel));
@@ -117,7 +120,7 @@ function loaderBanner(chunkOf: Record<string, string>): string {
   return [
     `const __sef_chunk_of = ${JSON.stringify(chunkOf)}, __sef_chunks = {};`,
     'function __sef_load_chunk(name) {',
-    '  const key = `chunks/${name}.cjs`;',
+    '  const key = "chunks/" + name + ".cjs";',
     '  let code;',
     '  try { const sea = require("node:sea"); if (sea.isSea()) code = sea.getAsset(key, "utf8"); } catch {}',
     '  if (code === undefined) code = require("node:fs").readFileSync(__sef_path.join(__dirname, key), "utf8");',

@@ -4,7 +4,7 @@
  * short forward from the IMDS simulator to a file sink. No Node.js on PATH.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/index.ts';
@@ -20,7 +20,10 @@ let exe: string;
 let env: Record<string, string>;
 
 beforeAll(() => {
-  exe = artifact(FILES.executable('linux-arm64'));
+  // A copy outside the repository, so nothing can be found in ./node_modules up the tree.
+  exe = join(tmp.dir, 'scheduled-events-forwarder');
+  copyFileSync(artifact(FILES.executable('linux-arm64')), exe);
+  chmodSync(exe, 0o755);
   for (const need of [QEMU, join(SYSROOT, 'lib', 'libstdc++.so.6')]) {
     if (!existsSync(need))
       throw new Error(`${need} is missing: apt-get install qemu-user libstdc++6-arm64-cross`);

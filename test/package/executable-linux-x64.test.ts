@@ -7,7 +7,7 @@
  * (its scenario is embedded).
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../src/simulator/index.ts';
@@ -29,7 +29,10 @@ let exe: string;
 let env: Record<string, string>;
 
 beforeAll(() => {
-  exe = artifact(FILES.executable('linux-x64'));
+  // A copy outside the repository, so nothing can be found in ./node_modules up the tree.
+  exe = join(tmp.dir, 'scheduled-events-forwarder');
+  copyFileSync(artifact(FILES.executable('linux-x64')), exe);
+  chmodSync(exe, 0o755);
   const path = pathWithout(tmp.dir, ['sh', 'cat']);
   env = { PATH: path, HOME: tmp.dir, HTTP_PROXY: '', HTTPS_PROXY: '', NO_PROXY: '' };
 });
