@@ -70,9 +70,10 @@ const HEADLINES: Record<string, (file: BenchResultFile) => string> = {
     const ratios = rows.filter((r) => !String(r[0]).startsWith('written'));
     const written = rows.find((r) => String(r[0]).startsWith('written'));
     return (
-      'Footprint of the installed package at idle 1 s polling, as ratios to a minimal node:http poller in the ' +
-      `same run (stdout sink / every sink type): ${ratios.map((r) => `${r[0]} ${r[1]}× / ${r[2]}×`).join('; ')}` +
-      `${written === undefined ? '' : `; written ${written[1]} / ${written[2]} KiB per minute`}.`
+      'Footprint of the installed package and of the linux-x64 single executable at idle 1 s polling, as ratios ' +
+      'to a minimal node:http poller in the same run (stdout sink / every sink type / single executable with the ' +
+      `stdout sink): ${ratios.map((r) => `${r[0]} ${r[1]}× / ${r[2]}× / ${cell(r[3] ?? null)}×`).join('; ')}` +
+      `${written === undefined ? '' : `; written ${written[1]} / ${written[2]} / ${cell(written[3] ?? null)} KiB per minute`}.`
     );
   },
 };
