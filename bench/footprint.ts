@@ -225,12 +225,12 @@ export const footprint: Benchmark = {
     '`--sink stdout`, held to the same targets as the package bin with the stdout sink. ' +
     'Configurations: `--sink stdout` without a config file, and a config file ' +
     'with every sink type (stdout, file, exec, webhook, slack, teams, eventhubs → the AMQP double, otel → the ' +
-    'OTLP receiver) configured but idle. Idle: the three processes run side by side; after a settling period ' +
+    'OTLP receiver) configured but idle. Idle: the four processes run side by side; after a settling period ' +
     'one sample per second is read from /proc/<pid>: RSS total / anonymous / file-backed (VmRSS, RssAnon, ' +
     'RssFile of /proc/<pid>/status; medians), CPU time (utime+stime of /proc/<pid>/stat, clock ticks) divided ' +
     'by the polls the simulator logged in the window, and write_bytes of /proc/<pid>/io per minute (state ' +
     'directory and log file on the same disk). Start: spawn → the first Scheduled Events GET in the ' +
-    "simulator's request log, fresh state directory each time, the three subjects started in turn in each " +
+    "simulator's request log, fresh state directory each time, the four subjects started in turn in each " +
     'round; median over the rounds. Ratios are to the poller of the same run, so load from other work on the ' +
     'machine largely cancels out; absolute numbers move with the load.',
   async run(ctx: BenchContext): Promise<BenchOutput> {
