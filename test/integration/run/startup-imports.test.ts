@@ -145,8 +145,8 @@ describe('start-up imports', () => {
     expect(packages).toContain('pino');
     expect(heavyIn(packages)).toEqual([]);
     expect(packages).not.toContain('yaml'); // no config file: nothing to parse
-    // run.ts and the option helpers it shares with `config`; never demo, simulate, fleet, ...
-    expect(commandsIn(modules)).toEqual(['config', 'run']);
+    // run.ts only: never config, demo, simulate, fleet, ...
+    expect(commandsIn(modules)).toEqual(['run']);
     // src/cli/heap.ts: once `run` is chosen, the semi-spaces never grow, however much start-up allocates.
     expect(youngGeneration.atRun).toBeGreaterThan(0);
     expect(youngGeneration.atExit).toBe(youngGeneration.atRun);
@@ -158,7 +158,7 @@ describe('start-up imports', () => {
     const { packages, modules } = await runUntilPolled(['--config', config]);
     expect(packages).toContain('yaml');
     expect(heavyIn(packages)).toEqual([]);
-    expect(commandsIn(modules)).toEqual(['config', 'run']);
+    expect(commandsIn(modules)).toEqual(['run']);
   });
 
   it('an operator who sizes the young generation keeps their setting (and V8 grows it during start-up)', async () => {
