@@ -106,6 +106,14 @@ describe('linux-x64 executable without Node.js', () => {
     expect(demo.status).toBe(0);
   });
 
+  it('carries the fleet commands (evaluated only when they run)', () => {
+    const help = cli(['fleet', 'run', '--help']);
+    expect(help.stdout).toMatch(/Consume lifecycle records from Event Hubs/);
+    expect(help.status).toBe(0);
+    const report = cli(['fleet', 'report', '--database', join(tmp.dir, 'no-such-fleet.db')]);
+    expect(report.stderr).toMatch(/fleet database .*no-such-fleet\.db does not exist/);
+  });
+
   describe('run with one sink of every type', () => {
     let double: EventHubsDouble;
     let otlpProto: OtlpHttpReceiver;
