@@ -1,0 +1,18 @@
+/**
+ * THE rule for "was the approval posted" (StartRequests actually POSTed for the event), used by the transform
+ * (the `approved` record's data.approval.posted and the event's approvedByUs), the fleet fold (approval "us")
+ * and the fleet timeline. Only a posted approval makes the event "approved by us"; a dry run never posts.
+ */
+import type { ApprovalInput } from './transform.ts';
+
+/** For a decided approval: as given, else `leader && !dryRun && every hook ok`; never for a dry run. */
+export function approvalInputPosted(approval: ApprovalInput): boolean {
+  if (approval.dryRun === true) return false;
+  return approval.posted ?? (approval.leader && approval.hooks.every((hook) => hook.ok));
+}
+
+/** For the data of a recorded `approved` record (data.approval.posted / dryRun, see docs/record-format.md). */
+export function approvalRecordPosted(data: Readonly<Record<string, unknown>>): boolean {
+  const approval = data.approval as Record<string, unknown> | undefined;
+  return approval?.posted === true && approval.dryRun !== true;
+}
