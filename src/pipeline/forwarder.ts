@@ -16,7 +16,7 @@
  * retried on later polls.
  */
 import type { Config } from '../config/index.ts';
-import { DeliveryEngine } from '../delivery/index.ts';
+import { DeliveryEngine, onDeliveryEvents } from '../delivery/index.ts';
 import type { Logger } from '../log.ts';
 import { findSinkFactory } from '../sinks/registry.ts';
 import type { Sink, SinkFactory } from '../sinks/types.ts';
@@ -122,6 +122,7 @@ export class Forwarder {
     let approval: ApprovalParticipant | undefined;
     let step: PipelineStep | undefined;
     let stopping = false;
+    let unsubscribe: (() => void) | undefined;
     try {
       const state = loadState(store, logger);
       stall.setFine(state.events.length > 0);
@@ -210,6 +211,9 @@ export class Forwarder {
         logger, // the engine adds component: delivery and the sink name itself
       });
       this.#engine = engine;
+      const delivery = observer?.delivery;
+      if (delivery !== undefined)
+        unsubscribe = onDeliveryEvents(engine, (event) => delivery.call(observer, event));
       engine.start();
       logger.info(
         {
@@ -242,6 +246,7 @@ export class Forwarder {
           logger.error({ err: (error as Error).message }, 'cannot commit the in-memory state at shutdown');
         }
       }
+      unsubscribe?.();
       observer?.stopping?.();
       stall.stop();
       await approval?.stop(); // approval: ends running hooks / POST retries; progress stays persisted
