@@ -1,6 +1,7 @@
 /**
  * THE rule for "was the approval posted" (StartRequests actually POSTed for the event), used by the transform
- * (the `approved` record's data.approval.posted and the event's approvedByUs), the fleet fold (approval "us")
+ * (the `approved` record's data.approval.posted and the event's approvedByUs, and the kind each approval is
+ * recorded under), approval's progress (which kinds the state already holds), the fleet fold (approval "us")
  * and the fleet timeline. Only a posted approval makes the event "approved by us"; a dry run never posts.
  */
 import type { ApprovalInput } from './transform.ts';
@@ -15,4 +16,13 @@ export function approvalInputPosted(approval: ApprovalInput): boolean {
 export function approvalRecordPosted(data: Readonly<Record<string, unknown>>): boolean {
   const approval = data.approval as Record<string, unknown> | undefined;
   return approval?.posted === true && approval.dryRun !== true;
+}
+
+/** The kind an approval is recorded under (at most one `approved` record per event and kind). */
+export function approvalRecordKind(
+  approval: ApprovalInput,
+): 'dry-run' | 'posted' | 'not-posted' | 'not-leader' {
+  if (approval.dryRun === true) return 'dry-run';
+  if (approvalInputPosted(approval)) return 'posted';
+  return approval.leader ? 'not-posted' : 'not-leader';
 }

@@ -7,7 +7,7 @@
  */
 
 import type { PollOutcome, ScheduledEvent, VmIdentity } from '../sources/types.ts';
-import { approvalInputPosted } from './approval-posted.ts';
+import { approvalRecordKind } from './approval-posted.ts';
 import { buildRecord, type RecordContext, recordSource } from './build-record.ts';
 import { contentHash } from './ids.ts';
 import type { LifecycleRecord, LifecycleRecordData } from './record.ts';
@@ -128,9 +128,8 @@ function longerDowntime(a: ObservedDowntime | null, b: ObservedDowntime): Observ
 }
 
 function approvalKind(approval: ApprovalInput): { kind: string; posted: boolean } {
-  if (approval.dryRun) return { kind: 'dry-run', posted: false };
-  if (approvalInputPosted(approval)) return { kind: 'posted', posted: true };
-  return { kind: approval.leader ? 'not-posted' : 'not-leader', posted: false };
+  const kind = approvalRecordKind(approval);
+  return { kind, posted: kind === 'posted' };
 }
 
 function approvalData(approval: ApprovalInput, posted: boolean): Record<string, unknown> {

@@ -1,6 +1,10 @@
 /** The one "was the approval posted" rule (src/transform/approval-posted.ts), table-driven. */
 import { describe, expect, it } from 'vitest';
-import { approvalInputPosted, approvalRecordPosted } from '../../../src/transform/approval-posted.ts';
+import {
+  approvalInputPosted,
+  approvalRecordKind,
+  approvalRecordPosted,
+} from '../../../src/transform/approval-posted.ts';
 import type { ApprovalInput } from '../../../src/transform/index.ts';
 
 const ok = { name: 'drain', ok: true, exitCode: 0, durationMs: 1 };
@@ -35,5 +39,18 @@ describe('approvalRecordPosted', () => {
   ];
   it.each(cases)('%s', (_name, data, expected) => {
     expect(approvalRecordPosted(data)).toBe(expected);
+  });
+});
+
+describe('approvalRecordKind', () => {
+  const cases: [string, Partial<ApprovalInput>, string][] = [
+    ['posted', {}, 'posted'],
+    ['dry run', { dryRun: true }, 'dry-run'],
+    ['leader, hook failed', { hooks: [failed] }, 'not-posted'],
+    ['leader, POST failed', { posted: false }, 'not-posted'],
+    ['not the leader', { leader: false, posted: false }, 'not-leader'],
+  ];
+  it.each(cases)('%s', (_name, over, expected) => {
+    expect(approvalRecordKind(input(over))).toBe(expected);
   });
 });
