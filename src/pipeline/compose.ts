@@ -9,8 +9,9 @@ import type { Config, SinkConfig } from '../config/index.ts';
 import type { EngineSink } from '../delivery/index.ts';
 import type { Logger } from '../log.ts';
 import type { Sink, SinkFactory } from '../sinks/types.ts';
+import { imdsMaxGapMs } from '../sources/imds/factory.ts';
 import { findSourceFactory } from '../sources/registry.ts';
-import type { BuiltSource, IdentitySource, VmIdentity } from '../sources/types.ts';
+import type { BuiltSource, IdentitySource, Source, VmIdentity } from '../sources/types.ts';
 import type { Store } from '../store/index.ts';
 import { type ForwarderState, initialState, restoreState } from '../transform/index.ts';
 import type { ApprovalParticipant } from './participants.ts';
@@ -26,6 +27,14 @@ export async function buildSource(
     throw new ConfigError(`unknown source type "${config.source.type}"`, []);
   }
   return factory.create(config.source, { logger, vm, settings: config });
+}
+
+/**
+ * A Source given directly (ForwarderOptions.source, tests): it polls like the IMDS poller configured in the
+ * `imds` section, so it gets that source's gap limit and first-outcome wait; no identity, no approval client.
+ */
+export function givenSource(source: Source, config: Config): BuiltSource {
+  return { source, maxGapMs: imdsMaxGapMs(config.imds), firstOutcomeWaitMs: config.imds.pollIntervalMs };
 }
 
 /** Approval (src/approval, docs/approval.md): resumes persisted progress against the loaded state. */

@@ -29,6 +29,7 @@ import {
   buildSource,
   createSink,
   engineSink,
+  givenSource,
   loadState,
   warnAboutOrphanedQueues,
 } from './compose.ts';
@@ -130,12 +131,7 @@ export class Forwarder {
       built =
         override === undefined
           ? await buildSource(config, logger, () => identity?.current())
-          : // A source given by a test: the gap limit and first-outcome wait of the IMDS defaults in config.
-            {
-              source: override,
-              maxGapMs: 2 * config.imds.pollIntervalMs + config.imds.requestTimeoutMs,
-              firstOutcomeWaitMs: config.imds.pollIntervalMs,
-            };
+          : givenSource(override, config);
       const { source } = built;
       identity = this.#options.identity ?? built.identity;
 
