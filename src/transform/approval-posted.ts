@@ -4,10 +4,17 @@
  * recorded under), approval's progress (which kinds the state already holds), the fleet fold (approval "us")
  * and the fleet timeline. Only a posted approval makes the event "approved by us"; a dry run never posts.
  */
-import type { ApprovalInput } from './transform.ts';
+
+/** What the rule reads of an ApprovalInput (src/transform/transform.ts; no import: no file cycle). */
+interface ApprovalFacts {
+  leader: boolean;
+  hooks: readonly { ok: boolean }[];
+  dryRun?: boolean | undefined;
+  posted?: boolean | undefined;
+}
 
 /** For a decided approval: as given, else `leader && !dryRun && every hook ok`; never for a dry run. */
-export function approvalInputPosted(approval: ApprovalInput): boolean {
+export function approvalInputPosted(approval: ApprovalFacts): boolean {
   if (approval.dryRun === true) return false;
   return approval.posted ?? (approval.leader && approval.hooks.every((hook) => hook.ok));
 }
@@ -20,7 +27,7 @@ export function approvalRecordPosted(data: Readonly<Record<string, unknown>>): b
 
 /** The kind an approval is recorded under (at most one `approved` record per event and kind). */
 export function approvalRecordKind(
-  approval: ApprovalInput,
+  approval: ApprovalFacts,
 ): 'dry-run' | 'posted' | 'not-posted' | 'not-leader' {
   if (approval.dryRun === true) return 'dry-run';
   if (approvalInputPosted(approval)) return 'posted';
