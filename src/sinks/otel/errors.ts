@@ -7,7 +7,7 @@
  * The gRPC exporter reports a grpc-js ServiceError whose numeric `code` is the gRPC status.
  */
 import { DeliveryError } from '../types.ts';
-import type { OtlpProtocol } from './settings.ts';
+import type { OtlpProtocol } from './options.ts';
 
 /** gRPC status codes that mean "the request itself is wrong": retrying cannot help (OTLP spec). */
 const PERMANENT_GRPC_CODES = new Map<number, string>([
