@@ -56,7 +56,7 @@ module.exports = {
       comment:
         "A source folder imports only its own files and shared source code, never another source's folder.",
       from: { path: '^src/sources/([^/]+)/' },
-      to: { path: '^src/sources/([^/]+)/', pathNot: ['^src/sources/$1/', '^src/sources/shared/'] },
+      to: { path: '^src/sources/([^/]+)/', pathNot: ['^src/sources/$1/', '^src/sources/(shared|capture)/'] },
     },
     {
       name: 'not-to-unresolvable',

@@ -4,7 +4,8 @@
  * and a real SQLite outbox. A registered type without a harness fails the suite, so a new sink cannot skip it.
  *
  * Rules checked for each type: ordered at-least-once delivery across a retryable outage; retryable failures
- * retried, permanent ones dead-lettered (where the destination has a permanent failure); a deliver() with an
+ * retried, permanent ones dead-lettered (where the destination has a permanent failure); a delivery that hangs
+ * is aborted by the engine's delivery timeout and retried (the sink honours the signal); a deliver() with an
  * aborted signal rejects; close() twice is fine; configured secrets appear in no retry message and no
  * dead-letter error, even when the receiver echoes them back.
  */
@@ -41,6 +42,8 @@ interface Harness {
   repair(): void;
   /** Whether the destination has a permanent failure mode (file and stdout only fail retryably). */
   permanent: boolean;
+  /** Make the destination stop answering (undefined: a local write that cannot hang, file and stdout). */
+  hang?(): void;
   close(): Promise<void>;
 }
 
@@ -96,6 +99,10 @@ function httpHarness(type: 'webhook' | 'slack' | 'teams') {
         server.setDefault({ status: 200, body: 'ok' });
       },
       permanent: true,
+      hang() {
+        broken = true;
+        server.setDefault({ hang: true });
+      },
       close: () => server.close(),
     };
   };
@@ -118,6 +125,7 @@ const HARNESSES: Record<string, () => Promise<Harness>> = {
       },
       repair: () => receiver.setDefault({ status: 200 }),
       permanent: true,
+      hang: () => receiver.setDefault({ hang: true }),
       close: () => receiver.close(),
     };
   },
@@ -136,6 +144,7 @@ const HARNESSES: Record<string, () => Promise<Harness>> = {
       },
       repair: () => double.clearFaults(),
       permanent: true,
+      hang: () => double.setFault({ kind: 'never-settle', hub }),
       close: async () => {},
     };
   },
@@ -212,6 +221,7 @@ const HARNESSES: Record<string, () => Promise<Harness>> = {
       "  const mode = fs.readFileSync(control, 'utf8');",
       "  if (mode === 'retryable') { process.stderr.write('busy'); process.exit(3); }",
       "  if (mode === 'permanent') { process.stderr.write('rejected'); process.exit(4); }",
+      "  if (mode === 'hang') { setTimeout(() => {}, 600000); return; }",
       "  fs.appendFileSync(out, JSON.parse(input).id + '\\n');",
       '});',
     ].join('\n');
@@ -222,6 +232,7 @@ const HARNESSES: Record<string, () => Promise<Harness>> = {
       breakDestination: (kind) => writeFileSync(control, kind),
       repair: () => writeFileSync(control, 'ok'),
       permanent: true,
+      hang: () => writeFileSync(control, 'hang'),
       close: async () => {},
     };
   },
@@ -265,17 +276,23 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     return sink;
   }
 
-  function engineFor(sink: Sink) {
+  function engineFor(sink: Sink, deliveryTimeoutMs?: number) {
     const engine = new DeliveryEngine({
       store,
-      sinks: [{ sink, backoff: { initialMs: 5, maxMs: 20 } }],
+      sinks: [
+        { sink, backoff: { initialMs: 5, maxMs: 20 }, ...(deliveryTimeoutMs ? { deliveryTimeoutMs } : {}) },
+      ],
       logger: silentLogger(),
       rescanIntervalMs: 50,
     });
     const messages: string[] = [];
-    engine.on('retry', (e: { message: string }) => messages.push(e.message));
+    const codes: string[] = [];
+    engine.on('retry', (e: { message: string; code: string }) => {
+      messages.push(e.message);
+      codes.push(e.code);
+    });
     cleanups.push(() => engine.stop(1000));
-    return { engine, messages };
+    return { engine, messages, codes };
   }
 
   beforeAll(async () => {
@@ -355,6 +372,38 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     expect(dead[0]!.reason).toBe('permanent');
     expect(messages).toEqual([]);
     for (const s of harness.secrets) expect(dead[0]!.error).not.toContain(s);
+  });
+
+  it('a delivery that hangs is aborted by the engine timeout and retried; nothing is lost', async () => {
+    freshStore();
+    const sink = await build(`t-${type}`);
+    const batch = records(2);
+    allRecords = [...allRecords, ...batch];
+    const { engine, codes } = engineFor(sink, 2500); // above Slack's and Teams' 1 message/s pacing
+    if (harness.hang === undefined) {
+      // a local write (file, stdout) cannot hang on a receiver: it is simply delivered
+      expect(['file', 'stdout']).toContain(type);
+    } else harness.hang();
+    store.commit(
+      { v: 1 },
+      batch.map((record) => ({ record, sinks: [sink.name] })),
+    );
+    engine.start();
+    engine.notify();
+    if (harness.hang !== undefined) {
+      await waitFor(
+        () => codes.length >= 1,
+        'the hung attempt aborted (its promise settled) and scheduled for retry',
+      );
+      harness.repair();
+    }
+    await waitFor(
+      () => (store.stats().find((s) => s.sink === sink.name)?.pending ?? 0) === 0,
+      'the outbox to drain',
+    );
+    const mine = new Set(batch.map((r) => r.id));
+    const arrived = harness.arrived().filter((id) => mine.has(id));
+    expect(arrived.filter((id, i) => arrived.indexOf(id) === i)).toEqual(batch.map((r) => r.id));
   });
 
   it('rejects a delivery whose signal is already aborted, and close() twice is fine', async () => {
