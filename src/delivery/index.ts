@@ -12,3 +12,4 @@ export {
   type StoreErrorEvent,
   systemClock,
 } from './engine.ts';
+export { type DeliveryEngineEvent, type DeliveryEventSource, onDeliveryEvents } from './events.ts';

@@ -7,6 +7,7 @@
  */
 
 import type { PollOutcome, ScheduledEvent, VmIdentity } from '../sources/types.ts';
+import { approvalRecordKind } from './approval-posted.ts';
 import { buildRecord, type RecordContext, recordSource } from './build-record.ts';
 import { contentHash } from './ids.ts';
 import type { LifecycleRecord, LifecycleRecordData } from './record.ts';
@@ -127,11 +128,8 @@ function longerDowntime(a: ObservedDowntime | null, b: ObservedDowntime): Observ
 }
 
 function approvalKind(approval: ApprovalInput): { kind: string; posted: boolean } {
-  const posted =
-    approval.posted ?? (approval.leader && !approval.dryRun && approval.hooks.every((hook) => hook.ok));
-  if (approval.dryRun) return { kind: 'dry-run', posted: false };
-  if (posted) return { kind: 'posted', posted: true };
-  return { kind: approval.leader ? 'not-posted' : 'not-leader', posted: false };
+  const kind = approvalRecordKind(approval);
+  return { kind, posted: kind === 'posted' };
 }
 
 function approvalData(approval: ApprovalInput, posted: boolean): Record<string, unknown> {
