@@ -26,6 +26,7 @@ import { ApprovalCoordinator } from '../approval/index.ts';
 import { ConfigError } from '../config/errors.ts';
 import type { Config, SinkConfig } from '../config/index.ts';
 import { DeliveryEngine, type EngineSink } from '../delivery/index.ts';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { findSinkFactory } from '../sinks/registry.ts';
 import type { Sink, SinkFactory } from '../sinks/types.ts';
@@ -378,7 +379,7 @@ export class Forwarder {
       });
     } catch (error) {
       // A sink that cannot be built from its options is a configuration error (exit code 2, like `config validate`).
-      throw new ConfigError(error instanceof Error ? error.message : String(error), []);
+      throw new ConfigError(errorMessage(error), []);
     }
   }
 

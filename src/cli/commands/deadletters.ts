@@ -8,8 +8,8 @@
  * fit now (--limit).
  */
 import type { Command } from 'commander';
+import { UsageError } from '../../errors.ts';
 import type { DeadLetterRow, SinkQueueStats, Store } from '../../store/index.ts';
-import { UsageError } from '../errors.ts';
 import { print, type StateConfig, type StoreCommandOptions, storeOptions, withStore } from './outbox.ts';
 
 type Caps = { maxPendingRows: number; maxPendingBytes: number };

@@ -2,9 +2,9 @@
  * `events`: one-shot GET of the Scheduled Events document, printed as JSON (like the docs' curl example).
  */
 import type { Command } from 'commander';
+import { errorMessage, UsageError } from '../../errors.ts';
 import { DEFAULT_API_VERSION, DEFAULT_IMDS_ENDPOINT, ImdsClient } from '../../sources/imds/client.ts';
 import { ImdsError } from '../../sources/imds/errors.ts';
-import { UsageError } from '../errors.ts';
 
 export interface ImdsCliOptions {
   imdsEndpoint: string;
@@ -26,7 +26,7 @@ export function cliImdsClient(opts: ImdsCliOptions): ImdsClient {
       requestTimeoutMs: timeoutMs,
     });
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(errorMessage(error));
   }
 }
 

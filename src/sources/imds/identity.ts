@@ -3,6 +3,7 @@
  * (default hourly) and on demand (after a reboot is detected). A failed refresh is logged once per streak
  * and keeps the last good value.
  */
+import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import type { VmIdentity } from '../types.ts';
 import type { ImdsClient } from './client.ts';
@@ -93,7 +94,7 @@ export class VmIdentityCache {
     } catch (error) {
       if (this.#signal?.aborted) return this.#identity;
       if (!this.#failing) {
-        const message = error instanceof Error ? error.message : String(error);
+        const message = errorMessage(error);
         this.#logger.warn(
           { hasPrevious: this.#identity !== undefined },
           `could not fetch VM identity from IMDS instance metadata (keeping the last good value): ${message}`,

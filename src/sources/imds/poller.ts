@@ -7,6 +7,7 @@
  * answers such as 400/404 are polled at the normal interval and reset it), but polls always stay on the tick grid, so the poller never exceeds its configured rate
  * (IMDS allows about 5 requests/s per VM, shared by every agent on it).
  */
+import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { CaptureWriter } from '../replay/capture.ts';
 import type { PollFailureOutcome, PollOutcome, Source, VmIdentity } from '../types.ts';
@@ -225,7 +226,7 @@ export class ImdsPoller implements Source {
 
 function toImdsError(error: unknown): ImdsError {
   if (error instanceof ImdsError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   return new ImdsError('network', `IMDS request failed: ${message}`, { cause: error });
 }
 

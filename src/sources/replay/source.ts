@@ -6,6 +6,7 @@
 import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
+import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { type PollerClock, realClock, sleep } from '../imds/clock.ts';
 import { sameDocument } from '../imds/document.ts';
@@ -106,7 +107,7 @@ export class ReplaySource implements Source {
             try {
               document = parseScheduledEventsDocument(JSON.stringify(entry.document) ?? '');
             } catch (error) {
-              const detail = error instanceof Error ? error.message : String(error);
+              const detail = errorMessage(error);
               throw new CaptureLineError(this.#file, lineNumber, `invalid document: ${detail}`, observedMs);
             }
             const changed = !sameDocument(previous, document);
