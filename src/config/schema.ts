@@ -10,10 +10,10 @@
 import { accessSync, constants } from 'node:fs';
 import { z } from 'zod';
 import { approvalSection } from '../approval/config.ts';
+import { TRANSITIONS } from '../domain/index.ts';
 import { defaultStateDir, temporaryDiskReason } from '../platform.ts';
 import { SINK_FACTORIES } from '../sinks/registry.ts';
 import type { SinkFactory, SinkFilter } from '../sinks/types.ts';
-import { TRANSITIONS } from '../transform/record.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

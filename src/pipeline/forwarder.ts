@@ -26,6 +26,7 @@ import { ApprovalCoordinator } from '../approval/index.ts';
 import { ConfigError } from '../config/errors.ts';
 import type { Config, SinkConfig } from '../config/index.ts';
 import { DeliveryEngine, type EngineSink } from '../delivery/index.ts';
+import type { LifecycleRecord, PollOutcome, VmIdentity } from '../domain/index.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { findSinkFactory } from '../sinks/registry.ts';
@@ -33,13 +34,12 @@ import type { Sink, SinkFactory } from '../sinks/types.ts';
 import { ImdsClient, ImdsPoller, VmIdentityCache } from '../sources/imds/index.ts';
 import { ReplaySource } from '../sources/replay/index.ts';
 import { StallDetector } from '../sources/stall-detector.ts';
-import type { PollOutcome, Source, VmIdentity } from '../sources/types.ts';
+import type { Source } from '../sources/types.ts';
 import { openStoreWhenPossible, type Store, StoreWriteError, storeDamage } from '../store/index.ts';
 import {
   type ApprovalInput,
   type ForwarderState,
   initialState,
-  type LifecycleRecord,
   observeUnchanged,
   restoreState,
   transform,

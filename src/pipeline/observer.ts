@@ -2,9 +2,8 @@
  * What the pipeline reports as it runs: the hook the telemetry module (metrics, /healthz, /readyz) attaches
  * to. Every method is optional; the pipeline never depends on an observer being present.
  */
-import type { PollOutcome } from '../sources/types.ts';
+import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
 import type { StoreDamage } from '../store/index.ts';
-import type { LifecycleRecord } from '../transform/record.ts';
 
 export interface PipelineObserver {
   /** The state store cannot be opened yet (disk full, I/O error); opening is retried. */

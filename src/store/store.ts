@@ -16,10 +16,10 @@ import {
   writeSync,
 } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
+import type { LifecycleRecord } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
 import { createPrivateFile, restrictFile } from '../platform.ts';
 import { redactText } from '../redact.ts';
-import type { LifecycleRecord } from '../transform/record.ts';
 import { isCorruption, SQLITE_FULL, StoreOpenError, sqliteErrorCode, toWriteError } from './errors.ts';
 import type { StateDirLock } from './lock.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.ts';

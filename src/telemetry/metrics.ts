@@ -12,9 +12,8 @@ import type {
   RetryEvent,
   StoreErrorEvent,
 } from '../delivery/engine.ts';
-import type { PollOutcome } from '../sources/types.ts';
+import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
 import type { SinkQueueStats } from '../store/index.ts';
-import type { LifecycleRecord } from '../transform/record.ts';
 
 export const METRIC_PREFIX = 'sef_';
 /** Sampling interval (ms) of the `sef_nodejs_eventloop_lag_*` histogram. */

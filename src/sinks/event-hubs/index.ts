@@ -15,8 +15,8 @@ import {
   type TokenCredential,
   WorkloadIdentityCredential,
 } from '@azure/identity';
+import type { LifecycleRecord } from '../../domain/index.ts';
 import type { Logger } from '../../log.ts';
-import type { LifecycleRecord } from '../../transform/record.ts';
 import { DeliveryError, type Sink } from '../types.ts';
 import { classifyEventHubsError, describeError } from './errors.ts';
 import { type PartitionKeyMode, partitionKeyFor, toEventData } from './event.ts';

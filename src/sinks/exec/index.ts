@@ -4,7 +4,7 @@
  * per exit code). No shell is involved: `command` is the program, `args` its arguments.
  */
 import { z } from 'zod';
-import type { LifecycleRecord } from '../../transform/record.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
 import { DeliveryError, type Sink, type SinkFactory } from '../types.ts';
 import { CommandStartError, runCommand } from './run-command.ts';
 

@@ -9,7 +9,7 @@ import { type ExportResult, ExportResultCode, millisToHrTime } from '@openteleme
 import { type Resource, resourceFromAttributes } from '@opentelemetry/resources';
 import type { LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-logs';
 import type { Env } from '../../config/secret.ts';
-import type { LifecycleRecord } from '../../transform/record.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
 import { readVersion } from '../../version.ts';
 import { proxyFor } from '../proxy.ts';
 import { DeliveryError, type Sink, type SinkContext } from '../types.ts';

@@ -3,9 +3,10 @@
  * (default hourly) and on demand (after a reboot is detected). A failed refresh is logged once per streak
  * and keeps the last good value.
  */
+
+import type { VmIdentity } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
-import type { VmIdentity } from '../types.ts';
 import type { ImdsClient } from './client.ts';
 import { type PollerClock, realClock } from './clock.ts';
 

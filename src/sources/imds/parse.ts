@@ -4,8 +4,9 @@
  * genuinely unusable answer (not UTF-8, not JSON, HTML, truncated, empty, nested deeper than 64 levels, Events
  * not an array, an event without EventId) throws ImdsResponseError. A leading byte order mark is accepted.
  */
+
+import type { ScheduledEvent, ScheduledEventsDocument, VmIdentity } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
-import type { ScheduledEvent, ScheduledEventsDocument, VmIdentity } from '../types.ts';
 import { ImdsResponseError } from './errors.ts';
 
 export { ImdsResponseError } from './errors.ts';

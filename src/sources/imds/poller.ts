@@ -7,10 +7,12 @@
  * answers such as 400/404 are polled at the normal interval and reset it), but polls always stay on the tick grid, so the poller never exceeds its configured rate
  * (IMDS allows about 5 requests/s per VM, shared by every agent on it).
  */
+
+import type { PollFailureOutcome, PollOutcome, VmIdentity } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { CaptureWriter } from '../replay/capture.ts';
-import type { PollFailureOutcome, PollOutcome, Source, VmIdentity } from '../types.ts';
+import type { Source } from '../types.ts';
 import { type BackoffOptions, retryDelayMs } from './backoff.ts';
 import type { ImdsClient, ScheduledEventsAnswer } from './client.ts';
 import { type PollerClock, realClock, sleep } from './clock.ts';

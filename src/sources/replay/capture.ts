@@ -12,8 +12,8 @@
  */
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { PollFailureReason, VmIdentity } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
-import type { PollFailureReason, VmIdentity } from '../types.ts';
 
 export interface CaptureDocumentLine {
   observedAt: string;

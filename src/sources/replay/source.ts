@@ -6,12 +6,18 @@
 import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
+import type {
+  ObservationTime,
+  PollOutcome,
+  ScheduledEventsDocument,
+  VmIdentity,
+} from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { type PollerClock, realClock, sleep } from '../imds/clock.ts';
 import { sameDocument } from '../imds/document.ts';
 import { parseScheduledEventsDocument } from '../imds/parse.ts';
-import type { ObservationTime, PollOutcome, ScheduledEventsDocument, Source, VmIdentity } from '../types.ts';
+import type { Source } from '../types.ts';
 import { CaptureLineError, parseCaptureLine } from './capture.ts';
 
 export interface ReplaySourceOptions {

@@ -2,9 +2,9 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { Clock } from '../../../src/delivery/engine.ts';
+import { type LifecycleRecord, recordType } from '../../../src/domain/index.ts';
 import type { Logger } from '../../../src/log.ts';
 import { DeliveryError, type Sink } from '../../../src/sinks/types.ts';
-import { type LifecycleRecord, recordType } from '../../../src/transform/record.ts';
 
 /** A realistic ~1 KiB lifecycle record whose id encodes `n`. */
 export function makeRecord(n: number, overrides: Partial<LifecycleRecord> = {}): LifecycleRecord {
