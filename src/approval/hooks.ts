@@ -6,7 +6,7 @@
 
 import type { ScheduledEvent } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
-import { CommandStartError, runCommand } from '../sinks/exec/run-command.ts';
+import { CommandStartError, runCommand } from '../process/run-command.ts';
 import type { ApprovalHookResult } from '../transform/index.ts';
 import type { HookConfig } from './config.ts';
 

@@ -5,8 +5,8 @@
  */
 import { z } from 'zod';
 import type { LifecycleRecord } from '../../domain/index.ts';
+import { CommandStartError, runCommand } from '../../process/run-command.ts';
 import { DeliveryError, type Sink, type SinkFactory } from '../types.ts';
-import { CommandStartError, runCommand } from './run-command.ts';
 
 const optionsSchema = z
   .object({

@@ -1,4 +1,6 @@
 /** IMDS source: client, tolerant parser, poller and VM identity cache. */
+
+export { documentFingerprint, sameDocument } from '../capture/document.ts';
 export { parseRetryAfter, retryDelayMs } from './backoff.ts';
 export {
   buildInstanceMetadataUrl,
@@ -13,7 +15,6 @@ export {
   type ScheduledEventsAnswer,
 } from './client.ts';
 export { type PollerClock, realClock } from './clock.ts';
-export { documentFingerprint, sameDocument } from './document.ts';
 export { ImdsError, ImdsResponseError } from './errors.ts';
 export { DEFAULT_IDENTITY_REFRESH_MS, VmIdentityCache, type VmIdentityCacheOptions } from './identity.ts';
 export { parseInstanceMetadata, parseNotBefore, parseScheduledEventsDocument } from './parse.ts';

@@ -11,12 +11,12 @@
 import type { PollFailureOutcome, PollOutcome, VmIdentity } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
-import { CaptureWriter } from '../replay/capture.ts';
+import { CaptureWriter } from '../capture/capture.ts';
+import { documentFingerprint } from '../capture/document.ts';
 import type { Source } from '../types.ts';
 import { type BackoffOptions, retryDelayMs } from './backoff.ts';
 import type { ImdsClient, ScheduledEventsAnswer } from './client.ts';
 import { type PollerClock, realClock, sleep } from './clock.ts';
-import { documentFingerprint } from './document.ts';
 import { ImdsError } from './errors.ts';
 
 export type { PollerClock } from './clock.ts';

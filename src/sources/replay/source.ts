@@ -14,11 +14,11 @@ import type {
 } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
+import { CaptureLineError, parseCaptureLine } from '../capture/capture.ts';
+import { sameDocument } from '../capture/document.ts';
 import { type PollerClock, realClock, sleep } from '../imds/clock.ts';
-import { sameDocument } from '../imds/document.ts';
 import { parseScheduledEventsDocument } from '../imds/parse.ts';
 import type { Source } from '../types.ts';
-import { CaptureLineError, parseCaptureLine } from './capture.ts';
 
 export interface ReplaySourceOptions {
   /** Capture file (JSON lines). */

@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { LifecycleRecord, ScheduledEvent, ScheduledEventsDocument } from '../../../src/domain/index.ts';
 import { OBSERVATION_CHECKPOINT_MS, observationCheckpointDue } from '../../../src/pipeline/durability.ts';
-import { documentFingerprint } from '../../../src/sources/imds/document.ts';
+import { documentFingerprint } from '../../../src/sources/capture/document.ts';
 import {
   type ForwarderState,
   initialState,
