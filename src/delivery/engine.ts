@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 import { childLogger, type Logger } from '../log.ts';
 import { redactedMessage } from '../redact.ts';
 import { DeliveryError, type Sink } from '../sinks/types.ts';
-import type { Caps, DeadLetterReason, OutboxRow, Store } from '../store/index.ts';
+import type { Caps, DeadLetterReason, Outbox, OutboxRow } from '../store/index.ts';
 import { StoreWriteError } from '../store/index.ts';
 import { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from './backoff.ts';
 
@@ -36,7 +36,7 @@ export interface EngineSink {
 }
 
 export interface DeliveryEngineOptions {
-  store: Store;
+  store: Outbox;
   sinks: EngineSink[];
   clock?: Clock;
   random?: () => number;
@@ -187,7 +187,7 @@ export class DeliveryEngine extends EventEmitter<DeliveryEngineEvents> {
 }
 
 interface WorkerDeps {
-  store: Store;
+  store: Outbox;
   clock: Clock;
   random: () => number;
   logger: Logger;
