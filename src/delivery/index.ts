@@ -1,7 +1,6 @@
 /** Public API of the delivery engine. */
 export { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from './backoff.ts';
 export {
-  type Clock,
   type DeadLetteredEvent,
   type DeliveredEvent,
   DeliveryEngine,
@@ -10,5 +9,4 @@ export {
   type EngineSink,
   type RetryEvent,
   type StoreErrorEvent,
-  systemClock,
 } from './engine.ts';

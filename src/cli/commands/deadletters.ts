@@ -41,7 +41,11 @@ function checkSinkExists(
   throw new UsageError(`--sink: no sink named "${sink}": ${where} (known sinks: ${list})`);
 }
 
-function checkIdExists(store: DeadLetterAdmin | undefined, id: number | undefined, sink: string | undefined): void {
+function checkIdExists(
+  store: DeadLetterAdmin | undefined,
+  id: number | undefined,
+  sink: string | undefined,
+): void {
   if (id === undefined) return;
   const [row] = store?.listDeadLetters({ id }) ?? [];
   if (row === undefined) {

@@ -4,11 +4,11 @@
  * and keeps the last good value.
  */
 
+import { type Clock, systemClock } from '../../clock.ts';
 import type { VmIdentity } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import type { ImdsClient } from './client.ts';
-import { type PollerClock, realClock } from './clock.ts';
 
 export const DEFAULT_IDENTITY_REFRESH_MS = 60 * 60 * 1000;
 
@@ -16,7 +16,7 @@ export interface VmIdentityCacheOptions {
   client: Pick<ImdsClient, 'getInstanceMetadata'>;
   /** Periodic refresh interval (default 1 h). */
   refreshIntervalMs?: number;
-  clock?: PollerClock;
+  clock?: Clock;
   logger: Logger;
 }
 
@@ -24,7 +24,7 @@ export interface VmIdentityCacheOptions {
 export class VmIdentityCache {
   readonly #client: Pick<ImdsClient, 'getInstanceMetadata'>;
   readonly #refreshIntervalMs: number;
-  readonly #clock: PollerClock;
+  readonly #clock: Clock;
   readonly #logger: Logger;
   #identity: VmIdentity | undefined;
   #failing = false;
@@ -36,7 +36,7 @@ export class VmIdentityCache {
   constructor(options: VmIdentityCacheOptions) {
     this.#client = options.client;
     this.#refreshIntervalMs = options.refreshIntervalMs ?? DEFAULT_IDENTITY_REFRESH_MS;
-    this.#clock = options.clock ?? realClock;
+    this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
   }
 

@@ -14,7 +14,6 @@ export {
   type ImdsClientOptions,
   type ScheduledEventsAnswer,
 } from './client.ts';
-export { type PollerClock, realClock } from './clock.ts';
 export { ImdsError, ImdsResponseError } from './errors.ts';
 export { DEFAULT_IDENTITY_REFRESH_MS, VmIdentityCache, type VmIdentityCacheOptions } from './identity.ts';
 export { parseInstanceMetadata, parseNotBefore, parseScheduledEventsDocument } from './parse.ts';

@@ -8,6 +8,7 @@
  * (IMDS allows about 5 requests/s per VM, shared by every agent on it).
  */
 
+import { type Clock, sleep, systemClock } from '../../clock.ts';
 import type { PollFailureOutcome, PollOutcome, VmIdentity } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
@@ -16,11 +17,7 @@ import { documentFingerprint } from '../capture/document.ts';
 import type { Source } from '../types.ts';
 import { type BackoffOptions, retryDelayMs } from './backoff.ts';
 import type { ImdsClient, ScheduledEventsAnswer } from './client.ts';
-import { type PollerClock, realClock, sleep } from './clock.ts';
 import { ImdsError } from './errors.ts';
-
-export type { PollerClock } from './clock.ts';
-export { realClock } from './clock.ts';
 
 export const DEFAULT_POLL_INTERVAL_MS = 1000;
 export const MIN_POLL_INTERVAL_MS = 200;
@@ -34,7 +31,7 @@ export interface ImdsPollerOptions {
   client: ScheduledEventsReader;
   /** Poll interval in ms (default 1000, minimum 200). */
   intervalMs?: number;
-  clock?: PollerClock;
+  clock?: Clock;
   logger: Logger;
   /** Append every distinct document (and failure state changes) to this JSON-lines capture (`--record`). */
   captureFile?: string;
@@ -74,7 +71,7 @@ export class ImdsPoller implements Source {
   readonly name = 'imds';
   readonly #client: ScheduledEventsReader;
   readonly #intervalMs: number;
-  readonly #clock: PollerClock;
+  readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #capture: CaptureWriter | undefined;
   readonly #identity: (() => VmIdentity | undefined) | undefined;
@@ -90,7 +87,7 @@ export class ImdsPoller implements Source {
     }
     this.#client = options.client;
     this.#intervalMs = intervalMs;
-    this.#clock = options.clock ?? realClock;
+    this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
     this.#capture = options.captureFile === undefined ? undefined : new CaptureWriter(options.captureFile);
     this.#identity = options.identity;

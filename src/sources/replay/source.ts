@@ -6,6 +6,7 @@
 import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
+import { type Clock, sleep, systemClock } from '../../clock.ts';
 import type {
   ObservationTime,
   PollOutcome,
@@ -16,7 +17,6 @@ import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { CaptureLineError, parseCaptureLine } from '../capture/capture.ts';
 import { sameDocument } from '../capture/document.ts';
-import { type PollerClock, realClock, sleep } from '../imds/clock.ts';
 import { parseScheduledEventsDocument } from '../imds/parse.ts';
 import type { Source } from '../types.ts';
 
@@ -25,7 +25,7 @@ export interface ReplaySourceOptions {
   file: string;
   /** 1 = the captured gaps in real time (default), 2 = twice as fast, 0 = as fast as possible. */
   speed?: number;
-  clock?: PollerClock;
+  clock?: Clock;
   logger: Logger;
 }
 
@@ -38,7 +38,7 @@ export class ReplaySource implements Source {
   readonly name = 'replay';
   readonly #file: string;
   readonly #speed: number;
-  readonly #clock: PollerClock;
+  readonly #clock: Clock;
   readonly #logger: Logger;
   #vm: VmIdentity | undefined;
 
@@ -49,7 +49,7 @@ export class ReplaySource implements Source {
     }
     this.#file = options.file;
     this.#speed = speed;
-    this.#clock = options.clock ?? realClock;
+    this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
   }
 

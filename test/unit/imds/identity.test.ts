@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { VmIdentity } from '../../../src/domain/index.ts';
 import { ImdsError } from '../../../src/sources/imds/errors.ts';
 import { VmIdentityCache } from '../../../src/sources/imds/identity.ts';
-import { FakeClock, settle } from './fake-clock.ts';
+import { FakeClock, settle } from '../../support/fake-clock.ts';
 
 function identity(name: string): VmIdentity {
   return {

@@ -8,7 +8,7 @@ import {
   ImdsPoller,
   type ScheduledEventsReader,
 } from '../../../src/sources/imds/poller.ts';
-import { FakeClock } from './fake-clock.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
 import { LIVE_MIGRATION } from './payloads.ts';
 import { type Answer, ScriptedClient } from './scripted-client.ts';
 
