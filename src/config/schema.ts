@@ -10,6 +10,7 @@
 import { accessSync, constants } from 'node:fs';
 import { z } from 'zod';
 import { approvalSection } from '../approval/config.ts';
+import { DEFAULT_BACKOFF } from '../backoff.ts';
 import { TRANSITIONS } from '../domain/index.ts';
 import { defaultStateDir, temporaryDiskReason } from '../platform.ts';
 import { SINK_FACTORIES } from '../sinks/registry.ts';
@@ -173,10 +174,10 @@ export const deliverySchema = z
     backoff: z
       .object({
         initialMs: positiveInt()
-          .default(1000)
+          .default(DEFAULT_BACKOFF.initialMs)
           .describe('First retry delay (exponential backoff, full jitter).'),
         maxMs: positiveInt()
-          .default(300_000)
+          .default(DEFAULT_BACKOFF.maxMs)
           .describe('Retry delay cap. Retryable errors are retried forever.'),
       })
       .strict()

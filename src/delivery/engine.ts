@@ -5,13 +5,13 @@
  * dead letters. Wake-up is event-driven (notify() after each commit), with a slow rescan as a safety net.
  */
 import { EventEmitter } from 'node:events';
+import { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from '../backoff.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import { childLogger, type Logger } from '../log.ts';
 import { redactedMessage } from '../redact.ts';
 import { DeliveryError, type Sink } from '../sinks/types.ts';
 import type { Caps, DeadLetterReason, Outbox, OutboxRow } from '../store/index.ts';
 import { StoreWriteError } from '../store/index.ts';
-import { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from './backoff.ts';
 
 export interface EngineSink {
   sink: Sink;

@@ -1,5 +1,4 @@
 /** Public API of the delivery engine. */
-export { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from './backoff.ts';
 export {
   type DeadLetteredEvent,
   type DeliveredEvent,

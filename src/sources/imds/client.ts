@@ -6,9 +6,9 @@
  * NO_PROXY says (global fetch and http.globalAgent may honour them; this client uses neither).
  */
 import http from 'node:http';
+import { parseRetryAfter } from '../../backoff.ts';
 import type { ScheduledEventsDocument, VmIdentity } from '../../domain/index.ts';
 import type { Logger } from '../../log.ts';
-import { parseRetryAfter } from './backoff.ts';
 import { excerptOf, ImdsError } from './errors.ts';
 import { decodeImdsBody, parseInstanceMetadata, parseScheduledEventsDocument } from './parse.ts';
 

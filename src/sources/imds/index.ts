@@ -1,7 +1,6 @@
 /** IMDS source: client, tolerant parser, poller and VM identity cache. */
 
 export { documentFingerprint, sameDocument } from '../capture/document.ts';
-export { parseRetryAfter, retryDelayMs } from './backoff.ts';
 export {
   buildInstanceMetadataUrl,
   buildScheduledEventsUrl,

@@ -8,6 +8,7 @@
  * (IMDS allows about 5 requests/s per VM, shared by every agent on it).
  */
 
+import { type BackoffOptions, retryDelayAtLeastMs } from '../../backoff.ts';
 import { type Clock, sleep, systemClock } from '../../clock.ts';
 import type { PollFailureOutcome, PollOutcome, VmIdentity } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
@@ -15,7 +16,6 @@ import type { Logger } from '../../log.ts';
 import { CaptureWriter } from '../capture/capture.ts';
 import { documentFingerprint } from '../capture/document.ts';
 import type { Source } from '../types.ts';
-import { type BackoffOptions, retryDelayMs } from './backoff.ts';
 import type { ImdsClient, ScheduledEventsAnswer } from './client.ts';
 import { ImdsError } from './errors.ts';
 
@@ -75,7 +75,7 @@ export class ImdsPoller implements Source {
   readonly #logger: Logger;
   readonly #capture: CaptureWriter | undefined;
   readonly #identity: (() => VmIdentity | undefined) | undefined;
-  readonly #backoff: BackoffOptions;
+  readonly #backoff: BackoffOptions & { maxRetryAfterMs: number };
   readonly #random: () => number;
 
   constructor(options: ImdsPollerOptions) {
@@ -92,7 +92,7 @@ export class ImdsPoller implements Source {
     this.#capture = options.captureFile === undefined ? undefined : new CaptureWriter(options.captureFile);
     this.#identity = options.identity;
     this.#backoff = {
-      baseMs: intervalMs,
+      initialMs: intervalMs,
       maxMs: Math.max(intervalMs, options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS),
       maxRetryAfterMs: options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
     };
@@ -175,7 +175,7 @@ export class ImdsPoller implements Source {
 
         let earliest = clock.monotonic();
         if (retryAfterFailure) {
-          const delay = retryDelayMs(
+          const delay = retryDelayAtLeastMs(
             consecutiveTransientFailures,
             this.#backoff,
             retryAfterFailure.retryAfterMs,

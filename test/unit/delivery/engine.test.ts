@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { retryDelayMs } from '../../../src/delivery/backoff.ts';
+import { retryDelayMs } from '../../../src/backoff.ts';
 import {
   type DeadLetteredEvent,
   type DeliveredEvent,
