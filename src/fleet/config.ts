@@ -5,7 +5,7 @@
  * strings) through src/config/secret.ts, never logged. Documented in docs/fleet.md.
  */
 import { z } from 'zod';
-import { azureCredentialSchema } from '../azure/credentials.ts';
+import { azureCredentialSchema } from '../azure/credential-options.ts';
 import { mergeRaw, readConfigFile } from '../config/index.ts';
 import { LOG_LEVELS } from '../config/schema.ts';
 import { type Env, secretSchema } from '../config/secret.ts';

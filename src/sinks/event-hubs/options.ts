@@ -3,7 +3,7 @@
  * for `config` help and docs/sinks-event-hubs.md.
  */
 import { z } from 'zod';
-import { azureCredentialSchema } from '../../azure/credentials.ts';
+import { azureCredentialSchema } from '../../azure/credential-options.ts';
 import { type Env, type Secret, secretSchema } from '../../config/secret.ts';
 import { parseEventHubsConnectionString } from './connection-string.ts';
 import { PARTITION_KEY_MODES } from './event.ts';
