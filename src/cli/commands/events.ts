@@ -3,7 +3,8 @@
  */
 import type { Command } from 'commander';
 import { errorMessage, UsageError } from '../../errors.ts';
-import { DEFAULT_API_VERSION, DEFAULT_IMDS_ENDPOINT, ImdsClient } from '../../sources/imds/client.ts';
+import { ImdsClient } from '../../sources/imds/client.ts';
+import { DEFAULT_API_VERSION, DEFAULT_IMDS_ENDPOINT } from '../../sources/imds/defaults.ts';
 import { ImdsError } from '../../sources/imds/errors.ts';
 
 export interface ImdsCliOptions {

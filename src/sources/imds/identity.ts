@@ -9,8 +9,7 @@ import type { VmIdentity } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import type { ImdsClient } from './client.ts';
-
-export const DEFAULT_IDENTITY_REFRESH_MS = 60 * 60 * 1000;
+import { DEFAULT_IDENTITY_REFRESH_MS } from './defaults.ts';
 
 export interface VmIdentityCacheOptions {
   client: Pick<ImdsClient, 'getInstanceMetadata'>;

@@ -17,12 +17,13 @@ import { CaptureWriter } from '../capture/capture.ts';
 import { documentFingerprint } from '../capture/document.ts';
 import type { Source } from '../types.ts';
 import type { ImdsClient, ScheduledEventsAnswer } from './client.ts';
+import {
+  DEFAULT_MAX_BACKOFF_MS,
+  DEFAULT_MAX_RETRY_AFTER_MS,
+  DEFAULT_POLL_INTERVAL_MS,
+  MIN_POLL_INTERVAL_MS,
+} from './defaults.ts';
 import { ImdsError } from './errors.ts';
-
-export const DEFAULT_POLL_INTERVAL_MS = 1000;
-export const MIN_POLL_INTERVAL_MS = 200;
-export const DEFAULT_MAX_BACKOFF_MS = 10_000;
-export const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
 
 /** The part of ImdsClient the poller uses (lets tests substitute a scripted client). */
 export type ScheduledEventsReader = Pick<ImdsClient, 'getScheduledEvents'>;

@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseRetryAfter, retryDelayAtLeastMs } from '../../../src/backoff.ts';
-import {
-  buildInstanceMetadataUrl,
-  buildScheduledEventsUrl,
-  DEFAULT_API_VERSION,
-  DEFAULT_IMDS_ENDPOINT,
-} from '../../../src/sources/imds/client.ts';
+import { buildInstanceMetadataUrl, buildScheduledEventsUrl } from '../../../src/sources/imds/client.ts';
+import { DEFAULT_API_VERSION, DEFAULT_IMDS_ENDPOINT } from '../../../src/sources/imds/defaults.ts';
 
 describe('buildScheduledEventsUrl', () => {
   it('builds the documented default URL (URL building only; nothing is requested)', () => {
