@@ -137,9 +137,9 @@ export const drain: Benchmark = {
         total,
         shipped.seconds,
         shipped.recordsPerSecond,
+        shipped.received,
         defaults.recordsPerSecond,
         round(shipped.recordsPerSecond / defaults.recordsPerSecond, 2),
-        shipped.received,
       ];
     });
     return {
@@ -152,9 +152,9 @@ export const drain: Benchmark = {
             'records',
             'seconds',
             'records/s',
+            'received by destination',
             'records/s with Node defaults',
             'ratio',
-            'received by destination',
           ],
           rows,
         },

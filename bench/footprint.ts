@@ -183,7 +183,7 @@ export const footprint: Benchmark = {
   method:
     'What ships: `npm pack` builds the tarball as `npm publish` would (the `prepare` script compiles dist/), ' +
     'the benchmark unpacks it into a temporary prefix as `npm install` does and runs its bin ' +
-    '(`node_modules/.bin/scheduled-events-forwarder run …`, `#!/usr/bin/env node` resolving to the same Node ' +
+    '(`node_modules/.bin/scheduled-events-forwarder run --sink stdout` or `--config FILE`, `#!/usr/bin/env node` resolving to the same Node ' +
     "binary as the benchmark), with no node flags. Dependencies are linked from this repository's " +
     "node_modules (the lockfile's versions), so no registry is needed. Beside it, in the same run and on the " +
     'same Node binary, runs a minimal poller written in the benchmark (`node:http` GET every second, ' +

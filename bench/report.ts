@@ -63,7 +63,7 @@ const HEADLINES: Record<string, (file: BenchResultFile) => string> = {
     `Backlog drain (records/s, with the V8 settings \`run\` ships; ratio to Node defaults in the same run): ${rowsOf(
       f,
     )
-      .map((r) => `${r[0]} ${cell(r[3] ?? null)}${r[5] === undefined ? '' : ` (${r[5]}×)`}`)
+      .map((r) => `${r[0]} ${cell(r[3] ?? null)}${r[6] === undefined ? '' : ` (${r[6]}×)`}`)
       .join(', ')}.`,
   footprint: (f) => {
     const rows = rowsOf(f, 1);

@@ -75,7 +75,7 @@ interface ActiveFault {
 
 /**
  * Parses a fault given on the command line: JSON (`{"kind":"status","status":503}`) or the compact form
- * `kind[:key=value,...]`, e.g. `status:status=429,retryAfterSeconds=2,count=3`, `rate-limit`, `latency:ms=200`.
+ * `kind[:name=value,...]`, e.g. `status:status=429,retryAfterSeconds=2,count=3`, `rate-limit`, `latency:ms=200`.
  */
 export function parseFaultSpec(spec: string): Fault {
   const text = spec.trim();
@@ -105,7 +105,7 @@ export function parseFaultSpec(spec: string): Fault {
 
 /** The accepted form of a fault, for error messages and --help. */
 export const FAULT_SPEC_FORM =
-  `Form: kind[:key=value,...] or JSON; kinds: ${FAULT_KINDS.join(', ')}; keys: ms (integer >= 0), ` +
+  `Form: kind[:name=value,...] or JSON; kinds: ${FAULT_KINDS.join(', ')}; parameters: ms (integer >= 0), ` +
   'status (400-599), retryAfterSeconds (integer >= 0), perSecond (integer > 0), vm (name), ' +
   `endpoint (${FAULT_ENDPOINTS.join('|')}), method (GET|POST|any), count (integer > 0); ` +
   'e.g. status:status=503,count=2';

@@ -67,7 +67,7 @@ export function register(program: Command): void {
     )
     .option(
       '--fault <spec>',
-      'fault from the start, JSON or kind[:key=value,...], e.g. status:status=503,count=2 (repeatable)',
+      'fault from the start, JSON or kind[:name=value,...], e.g. status:status=503,count=2 (repeatable)',
       collect,
     )
     .option(

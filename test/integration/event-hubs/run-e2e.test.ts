@@ -199,7 +199,7 @@ const transitions = (records: LifecycleRecord[]) => records.map((r) => `${r.subj
 
 describe('simulator scenarios → run → outbox → Event Hubs sink → double', () => {
   it('delivers every committed record with partition key, messageId and cloudEvents properties despite retryable faults', {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async () => {
     const freezeSim = await startSimulator({ scenario: 'live-migration-freeze', timeScale: 0 });
     const rebootSim = await startSimulator({ scenario: 'user-reboot', timeScale: 0 });
@@ -260,7 +260,7 @@ describe('simulator scenarios → run → outbox → Event Hubs sink → double'
 
 describe('at-least-once across SIGKILL mid-send and connection drops', () => {
   it(`holds over ${KILLS} SIGKILLs of the forwarder (in flight at the double, or just accepted)`, {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async () => {
     const sim = await startSimulator({ timeScale: 0 });
     simulators.push(sim);

@@ -147,9 +147,11 @@ describe('start-up imports', () => {
     expect(packages).not.toContain('yaml'); // no config file: nothing to parse
     // run.ts only: never config, demo, simulate, fleet, ...
     expect(commandsIn(modules)).toEqual(['run']);
-    // src/cli/heap.ts: once `run` is chosen, the semi-spaces never grow, however much start-up allocates.
+    // src/cli/heap.ts: once `run` is chosen, start-up does not grow the semi-spaces, however much it allocates
+    // (V8 defaults return when the pipeline is ready: at most one doubling may follow before this child exits;
+    // without the setting, start-up grows them fourfold, see the operator test below).
     expect(youngGeneration.atRun).toBeGreaterThan(0);
-    expect(youngGeneration.atExit).toBe(youngGeneration.atRun);
+    expect(youngGeneration.atExit).toBeLessThanOrEqual(2 * (youngGeneration.atRun ?? 0));
   });
 
   it('run with a config file loads the YAML parser, still no other command', async () => {
@@ -163,6 +165,8 @@ describe('start-up imports', () => {
 
   it('an operator who sizes the young generation keeps their setting (and V8 grows it during start-up)', async () => {
     const { youngGeneration } = await runUntilPolled(['--sink', 'stdout'], ['--max-semi-space-size=16']);
-    expect(youngGeneration.atExit).toBeGreaterThan(youngGeneration.atRun ?? Number.POSITIVE_INFINITY);
+    expect(youngGeneration.atExit).toBeGreaterThanOrEqual(
+      4 * (youngGeneration.atRun ?? Number.POSITIVE_INFINITY),
+    );
   });
 });
