@@ -18,14 +18,21 @@ import { buildRecord } from '../transform/build-record.ts';
 import {
   type ApprovalHookResult,
   type ApprovalInput,
-  affectsVm,
   type ForwarderState,
   recordSource,
   type TrackedEvent,
 } from '../transform/index.ts';
 import type { ApprovalConfig, HookConfig } from './config.ts';
+import {
+  cannotPost,
+  isScheduled,
+  newProgress,
+  notBeforeMs,
+  prepareHooks,
+  recoverHooks,
+  settle,
+} from './decision.ts';
 import { type HookPhase, runHook } from './hooks.ts';
-import { decide, hookApplies, isLeader } from './policy.ts';
 import {
   approvalRecordKind,
   type EventProgress,
@@ -59,17 +66,6 @@ export interface CommittedStep {
   records: readonly LifecycleRecord[];
   /** The approvals passed to the transform of this commit (from pendingApprovals()). */
   approvals: readonly ApprovalInput[];
-}
-
-function isScheduled(event: TrackedEvent): boolean {
-  return event.last.EventStatus.toLowerCase() === 'scheduled';
-}
-
-function notBeforeMs(event: TrackedEvent): number | null {
-  const iso = event.last.notBeforeUtc ?? (isScheduled(event) ? event.lastNotBeforeUtc : null);
-  if (iso === null) return null;
-  const ms = Date.parse(iso);
-  return Number.isFinite(ms) ? ms : null;
 }
 
 /** See the module comment. */
@@ -239,29 +235,10 @@ export class ApprovalCoordinator {
   }
 
   #newEntry(event: TrackedEvent, vm: VmIdentity): EventProgress {
-    const affected = affectsVm(event.last.Resources, vm);
-    const leader = isLeader(this.#config.leader, event.last.Resources, vm);
+    const entry = newProgress(this.#config, event, vm);
+    const affected = entry.affectsThisVm;
+    const leader = entry.leader;
     const scheduled = isScheduled(event);
-    const decision = decide(event.last, { affectsThisVm: affected }, this.#config.rules);
-    const entry: EventProgress = {
-      key: progressKey(event.eventId, event.occurrence),
-      eventId: event.eventId,
-      occurrence: event.occurrence,
-      eventType: event.last.EventType,
-      affectsThisVm: affected,
-      leader,
-      action: decision.action,
-      rule: decision.rule,
-      dryRun: this.#config.dryRun,
-      prepare:
-        scheduled && this.#prepareHooks(event.last.EventType, affected).length > 0 ? 'pending' : 'none',
-      hooks: [],
-      post: 'none',
-      approval: null,
-      recorded: false,
-      recover: this.#recoverHooks(event.last.EventType, affected).length > 0 ? 'pending' : 'none',
-      ended: false,
-    };
     if (scheduled) {
       this.#logger.info(
         {
@@ -282,11 +259,11 @@ export class ApprovalCoordinator {
   }
 
   #prepareHooks(eventType: string, affected: boolean): HookConfig[] {
-    return affected ? this.#config.hooks.prepare.filter((h) => hookApplies(h.eventTypes, eventType)) : [];
+    return prepareHooks(this.#config, eventType, affected);
   }
 
   #recoverHooks(eventType: string, affected: boolean): HookConfig[] {
-    return affected ? this.#config.hooks.recover.filter((h) => hookApplies(h.eventTypes, eventType)) : [];
+    return recoverHooks(this.#config, eventType, affected);
   }
 
   /** Starts whatever the entry needs next (prepare hooks, the approval outcome, recover hooks). */
@@ -324,31 +301,24 @@ export class ApprovalCoordinator {
    * `approve-after-hooks` once every prepare hook succeeded; a non-leader records its hooks once they finished.
    */
   #settle(entry: EventProgress): void {
-    if (entry.approval !== null || entry.post !== 'none') return;
-    if (!entry.affectsThisVm || entry.action === 'never') return;
-    const hooksFinished = entry.prepare === 'none' || entry.prepare === 'done';
-    const hooksOk = entry.hooks.every((h) => h.ok);
     const base = { eventId: entry.eventId, rule: entry.rule, hooks: [...entry.hooks] };
-    if (!entry.leader) {
-      // An affected non-leader did its own preparation: record it (leader false, never posted).
-      if (hooksFinished)
+    switch (settle(entry)) {
+      case 'wait':
+        return;
+      case 'record-not-leader':
+        // An affected non-leader did its own preparation: record it (leader false, never posted).
         this.#setApproval(entry, { ...base, approvedAtMs: this.#now(), leader: false, posted: false });
-      return;
+        return;
+      case 'record-hook-failed':
+        this.#logger.warn(
+          { eventId: entry.eventId, hooks: entry.hooks },
+          'not approving: a prepare hook failed',
+        );
+        this.#setApproval(entry, { ...base, approvedAtMs: this.#now(), leader: true, posted: false });
+        return;
+      case 'approve':
+        this.#readyToApprove(entry);
     }
-    if (entry.action === 'approve') {
-      this.#readyToApprove(entry);
-      return;
-    }
-    if (!hooksFinished) return;
-    if (!hooksOk) {
-      this.#logger.warn(
-        { eventId: entry.eventId, hooks: entry.hooks },
-        'not approving: a prepare hook failed',
-      );
-      this.#setApproval(entry, { ...base, approvedAtMs: this.#now(), leader: true, posted: false });
-      return;
-    }
-    this.#readyToApprove(entry);
   }
 
   /** The leader is ready to approve: dry-run records it, otherwise it joins the next StartRequests POST. */
@@ -502,15 +472,9 @@ export class ApprovalCoordinator {
       const now = this.#now();
       const ready: EventProgress[] = [];
       for (const entry of this.#entries.filter((e) => e.post === 'pending')) {
-        const event = this.#tracked.get(entry.key);
-        const nb = event === undefined ? null : notBeforeMs(event);
-        if (event === undefined || !isScheduled(event))
-          this.#postFailed(entry, 'the event is no longer Scheduled');
-        else if (nb !== null && now >= nb)
-          this.#postFailed(entry, 'NotBefore passed before the approval was accepted');
-        else if (this.#client === undefined)
-          this.#postFailed(entry, 'no IMDS client (replay source): cannot POST');
-        else ready.push(entry);
+        const why = cannotPost(this.#tracked.get(entry.key), now, this.#client !== undefined);
+        if (why === null) ready.push(entry);
+        else this.#postFailed(entry, why);
       }
       this.#persist();
       if (ready.length === 0) return;

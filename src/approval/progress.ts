@@ -2,6 +2,8 @@
  * What the approval module has done per event occurrence, persisted in the store's meta table (one JSON value
  * under PROGRESS_META_KEY) so that a restart neither approves an event twice nor re-runs its hooks.
  */
+
+import { approvalRecordKind } from '../transform/approval-posted.ts';
 import type { ApprovalHookResult, ApprovalInput } from '../transform/index.ts';
 import type { ApprovalAction } from './config.ts';
 
@@ -65,11 +67,5 @@ export function saveProgress(store: MetaStore, entries: readonly EventProgress[]
   store.setMeta(PROGRESS_META_KEY, JSON.stringify(entries));
 }
 
-/** The record kind the transform files an approval under (see approvalKind in src/transform/transform.ts). */
-export function approvalRecordKind(approval: ApprovalInput): string {
-  if (approval.dryRun) return 'dry-run';
-  const posted =
-    approval.posted ?? (approval.leader && !approval.dryRun && approval.hooks.every((hook) => hook.ok));
-  if (posted) return 'posted';
-  return approval.leader ? 'not-posted' : 'not-leader';
-}
+/** The record kind the transform files an approval under (the one rule, src/transform/approval-posted.ts). */
+export { approvalRecordKind };

@@ -7,7 +7,6 @@
  * Adding a top-level section: write a `z.object({...}).strict().prefault({}).describe(...)` below and add it
  * to TOP_LEVEL_SECTIONS — the loader, `config show`, the docs and the editor schema pick it up.
  */
-import { accessSync, constants } from 'node:fs';
 import { z } from 'zod';
 import { approvalSection } from '../approval/config.ts';
 import { DEFAULT_BACKOFF } from '../backoff.ts';
@@ -25,10 +24,17 @@ import {
   DEFAULT_REQUEST_TIMEOUT_MS,
   MIN_POLL_INTERVAL_MS,
 } from '../sources/imds/defaults.ts';
+import { SOURCE_FACTORIES } from '../sources/registry.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** The smallest poll interval allowed: IMDS allows about 5 requests/s per VM, shared by every agent on it. */
+
+/** The registered sources' option schemas, as a tuple (zod's discriminatedUnion wants one). */
+type OptionSchemas<T extends readonly unknown[]> = {
+  -readonly [K in keyof T]: T[K] extends { optionsSchema: infer S } ? S : never;
+};
+type SourceSchemas = OptionSchemas<typeof SOURCE_FACTORIES>;
 
 const positiveInt = () => z.number().int().positive();
 
@@ -81,37 +87,9 @@ const imdsSection = z
   .prefault({})
   .describe('Instance Metadata Service (IMDS) access.');
 
+/** Built from the source registry (src/sources/registry.ts), the way `sinks` is built from the sink registry. */
 const sourceSection = z
-  .discriminatedUnion('type', [
-    z
-      .object({
-        type: z.literal('imds').describe('Poll IMDS (production).'),
-      })
-      .strict(),
-    z
-      .object({
-        type: z.literal('replay').describe('Play a JSON-lines capture of documents instead of polling IMDS.'),
-        file: z
-          .string()
-          .min(1)
-          .superRefine((file, ctx) => {
-            if (file === '') return; // reported by min(1)
-            try {
-              accessSync(file, constants.R_OK);
-            } catch (error) {
-              const code = (error as NodeJS.ErrnoException).code ?? 'error';
-              ctx.addIssue({ code: 'custom', message: `cannot read the capture file ${file}: ${code}` });
-            }
-          })
-          .describe('The capture file (written by imds.captureFile / run --record).'),
-        speed: z
-          .number()
-          .min(0)
-          .default(1)
-          .describe('Playback speed factor (2 = twice as fast as recorded, 0 = as fast as possible).'),
-      })
-      .strict(),
-  ])
+  .discriminatedUnion('type', SOURCE_FACTORIES.map((f) => f.optionsSchema) as unknown as SourceSchemas)
   .prefault({ type: 'imds' })
   .describe('Where Scheduled Events documents come from.');
 

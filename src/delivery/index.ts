@@ -9,3 +9,4 @@ export {
   type RetryEvent,
   type StoreErrorEvent,
 } from './engine.ts';
+export { type DeliveryEngineEvent, type DeliveryEventSource, onDeliveryEvents } from './events.ts';

@@ -4,6 +4,7 @@
  * does not depend on arrival order, duplicates or missing transitions (Completed without Started, a VM deleted
  * by Preempt/Terminate that never sent a terminal record).
  */
+
 import {
   type LifecycleRecord,
   RECORD_TYPE_PREFIX,
@@ -11,6 +12,7 @@ import {
   TRANSITIONS,
   type Transition,
 } from '../domain/index.ts';
+import { approvalRecordPosted } from '../transform/approval-posted.ts';
 
 /** Where an event stands in the fleet history. */
 export type FleetEventStatus = 'scheduled' | 'started' | 'completed' | 'canceled';
@@ -185,10 +187,7 @@ export function foldEvent(input: readonly LifecycleRecord[]): FleetEvent {
   let approval: ApprovalOutcome = null;
   let approvedAt: string | null = null;
   let approvalRule: string | null = null;
-  const posted = approvals.find((r) => {
-    const a = r.data.approval as Record<string, unknown> | undefined;
-    return a?.posted === true && a?.dryRun !== true;
-  });
+  const posted = approvals.find((r) => approvalRecordPosted(r.data));
   const chosen = posted ?? approvals[0];
   if (chosen) {
     const a = (chosen.data.approval ?? {}) as Record<string, unknown>;

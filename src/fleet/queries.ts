@@ -4,6 +4,7 @@
  */
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
 import { transitionRank } from '../domain/index.ts';
+import { approvalRecordPosted } from '../transform/approval-posted.ts';
 
 /** Filters shared by the dashboard, the exports and the report. Times are ISO 8601. */
 export interface EventFilter {
@@ -209,7 +210,7 @@ function timelineDetail(transition: string, data: Record<string, unknown>): stri
       return `changed ${Array.isArray(data.changed) ? data.changed.join(', ') : '?'}`;
     case 'approved': {
       const a = (data.approval ?? {}) as Record<string, unknown>;
-      return `rule ${a.rule ?? '?'}${a.dryRun ? ' (dry run)' : ''}${a.posted ? ', posted' : ''}`;
+      return `rule ${a.rule ?? '?'}${a.dryRun ? ' (dry run)' : ''}${approvalRecordPosted(data) ? ', posted' : ''}`;
     }
     case 'completed': {
       const i = (data.observedImpact ?? {}) as Record<string, unknown>;

@@ -1,7 +1,10 @@
 /**
- * What the pipeline reports as it runs: the hook the telemetry module (metrics, /healthz, /readyz) attaches
- * to. Every method is optional; the pipeline never depends on an observer being present.
+ * What the pipeline reports as it runs: the ONE hook the telemetry module (metrics, /healthz, /readyz) attaches
+ * to, including the delivery engine's events (the pipeline forwards them while running). Every method is
+ * optional; the pipeline never depends on an observer being present.
  */
+
+import type { DeliveryEngineEvent } from '../delivery/events.ts';
 import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
 import type { StoreDamage } from '../store/index.ts';
 
@@ -20,6 +23,8 @@ export interface PipelineObserver {
   committed?(info: { records: readonly LifecycleRecord[]; rows: number; outcome: PollOutcome }): void;
   /** A commit failed (disk full, I/O error); the transitions wait in memory and every poll retries them. */
   commitFailed?(info: { message: string; full: boolean; consecutive: number }): void;
-  /** Shutdown began. */
+  /** A delivery engine event (delivered, retry, deadLettered, storeError), from the engine's start to shutdown. */
+  delivery?(event: DeliveryEngineEvent): void;
+  /** Shutdown began (no delivery event is reported after this). */
   stopping?(): void;
 }

@@ -5,15 +5,12 @@
  * Feed functions (observe*) keep the wiring in the pipeline to one line per source of events.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type {
-  DeadLetteredEvent,
-  DeliveredEvent,
-  DeliveryEngineEvents,
-  RetryEvent,
-  StoreErrorEvent,
-} from '../delivery/engine.ts';
+import { type DeliveryEngineEvent, type DeliveryEventSource, onDeliveryEvents } from '../delivery/events.ts';
 import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
 import type { SinkQueueStats } from '../store/index.ts';
+
+// The delivery events moved to src/delivery/events.ts (the pipeline forwards them to its observer).
+export { type DeliveryEngineEvent, type DeliveryEventSource, onDeliveryEvents };
 
 export const METRIC_PREFIX = 'sef_';
 /** Sampling interval (ms) of the `sef_nodejs_eventloop_lag_*` histogram. */
@@ -236,13 +233,6 @@ export function observeRecords(metrics: ForwarderMetrics, records: readonly Life
   for (const r of records) metrics.records.inc({ transition: r.transition });
 }
 
-/** A DeliveryEngine event, tagged with its name. */
-export type DeliveryEngineEvent =
-  | ({ type: 'delivered' } & DeliveredEvent)
-  | ({ type: 'retry' } & RetryEvent)
-  | ({ type: 'deadLettered' } & DeadLetteredEvent)
-  | ({ type: 'storeError' } & StoreErrorEvent);
-
 /**
  * Feed one DeliveryEngine event: delivered → deliveries + latency; retry → failure{code} + retry;
  * deadLettered → dead letters{reason} (+ failure{code} for permanent failures); storeError → store errors.
@@ -266,39 +256,6 @@ export function observeDeliveryEvent(metrics: ForwarderMetrics, event: DeliveryE
       metrics.storeErrors.inc({ sink: event.sink, full: String(event.full) });
       break;
   }
-}
-
-/** Minimal view of the DeliveryEngine's typed EventEmitter. */
-export interface DeliveryEventSource {
-  on<K extends keyof DeliveryEngineEvents>(
-    event: K,
-    listener: (...args: DeliveryEngineEvents[K]) => void,
-  ): unknown;
-  off<K extends keyof DeliveryEngineEvents>(
-    event: K,
-    listener: (...args: DeliveryEngineEvents[K]) => void,
-  ): unknown;
-}
-
-/** Subscribe `listener` to every delivery event of `engine`; returns an unsubscribe function. */
-export function onDeliveryEvents(
-  engine: DeliveryEventSource,
-  listener: (event: DeliveryEngineEvent) => void,
-): () => void {
-  const delivered = (e: DeliveredEvent): void => listener({ type: 'delivered', ...e });
-  const retry = (e: RetryEvent): void => listener({ type: 'retry', ...e });
-  const deadLettered = (e: DeadLetteredEvent): void => listener({ type: 'deadLettered', ...e });
-  const storeError = (e: StoreErrorEvent): void => listener({ type: 'storeError', ...e });
-  engine.on('delivered', delivered);
-  engine.on('retry', retry);
-  engine.on('deadLettered', deadLettered);
-  engine.on('storeError', storeError);
-  return () => {
-    engine.off('delivered', delivered);
-    engine.off('retry', retry);
-    engine.off('deadLettered', deadLettered);
-    engine.off('storeError', storeError);
-  };
 }
 
 /** Feed every delivery event of `engine` into the metrics; returns an unsubscribe function. */

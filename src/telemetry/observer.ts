@@ -1,35 +1,24 @@
 /**
  * Connects the telemetry to the `run` pipeline: a PipelineObserver (src/pipeline/observer.ts) that feeds the
- * metrics and the HealthTracker, and subscribes to the DeliveryEngine once the pipeline is ready.
+ * metrics and the HealthTracker, delivery events included (the pipeline forwards the engine's events to it).
  */
 import type { PipelineObserver } from '../pipeline/observer.ts';
 import type { HealthTracker } from './health.ts';
 import {
-  type DeliveryEventSource,
   type ForwarderMetrics,
   observeDeliveryEvent,
   observePollOutcome,
   observeRecords,
-  onDeliveryEvents,
 } from './metrics.ts';
 
 export interface TelemetryObserverOptions {
   metrics: ForwarderMetrics;
   health: HealthTracker;
-  /** The running DeliveryEngine, read when the pipeline reports ready (e.g. `() => forwarder.engine`). */
-  engine?: () => DeliveryEventSource | undefined;
 }
 
-/** A PipelineObserver feeding metrics and health; `detach()` unsubscribes from the engine. */
-export function createTelemetryObserver(
-  options: TelemetryObserverOptions,
-): PipelineObserver & { detach(): void } {
+/** A PipelineObserver feeding metrics and health. */
+export function createTelemetryObserver(options: TelemetryObserverOptions): PipelineObserver {
   const { metrics, health } = options;
-  let unsubscribe: (() => void) | undefined;
-  const detach = (): void => {
-    unsubscribe?.();
-    unsubscribe = undefined;
-  };
   return {
     ready: ({ sinks, storeDamage }) => {
       health.addSinks(sinks);
@@ -39,13 +28,10 @@ export function createTelemetryObserver(
         const at = Date.parse(d.at);
         if (Number.isFinite(at)) metrics.storeDamage.set({ kind: d.kind }, at / 1000);
       }
-      const engine = options.engine?.();
-      if (engine && !unsubscribe) {
-        unsubscribe = onDeliveryEvents(engine, (event) => {
-          observeDeliveryEvent(metrics, event);
-          health.recordDeliveryEvent(event);
-        });
-      }
+    },
+    delivery: (event) => {
+      observeDeliveryEvent(metrics, event);
+      health.recordDeliveryEvent(event);
     },
     outcome: (outcome) => {
       observePollOutcome(metrics, outcome);
@@ -61,7 +47,5 @@ export function createTelemetryObserver(
     commitFailed: ({ message, full }) => {
       health.recordStoreWrite(false, full ? `disk full: ${message}` : message);
     },
-    stopping: detach,
-    detach,
   };
 }

@@ -13,6 +13,7 @@ import type {
   ScheduledEvent,
   VmIdentity,
 } from '../domain/index.ts';
+import { approvalRecordKind } from './approval-posted.ts';
 import { buildRecord, type RecordContext, recordSource } from './build-record.ts';
 import { contentHash } from './ids.ts';
 import {
@@ -132,11 +133,8 @@ function longerDowntime(a: ObservedDowntime | null, b: ObservedDowntime): Observ
 }
 
 function approvalKind(approval: ApprovalInput): { kind: string; posted: boolean } {
-  const posted =
-    approval.posted ?? (approval.leader && !approval.dryRun && approval.hooks.every((hook) => hook.ok));
-  if (approval.dryRun) return { kind: 'dry-run', posted: false };
-  if (posted) return { kind: 'posted', posted: true };
-  return { kind: approval.leader ? 'not-posted' : 'not-leader', posted: false };
+  const kind = approvalRecordKind(approval);
+  return { kind, posted: kind === 'posted' };
 }
 
 function approvalData(approval: ApprovalInput, posted: boolean): Record<string, unknown> {

@@ -92,7 +92,7 @@ async function runWithTelemetry(config: Config, logger: Logger, signal: AbortSig
     outboxStats: () => forwarder?.store?.stats(), // /readyz: pending and oldestPendingAgeSeconds per sink
   });
   let forwarder: Forwarder | undefined;
-  const observer = telemetry.createTelemetryObserver({ metrics, health, engine: () => forwarder?.engine });
+  const observer = telemetry.createTelemetryObserver({ metrics, health });
   const ready: typeof observer.ready = (info) => {
     endStartup();
     observer.ready?.(info);

@@ -11,6 +11,7 @@ import {
   createTelemetryObserver,
   type ForwarderMetrics,
   HealthTracker,
+  onDeliveryEvents,
   startTelemetryServer,
   type TelemetryServer,
 } from '../../../src/telemetry/index.ts';
@@ -73,7 +74,8 @@ describe('telemetry server', () => {
   });
 
   it('/readyz: ready after a poll, 503 once IMDS is dead (no success for 5 intervals), ready again after recovery', async () => {
-    const observer = createTelemetryObserver({ metrics, health: tracker, engine: () => engine });
+    const observer = createTelemetryObserver({ metrics, health: tracker });
+    onDeliveryEvents(engine, (event) => observer.delivery?.(event)); // as the pipeline does
     observer.ready?.({ stateDir: '.', sinks: ['otel'] });
     observer.outcome?.(poll(now));
     observer.committed?.({ records: [], rows: 0, outcome: poll(now) });
@@ -106,7 +108,8 @@ describe('telemetry server', () => {
   });
 
   it('/readyz: 503 for a dead sink (3 consecutive failed attempts), ready again after a delivery', async () => {
-    const observer = createTelemetryObserver({ metrics, health: tracker, engine: () => engine });
+    const observer = createTelemetryObserver({ metrics, health: tracker });
+    const detach = onDeliveryEvents(engine, (event) => observer.delivery?.(event)); // as the pipeline does
     observer.ready?.({ stateDir: '.', sinks: ['otel', 'hook'] });
     observer.outcome?.(poll(now));
     for (let attempts = 1; attempts <= 3; attempts++) {
@@ -131,7 +134,7 @@ describe('telemetry server', () => {
 
     engine.emit('delivered', { sink: 'otel', count: 1, latenciesMs: [5000], recordIds: ['x'] });
     expect((await get('/readyz')).status).toBe(200);
-    observer.detach();
+    detach();
     expect(engine.listenerCount('delivered') + engine.listenerCount('retry')).toBe(0);
   });
 
@@ -147,7 +150,8 @@ describe('telemetry server', () => {
   });
 
   it('/metrics serves the Prometheus text of everything the observer saw', async () => {
-    const observer = createTelemetryObserver({ metrics, health: tracker, engine: () => engine });
+    const observer = createTelemetryObserver({ metrics, health: tracker });
+    onDeliveryEvents(engine, (event) => observer.delivery?.(event)); // as the pipeline does
     observer.ready?.({ stateDir: '.', sinks: ['otel'] });
     observer.outcome?.(poll(now));
     observer.outcome?.(failedPoll(now, 1));

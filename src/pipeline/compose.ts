@@ -1,0 +1,123 @@
+/**
+ * Building the pipeline from configuration: the source (from the source registry), the sinks (from the sink
+ * registry) with their delivery settings, and approval. The run loop (src/pipeline/forwarder.ts) calls these;
+ * the per-outcome step is src/pipeline/step.ts.
+ */
+import { ApprovalCoordinator } from '../approval/index.ts';
+import { ConfigError } from '../config/errors.ts';
+import type { Config, SinkConfig } from '../config/index.ts';
+import type { EngineSink } from '../delivery/index.ts';
+import type { VmIdentity } from '../domain/index.ts';
+import { errorMessage } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { Sink, SinkFactory } from '../sinks/types.ts';
+import { imdsMaxGapMs } from '../sources/imds/factory.ts';
+import { findSourceFactory } from '../sources/registry.ts';
+import type { BuiltSource, IdentitySource, Source } from '../sources/types.ts';
+import type { Store } from '../store/index.ts';
+import { type ForwarderState, initialState, restoreState } from '../transform/index.ts';
+import type { ApprovalParticipant } from './participants.ts';
+
+/** Builds the configured source through the source registry (src/sources/registry.ts). */
+export async function buildSource(
+  config: Config,
+  logger: Logger,
+  vm: () => VmIdentity | undefined,
+): Promise<BuiltSource> {
+  const factory = findSourceFactory(config.source.type);
+  if (factory === undefined) {
+    throw new ConfigError(`unknown source type "${config.source.type}"`, []);
+  }
+  return factory.create(config.source, { logger, vm, settings: config });
+}
+
+/**
+ * A Source given directly (ForwarderOptions.source, tests): it polls like the IMDS poller configured in the
+ * `imds` section, so it gets that source's gap limit and first-outcome wait; no identity, no approval client.
+ */
+export function givenSource(source: Source, config: Config): BuiltSource {
+  return { source, maxGapMs: imdsMaxGapMs(config.imds), firstOutcomeWaitMs: config.imds.pollIntervalMs };
+}
+
+/** Approval (src/approval, docs/approval.md): resumes persisted progress against the loaded state. */
+export function buildApproval(
+  config: Config,
+  store: Store,
+  source: Pick<BuiltSource, 'approval'>,
+  identity: () => VmIdentity | undefined,
+  logger: Logger,
+): ApprovalParticipant {
+  return new ApprovalCoordinator({
+    config: config.approval,
+    store,
+    client: source.approval,
+    identity,
+    pollIntervalMs: source.approval?.minIntervalMs ?? 0, // unused without a client: nothing is POSTed
+    logger: logger.child({ component: 'approval' }),
+  });
+}
+
+/** Builds one sink; a factory loads its implementation here (see SinkFactory.create). */
+export async function createSink(
+  sink: SinkConfig,
+  find: (type: string) => SinkFactory | undefined,
+  context: { logger: Logger; identity: IdentitySource | undefined; stateDir: string },
+): Promise<Sink> {
+  const factory = find(sink.type);
+  if (factory === undefined) throw new ConfigError(`sink ${sink.name}: unknown sink type "${sink.type}"`, []);
+  try {
+    return await factory.create(sink.name, sink.options, {
+      logger: context.logger.child({ component: 'sink', sink: sink.name }),
+      vm: () => context.identity?.current(),
+      stateDir: context.stateDir,
+    });
+  } catch (error) {
+    // A sink that cannot be built from its options is a configuration error (exit code 2, like `config validate`).
+    throw new ConfigError(errorMessage(error), []);
+  }
+}
+
+/** Engine configuration for one sink (config maxAgeHours → the store's maxAgeMs). */
+export function engineSink(config: SinkConfig, sink: Sink): EngineSink {
+  const { delivery } = config;
+  return {
+    sink,
+    ...(delivery.maxBatch === undefined ? {} : { maxBatch: delivery.maxBatch }),
+    backoff: delivery.backoff,
+    caps: {
+      maxPendingRows: delivery.caps.maxPendingRows,
+      maxPendingBytes: delivery.caps.maxPendingBytes,
+      ...(delivery.caps.maxAgeHours === undefined
+        ? {} // default: records never expire by age
+        : { maxAgeMs: Math.round(delivery.caps.maxAgeHours * 3_600_000) }),
+    },
+  };
+}
+
+/** The committed state, or the initial one (also when this build cannot read the saved state). */
+export function loadState(store: Store, logger: Logger): ForwarderState {
+  const saved = store.loadState<unknown>();
+  if (saved === undefined) return initialState();
+  try {
+    return restoreState(saved);
+  } catch (error) {
+    // Never crash-loop on a state this build cannot read: start fresh and say so loudly.
+    logger.error(
+      { err: (error as Error).message },
+      'cannot use the saved forwarder state; starting from an empty state (events seen again produce records again)',
+    );
+    return initialState();
+  }
+}
+
+/** Pending records of sinks no longer configured stay in the outbox: say so. */
+export function warnAboutOrphanedQueues(store: Store, configured: Set<string>, logger: Logger): void {
+  for (const queue of store.stats()) {
+    if (!configured.has(queue.sink) && queue.pending > 0) {
+      logger.warn(
+        { sink: queue.sink, pending: queue.pending },
+        'pending records for a sink that is no longer configured stay in the outbox (see `outbox status`)',
+      );
+    }
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * THE rule for "was the approval posted" (StartRequests actually POSTed for the event), used by the transform
+ * (the `approved` record's data.approval.posted and the event's approvedByUs, and the kind each approval is
+ * recorded under), approval's progress (which kinds the state already holds), the fleet fold (approval "us")
+ * and the fleet timeline. Only a posted approval makes the event "approved by us"; a dry run never posts.
+ */
+
+/** What the rule reads of an ApprovalInput (src/transform/transform.ts; no import: no file cycle). */
+interface ApprovalFacts {
+  leader: boolean;
+  hooks: readonly { ok: boolean }[];
+  dryRun?: boolean | undefined;
+  posted?: boolean | undefined;
+}
+
+/** For a decided approval: as given, else `leader && !dryRun && every hook ok`; never for a dry run. */
+export function approvalInputPosted(approval: ApprovalFacts): boolean {
+  if (approval.dryRun === true) return false;
+  return approval.posted ?? (approval.leader && approval.hooks.every((hook) => hook.ok));
+}
+
+/** For the data of a recorded `approved` record (data.approval.posted / dryRun, see docs/record-format.md). */
+export function approvalRecordPosted(data: Readonly<Record<string, unknown>>): boolean {
+  const approval = data.approval as Record<string, unknown> | undefined;
+  return approval?.posted === true && approval.dryRun !== true;
+}
+
+/** The kind an approval is recorded under (at most one `approved` record per event and kind). */
+export function approvalRecordKind(
+  approval: ApprovalFacts,
+): 'dry-run' | 'posted' | 'not-posted' | 'not-leader' {
+  if (approval.dryRun === true) return 'dry-run';
+  if (approvalInputPosted(approval)) return 'posted';
+  return approval.leader ? 'not-posted' : 'not-leader';
+}
