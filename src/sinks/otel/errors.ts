@@ -8,7 +8,7 @@
  */
 import { isRetryableHttpStatus } from '../http-status.ts';
 import { DeliveryError } from '../types.ts';
-import type { OtlpProtocol } from './settings.ts';
+import type { OtlpProtocol } from './options.ts';
 
 /** gRPC status codes that mean "the request itself is wrong": retrying cannot help (OTLP spec). */
 const PERMANENT_GRPC_CODES = new Map<number, string>([
