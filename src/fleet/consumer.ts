@@ -21,8 +21,8 @@ import {
 } from '@azure/event-hubs';
 import { BlobCheckpointStore } from '@azure/eventhubs-checkpointstore-blob';
 import { ContainerClient } from '@azure/storage-blob';
+import { createCredential } from '../azure/credentials.ts';
 import type { Logger } from '../log.ts';
-import { createCredential } from '../sinks/event-hubs/index.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetStore, IngestResult, RawFleetEvent } from './store.ts';
 

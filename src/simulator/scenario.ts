@@ -7,6 +7,7 @@ import { basename, dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { errorMessage } from '../errors.ts';
 import { parseDuration } from './clock.ts';
 import { injectEventSchema } from './events.ts';
 import { type FaultController, faultSchema } from './faults.ts';
@@ -123,9 +124,7 @@ export function loadScenario(pathOrName: string): Scenario {
   try {
     parsed = parseYaml(readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new Error(
-      `scenario ${file} is not valid YAML: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    throw new Error(`scenario ${file} is not valid YAML: ${errorMessage(error)}`);
   }
   return parseScenario(parsed, file);
 }

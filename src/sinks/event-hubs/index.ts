@@ -6,4 +6,4 @@ export { classifyEventHubsError, describeError } from './errors.ts';
 export { CLOUDEVENTS_CONTENT_TYPE, PARTITION_KEY_MODES, partitionKeyFor, toEventData } from './event.ts';
 export { eventHubsSinkFactory } from './factory.ts';
 export { type EventHubsSinkOptions, eventHubsOptionsSchema } from './options.ts';
-export { createCredential, createProducerClient, EventHubsSink } from './sink.ts';
+export { createProducerClient, EventHubsSink } from './sink.ts';

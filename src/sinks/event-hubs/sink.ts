@@ -9,14 +9,10 @@ import {
   EventHubProducerClient,
   RetryMode,
 } from '@azure/event-hubs';
-import {
-  DefaultAzureCredential,
-  ManagedIdentityCredential,
-  type TokenCredential,
-  WorkloadIdentityCredential,
-} from '@azure/identity';
+import type { TokenCredential } from '@azure/identity';
+import { createCredential } from '../../azure/credentials.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
 import type { Logger } from '../../log.ts';
-import type { LifecycleRecord } from '../../transform/record.ts';
 import { DeliveryError, type Sink } from '../types.ts';
 import { classifyEventHubsError, describeError } from './errors.ts';
 import { type PartitionKeyMode, partitionKeyFor, toEventData } from './event.ts';
@@ -26,28 +22,6 @@ import type { EventHubsSinkOptions } from './options.ts';
 const REBUILD_AFTER_FAILURES = 3;
 /** How long close() waits for the SDK to close its links and connection. */
 const CLOSE_TIMEOUT_MS = 5_000;
-
-/** The @azure/identity credential for `options.credential` (never called with a connection string). */
-export function createCredential(credential: EventHubsSinkOptions['credential']): TokenCredential {
-  switch (credential.kind) {
-    case 'default':
-      return new DefaultAzureCredential(
-        credential.clientId === undefined ? {} : { managedIdentityClientId: credential.clientId },
-      );
-    case 'workload-identity':
-      return new WorkloadIdentityCredential({
-        ...(credential.tenantId === undefined ? {} : { tenantId: credential.tenantId }),
-        ...(credential.clientId === undefined ? {} : { clientId: credential.clientId }),
-        ...(credential.tokenFilePath === undefined ? {} : { tokenFilePath: credential.tokenFilePath }),
-      });
-    default:
-      if (credential.resourceId !== undefined)
-        return new ManagedIdentityCredential({ resourceId: credential.resourceId });
-      if (credential.clientId !== undefined)
-        return new ManagedIdentityCredential({ clientId: credential.clientId });
-      return new ManagedIdentityCredential();
-  }
-}
 
 /** Builds the producer client for the options (does not connect: the SDK connects on first use). */
 export function createProducerClient(

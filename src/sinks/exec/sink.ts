@@ -3,10 +3,10 @@
  * variables. Exit 0 = delivered. Non-zero exit = retryable by default (configurable to permanent, globally or
  * per exit code). No shell is involved: `command` is the program, `args` its arguments.
  */
-import type { LifecycleRecord } from '../../transform/record.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
+import { CommandStartError, runCommand } from '../../process/run-command.ts';
 import { DeliveryError, type Sink } from '../types.ts';
 import type { ExecSinkOptions } from './options.ts';
-import { CommandStartError, runCommand } from './run-command.ts';
 
 /** The SEF_* environment variables describing one record. */
 export function recordEnvironment(record: LifecycleRecord, sinkName: string): Record<string, string> {

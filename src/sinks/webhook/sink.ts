@@ -4,8 +4,8 @@
  * one record per request, proxy-aware, rate limited, classified into DeliveryError.
  */
 import type { Secret } from '../../config/secret.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
 import { childLogger } from '../../log.ts';
-import type { LifecycleRecord } from '../../transform/record.ts';
 import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
 import { summaryLine } from './format.ts';
 import {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 
 /** The package version, read from package.json next to src/ or dist/. */
 export function readVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
     version: string;
   };
   return pkg.version;
