@@ -1,24 +1,28 @@
 /**
- * Retry timing shared by the IMDS poller and the delivery engine: exponential backoff with "full jitter"
- * (AWS Architecture Blog, "Exponential Backoff And Jitter") and a cap, plus Retry-After parsing. Pure functions.
+ * The one backoff module: retry timing for the IMDS poller and the delivery engine — exponential backoff with
+ * "full jitter" (AWS Architecture Blog, "Exponential Backoff And Jitter") and a cap, Retry-After parsing, and
+ * the two ways a Retry-After combines with it (replacement for delivery, floor for IMDS). Pure functions.
  *
  * Why not p-retry: both users schedule retries themselves — the poller on its fixed-rate grid with an injected
  * clock, the delivery engine by persisting the next attempt time in each SQLite row so backoff survives
  * restarts — and p-retry neither exposes its delay calculation nor lets its loop be persisted.
  */
 
+/** Exponential backoff with a cap (one vocabulary for every user). */
+export interface BackoffOptions {
+  /** Ceiling of the first retry's delay, ms. */
+  initialMs: number;
+  /** Cap for any single delay, ms. */
+  maxMs: number;
+}
+
 /**
  * A uniformly random delay in [0, min(maxMs, initialMs · 2^(attempt−1))) for retry number `attempt`
  * (1 = the first retry), rounded down to whole milliseconds.
  */
-export function fullJitterBackoffMs(
-  attempt: number,
-  initialMs: number,
-  maxMs: number,
-  random: () => number,
-): number {
+export function fullJitterBackoffMs(attempt: number, options: BackoffOptions, random: () => number): number {
   const exponent = Math.min(Math.max(attempt - 1, 0), 30);
-  const ceiling = Math.min(maxMs, initialMs * 2 ** exponent);
+  const ceiling = Math.min(options.maxMs, options.initialMs * 2 ** exponent);
   const r = Math.min(Math.max(random(), 0), 1);
   return Math.floor(r * ceiling);
 }
@@ -34,4 +38,42 @@ export function parseRetryAfter(value: string | undefined, nowMs: number): numbe
   const date = Date.parse(text);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, date - nowMs);
+}
+
+/** Delivery defaults (the config schema's `backoff` defaults come from here). */
+export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 5 * 60 * 1000 };
+
+/** A server's Retry-After is honoured up to this ceiling (or the backoff cap if that is larger). */
+export const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;
+
+/**
+ * Delay before retry number `attempts` (1 = first retry): uniform in [0, min(maxMs, initialMs·2^(attempts−1))]
+ * ("full jitter"). When the destination asked for a delay (Retry-After), that delay is used instead.
+ */
+export function retryDelayMs(
+  attempts: number,
+  options: BackoffOptions,
+  random: () => number,
+  retryAfterMs?: number,
+): number {
+  if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) {
+    return Math.round(Math.min(retryAfterMs, Math.max(options.maxMs, MAX_RETRY_AFTER_MS)));
+  }
+  return fullJitterBackoffMs(attempts, options, random);
+}
+
+/**
+ * Delay before retry number `attempt` (1 for the first retry): a uniformly random value in
+ * [0, min(maxMs, initialMs * 2^(attempt-1))], raised to Retry-After (capped at `maxRetryAfterMs`) when the
+ * server sent one. For IMDS, whose request budget is shared by every agent on the VM, Retry-After is a floor.
+ */
+export function retryDelayAtLeastMs(
+  attempt: number,
+  options: BackoffOptions & { maxRetryAfterMs: number },
+  retryAfterMs?: number,
+  random: () => number = Math.random,
+): number {
+  const jittered = fullJitterBackoffMs(attempt, options, random);
+  const serverAsked = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, options.maxRetryAfterMs);
+  return Math.max(jittered, serverAsked);
 }

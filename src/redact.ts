@@ -17,6 +17,7 @@
  * Replacements never consume a backslash or a quote, so redacting JSON text (a log line, a --json document)
  * keeps it valid JSON. Deliberately dependency-free: `run` loads it before anything else.
  */
+import { errorMessage } from './errors.ts';
 
 export const REDACTED = '[redacted]';
 
@@ -183,5 +184,5 @@ export function redactText(text: string): string {
 
 /** An error's message, redacted (for anything that stores or prints it). */
 export function redactedMessage(error: unknown): string {
-  return redactText(error instanceof Error ? error.message : String(error));
+  return redactText(errorMessage(error));
 }

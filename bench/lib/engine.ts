@@ -4,10 +4,10 @@
  * sink acknowledged which record (timestamps from performance.now()).
  */
 import { DeliveryEngine, type DeliveryEngine as Engine, type EngineSink } from '../../src/delivery/index.ts';
+import type { LifecycleRecord } from '../../src/domain/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { Sink } from '../../src/sinks/types.ts';
 import { openStore, type Store } from '../../src/store/index.ts';
-import type { LifecycleRecord } from '../../src/transform/index.ts';
 import { makeTempDir } from '../../test/support/tmp.ts';
 import { createSinks } from './targets.ts';
 

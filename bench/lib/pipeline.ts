@@ -3,10 +3,10 @@
  * that timestamp (performance.now()) when each record is committed and when each sink acknowledged it.
  */
 import { validateConfig } from '../../src/config/index.ts';
+import type { LifecycleRecord } from '../../src/domain/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { Forwarder } from '../../src/pipeline/index.ts';
 import type { RunningSimulator } from '../../src/simulator/index.ts';
-import type { LifecycleRecord } from '../../src/transform/index.ts';
 import { makeTempDir } from '../../test/support/tmp.ts';
 import { waitFor } from '../../test/support/wait.ts';
 

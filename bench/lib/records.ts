@@ -3,8 +3,8 @@
  * Scheduled Events documents (one new Reboot per document → one `scheduled` record of ~1 KiB).
  */
 import { randomUUID } from 'node:crypto';
-import type { VmIdentity } from '../../src/sources/types.ts';
-import { initialState, type LifecycleRecord, transform } from '../../src/transform/index.ts';
+import type { LifecycleRecord, VmIdentity } from '../../src/domain/index.ts';
+import { initialState, transform } from '../../src/transform/index.ts';
 
 /** The VM identity the benchmark records and sinks use. */
 export const BENCH_VM: VmIdentity = {

@@ -11,15 +11,14 @@
  * POSTs an approved event again nor re-runs finished hooks. See docs/approval.md.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { LifecycleRecord, VmIdentity } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
 import { ImdsError } from '../sources/imds/errors.ts';
-import type { VmIdentity } from '../sources/types.ts';
 import { buildRecord } from '../transform/build-record.ts';
 import {
   type ApprovalHookResult,
   type ApprovalInput,
   type ForwarderState,
-  type LifecycleRecord,
   recordSource,
   type TrackedEvent,
 } from '../transform/index.ts';

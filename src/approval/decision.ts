@@ -3,7 +3,7 @@
  * transform (test/unit/approval/decision.test.ts). The runner (src/approval/coordinator.ts) persists progress,
  * runs the hooks, POSTs StartRequests and logs; it asks these functions what to do.
  */
-import type { VmIdentity } from '../sources/types.ts';
+import type { VmIdentity } from '../domain/index.ts';
 import { affectsVm, type TrackedEvent } from '../transform/index.ts';
 import type { ApprovalConfig, HookConfig } from './config.ts';
 import { decide, hookApplies, isLeader } from './policy.ts';

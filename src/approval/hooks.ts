@@ -3,9 +3,10 @@
  * record on stdin, SEF_* variables in the environment, a timeout and bounded captured output that goes to the
  * logs.
  */
+
+import type { ScheduledEvent } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
-import { CommandStartError, runCommand } from '../sinks/exec/run-command.ts';
-import type { ScheduledEvent } from '../sources/types.ts';
+import { CommandStartError, runCommand } from '../process/run-command.ts';
 import type { ApprovalHookResult } from '../transform/index.ts';
 import type { HookConfig } from './config.ts';
 

@@ -2,7 +2,7 @@
  * Pure approval policy: which rule applies to a Scheduled event, and whether this VM is the leader that may
  * POST the approval. No I/O.
  */
-import type { ScheduledEvent, VmIdentity } from '../sources/types.ts';
+import type { ScheduledEvent, VmIdentity } from '../domain/index.ts';
 import type { ApprovalAction, ApprovalMatch, ApprovalRule, LeaderMode } from './config.ts';
 
 /** The rule name reported when no configured rule matched (the observe-only default). */

@@ -11,11 +11,11 @@
  */
 import { realpathSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { errorMessage, UsageError } from '../errors.ts';
 import { redactText } from '../redact.ts';
-import { UsageError } from './errors.ts';
+import { readVersion } from '../version.ts';
 import { sizeHeapForLongRun } from './heap.ts';
 import { nodeVersionProblem } from './node-version.ts';
-import { readVersion } from './version.ts';
 
 // First: on a Node.js without node:sqlite, say which version is needed (not "No such built-in module").
 const nodeProblem = nodeVersionProblem(process.versions.node, process.execPath);
@@ -79,7 +79,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(redactText(`error: ${error.message}\n`));
       return 2;
     }
-    process.stderr.write(redactText(`error: ${error instanceof Error ? error.message : String(error)}\n`));
+    process.stderr.write(redactText(`error: ${errorMessage(error)}\n`));
     return 1;
   }
 }

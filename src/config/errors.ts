@@ -5,7 +5,7 @@
  * secrets).
  */
 import type { z } from 'zod';
-import { UsageError } from '../cli/errors.ts';
+import { UsageError } from '../errors.ts';
 
 /** A configuration that failed to load or validate. Extends UsageError, so the CLI exits with code 2. */
 export class ConfigError extends UsageError {

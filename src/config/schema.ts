@@ -9,16 +9,26 @@
  */
 import { z } from 'zod';
 import { approvalSection } from '../approval/config.ts';
+import { DEFAULT_BACKOFF } from '../backoff.ts';
+import { TRANSITIONS } from '../domain/index.ts';
 import { defaultStateDir, temporaryDiskReason } from '../platform.ts';
 import { SINK_FACTORIES } from '../sinks/registry.ts';
 import type { SinkFactory, SinkFilter } from '../sinks/types.ts';
+import {
+  DEFAULT_API_VERSION,
+  DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
+  DEFAULT_IDENTITY_REFRESH_MS,
+  DEFAULT_IMDS_ENDPOINT,
+  DEFAULT_INSTANCE_API_VERSION,
+  DEFAULT_POLL_INTERVAL_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  MIN_POLL_INTERVAL_MS,
+} from '../sources/imds/defaults.ts';
 import { SOURCE_FACTORIES } from '../sources/registry.ts';
-import { TRANSITIONS } from '../transform/record.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /** The smallest poll interval allowed: IMDS allows about 5 requests/s per VM, shared by every agent on it. */
-export const MIN_POLL_INTERVAL_MS = 200;
 
 /** The registered sources' option schemas, as a tuple (zod's discriminatedUnion wants one). */
 type OptionSchemas<T extends readonly unknown[]> = {
@@ -32,34 +42,36 @@ const imdsSection = z
   .object({
     endpoint: z
       .url({ protocol: /^https?$/ })
-      .default('http://169.254.169.254')
+      .default(DEFAULT_IMDS_ENDPOINT)
       .describe('Base URL of the Instance Metadata Service. Point it at the simulator for drills and tests.'),
     apiVersion: z
       .string()
       .min(1)
-      .default('2020-07-01')
+      .default(DEFAULT_API_VERSION)
       .describe('api-version used for /metadata/scheduledevents.'),
     instanceApiVersion: z
       .string()
       .min(1)
-      .default('2021-02-01')
+      .default(DEFAULT_INSTANCE_API_VERSION)
       .describe('api-version used for /metadata/instance (VM identity).'),
     pollIntervalMs: z
       .number()
       .int()
       .min(MIN_POLL_INTERVAL_MS)
-      .default(1000)
+      .default(DEFAULT_POLL_INTERVAL_MS)
       .describe(
         `Fixed poll rate in milliseconds (at least ${MIN_POLL_INTERVAL_MS}: IMDS allows about 5 requests/s per VM).`,
       ),
     firstRequestTimeoutMs: positiveInt()
-      .default(120_000)
+      .default(DEFAULT_FIRST_REQUEST_TIMEOUT_MS)
       .describe(
         'Timeout of the first Scheduled Events request (enabling the feature can take up to 2 minutes).',
       ),
-    requestTimeoutMs: positiveInt().default(5000).describe('Timeout of every later IMDS request.'),
+    requestTimeoutMs: positiveInt()
+      .default(DEFAULT_REQUEST_TIMEOUT_MS)
+      .describe('Timeout of every later IMDS request.'),
     identityRefreshMs: positiveInt()
-      .default(3_600_000)
+      .default(DEFAULT_IDENTITY_REFRESH_MS)
       .describe(
         'How often the VM identity (/metadata/instance) is refreshed; also refreshed after a reboot.',
       ),
@@ -151,10 +163,10 @@ export const deliverySchema = z
     backoff: z
       .object({
         initialMs: positiveInt()
-          .default(1000)
+          .default(DEFAULT_BACKOFF.initialMs)
           .describe('First retry delay (exponential backoff, full jitter).'),
         maxMs: positiveInt()
-          .default(300_000)
+          .default(DEFAULT_BACKOFF.maxMs)
           .describe('Retry delay cap. Retryable errors are retried forever.'),
       })
       .strict()

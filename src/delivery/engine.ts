@@ -5,25 +5,13 @@
  * dead letters. Wake-up is event-driven (notify() after each commit), with a slow rescan as a safety net.
  */
 import { EventEmitter } from 'node:events';
+import { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from '../backoff.ts';
+import { type Clock, systemClock } from '../clock.ts';
 import { childLogger, type Logger } from '../log.ts';
 import { redactedMessage } from '../redact.ts';
 import { DeliveryError, type Sink } from '../sinks/types.ts';
-import type { Caps, DeadLetterReason, OutboxRow, Store } from '../store/index.ts';
+import type { Caps, DeadLetterReason, Outbox, OutboxRow } from '../store/index.ts';
 import { StoreWriteError } from '../store/index.ts';
-import { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from './backoff.ts';
-
-/** Injectable time source (tests use a fake one). */
-export interface Clock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
 
 export interface EngineSink {
   sink: Sink;
@@ -36,7 +24,7 @@ export interface EngineSink {
 }
 
 export interface DeliveryEngineOptions {
-  store: Store;
+  store: Outbox;
   sinks: EngineSink[];
   clock?: Clock;
   random?: () => number;
@@ -187,7 +175,7 @@ export class DeliveryEngine extends EventEmitter<DeliveryEngineEvents> {
 }
 
 interface WorkerDeps {
-  store: Store;
+  store: Outbox;
   clock: Clock;
   random: () => number;
   logger: Logger;

@@ -1,7 +1,5 @@
 /** Public API of the delivery engine. */
-export { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from './backoff.ts';
 export {
-  type Clock,
   type DeadLetteredEvent,
   type DeliveredEvent,
   DeliveryEngine,
@@ -10,6 +8,5 @@ export {
   type EngineSink,
   type RetryEvent,
   type StoreErrorEvent,
-  systemClock,
 } from './engine.ts';
 export { type DeliveryEngineEvent, type DeliveryEventSource, onDeliveryEvents } from './events.ts';

@@ -5,11 +5,12 @@
  * strings) through src/config/secret.ts, never logged. Documented in docs/fleet.md.
  */
 import { z } from 'zod';
+import { azureCredentialSchema } from '../azure/credential-options.ts';
 import { mergeRaw, readConfigFile } from '../config/index.ts';
 import { LOG_LEVELS } from '../config/schema.ts';
 import { type Env, secretSchema } from '../config/secret.ts';
 import type { LogLevel } from '../log.ts';
-import { azureCredentialSchema, checkEventHubTarget } from '../sinks/event-hubs/options.ts';
+import { checkEventHubTarget } from '../sinks/event-hubs/options.ts';
 
 /** The fleet consumer's config schema; `env` is injectable for tests (secret resolution). */
 export function fleetConfigSchema(env: () => Env = () => process.env) {

@@ -20,8 +20,8 @@ import {
   type Subscription,
 } from '@azure/event-hubs';
 import type { BlobCheckpointStore } from '@azure/eventhubs-checkpointstore-blob';
+import { createCredential } from '../azure/credentials.ts';
 import type { Logger } from '../log.ts';
-import { createCredential } from '../sinks/event-hubs/index.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetStore, IngestResult, RawFleetEvent } from './store.ts';
 

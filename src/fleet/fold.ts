@@ -5,13 +5,14 @@
  * by Preempt/Terminate that never sent a terminal record).
  */
 
-import { approvalRecordPosted } from '../transform/approval-posted.ts';
 import {
   type LifecycleRecord,
   RECORD_TYPE_PREFIX,
+  TRANSITION_RANK,
   TRANSITIONS,
   type Transition,
-} from '../transform/record.ts';
+} from '../domain/index.ts';
+import { approvalRecordPosted } from '../transform/approval-posted.ts';
 
 /** Where an event stands in the fleet history. */
 export type FleetEventStatus = 'scheduled' | 'started' | 'completed' | 'canceled';
@@ -73,15 +74,6 @@ export interface IncomingRecord {
   enqueuedAt: string;
 }
 
-const RANK: Record<Transition, number> = {
-  scheduled: 0,
-  updated: 1,
-  approved: 2,
-  started: 3,
-  completed: 4,
-  canceled: 4,
-};
-
 /**
  * Checks that `value` (an event body: object, JSON text or bytes) is a lifecycle record this consumer understands.
  * Returns the record, or the reason it is rejected.
@@ -142,7 +134,7 @@ function minIso(values: Array<string | null | undefined>): string | null {
 export function compareRecords(a: LifecycleRecord, b: LifecycleRecord): number {
   const dt = Date.parse(a.time) - Date.parse(b.time);
   if (dt !== 0) return dt;
-  const dr = RANK[a.transition] - RANK[b.transition];
+  const dr = TRANSITION_RANK[a.transition] - TRANSITION_RANK[b.transition];
   if (dr !== 0) return dr;
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }

@@ -3,6 +3,7 @@
  * the dashboard and `fleet report`. Plain SQL over the tables documented in docs/fleet.md.
  */
 import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import { transitionRank } from '../domain/index.ts';
 import { approvalRecordPosted } from '../transform/approval-posted.ts';
 
 /** Filters shared by the dashboard, the exports and the report. Times are ISO 8601. */
@@ -179,14 +180,6 @@ export function vmTimeline(db: DatabaseSync, vm: string): TimelineEntry[] {
        WHERE source = ? OR vm_name = ? ORDER BY time, event_id, occurrence`,
     )
     .all(vm, vm) as Array<Record<string, unknown>>;
-  const rank: Record<string, number> = {
-    scheduled: 0,
-    updated: 1,
-    approved: 2,
-    started: 3,
-    completed: 4,
-    canceled: 4,
-  };
   return rows
     .map((row) => {
       const record = JSON.parse(String(row.body)) as { data: Record<string, unknown> };
@@ -204,7 +197,7 @@ export function vmTimeline(db: DatabaseSync, vm: string): TimelineEntry[] {
       (a, b) =>
         a.time.localeCompare(b.time) ||
         a.eventId.localeCompare(b.eventId) ||
-        (rank[a.transition] ?? 9) - (rank[b.transition] ?? 9),
+        transitionRank(a.transition) - transitionRank(b.transition),
     );
 }
 

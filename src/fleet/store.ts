@@ -7,7 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
-import type { LifecycleRecord } from '../transform/record.ts';
+import type { LifecycleRecord } from '../domain/index.ts';
 import { type FleetEvent, foldEvent, occurrenceOf, parseRecord } from './fold.ts';
 
 const BUSY_TIMEOUT_MS = 15_000;

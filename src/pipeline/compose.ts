@@ -7,11 +7,13 @@ import { ApprovalCoordinator } from '../approval/index.ts';
 import { ConfigError } from '../config/errors.ts';
 import type { Config, SinkConfig } from '../config/index.ts';
 import type { EngineSink } from '../delivery/index.ts';
+import type { VmIdentity } from '../domain/index.ts';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Sink, SinkFactory } from '../sinks/types.ts';
 import { imdsMaxGapMs } from '../sources/imds/factory.ts';
 import { findSourceFactory } from '../sources/registry.ts';
-import type { BuiltSource, IdentitySource, Source, VmIdentity } from '../sources/types.ts';
+import type { BuiltSource, IdentitySource, Source } from '../sources/types.ts';
 import type { Store } from '../store/index.ts';
 import { type ForwarderState, initialState, restoreState } from '../transform/index.ts';
 import type { ApprovalParticipant } from './participants.ts';
@@ -71,7 +73,7 @@ export async function createSink(
     });
   } catch (error) {
     // A sink that cannot be built from its options is a configuration error (exit code 2, like `config validate`).
-    throw new ConfigError(error instanceof Error ? error.message : String(error), []);
+    throw new ConfigError(errorMessage(error), []);
   }
 }
 

@@ -3,10 +3,10 @@
  * to, including the delivery engine's events (the pipeline forwards them while running). Every method is
  * optional; the pipeline never depends on an observer being present.
  */
+
 import type { DeliveryEngineEvent } from '../delivery/events.ts';
-import type { PollOutcome } from '../sources/types.ts';
+import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
 import type { StoreDamage } from '../store/index.ts';
-import type { LifecycleRecord } from '../transform/record.ts';
 
 export interface PipelineObserver {
   /** The state store cannot be opened yet (disk full, I/O error); opening is retried. */

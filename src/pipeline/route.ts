@@ -2,8 +2,9 @@
  * Routing: which sinks receive a record, by each sink's filter (transitions, IMDS event types, scope).
  * Pure functions; the pipeline turns the result into outbox rows in the same transaction as the state.
  */
+
+import type { LifecycleRecord } from '../domain/index.ts';
 import type { SinkFilter } from '../sinks/types.ts';
-import type { LifecycleRecord } from '../transform/record.ts';
 
 /** A sink as routing sees it. */
 export interface RoutedSink {

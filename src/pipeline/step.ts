@@ -13,17 +13,13 @@
  * as soon as the disk takes writes; polling never stops. Beyond the bound, or when the process dies meanwhile,
  * the pipeline falls back to the last committed state and the next diff infers conservatively.
  */
+
+import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
 import type { StallDetector } from '../sources/stall-detector.ts';
-import type { IdentitySource, PollOutcome } from '../sources/types.ts';
+import type { IdentitySource } from '../sources/types.ts';
 import { type Store, StoreWriteError } from '../store/index.ts';
-import {
-  type ApprovalInput,
-  type ForwarderState,
-  type LifecycleRecord,
-  observeUnchanged,
-  transform,
-} from '../transform/index.ts';
+import { type ApprovalInput, type ForwarderState, observeUnchanged, transform } from '../transform/index.ts';
 import { MAX_WAITING_RECORDS, OBSERVATION_CHECKPOINT_MS, observationCheckpointDue } from './durability.ts';
 import type { PipelineObserver } from './observer.ts';
 import type { ApprovalParticipant } from './participants.ts';

@@ -3,7 +3,7 @@
  * (shaped like Azure's `compute` section) and managed identity test tokens.
  */
 import { createHash, createHmac } from 'node:crypto';
-import type { VmIdentity } from '../sources/types.ts';
+import type { VmIdentity } from '../domain/index.ts';
 
 /** A VM served by the simulator. */
 export interface SimVm {

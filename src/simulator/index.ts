@@ -6,8 +6,8 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { VmIdentity } from '../domain/index.ts';
 import { type Logger, silentLogger } from '../log.ts';
-import type { VmIdentity } from '../sources/types.ts';
 import { createAdmin, type RequestLogEntry, type SimulatorAdmin } from './admin.ts';
 import { type SimClock, VirtualClock } from './clock.ts';
 import { FaultController, type FaultInput } from './faults.ts';

@@ -6,6 +6,7 @@ import { basename, dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { errorMessage } from '../errors.ts';
 import { listPackageDir, packageFileExists, readPackageFile } from '../package-files.ts';
 import { parseDuration } from './clock.ts';
 import { injectEventSchema } from './events.ts';
@@ -123,9 +124,7 @@ export function loadScenario(pathOrName: string): Scenario {
   try {
     parsed = parseYaml(readPackageFile(file));
   } catch (error) {
-    throw new Error(
-      `scenario ${file} is not valid YAML: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    throw new Error(`scenario ${file} is not valid YAML: ${errorMessage(error)}`);
   }
   return parseScenario(parsed, file);
 }

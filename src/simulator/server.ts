@@ -4,6 +4,7 @@
  * request rules and the configured faults, plus the JSON admin API under /admin.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { RequestLogEntry, SimulatorAdmin } from './admin.ts';
 import { parseDuration } from './clock.ts';
@@ -268,7 +269,7 @@ async function handleAdmin(
     body = text.trim() === '' ? {} : JSON.parse(text);
   } catch (error) {
     return json(400, {
-      error: `admin request body is not valid JSON: ${error instanceof Error ? error.message : String(error)}`,
+      error: `admin request body is not valid JSON: ${errorMessage(error)}`,
     });
   }
   const b = (body ?? {}) as Record<string, unknown>;

@@ -5,7 +5,7 @@
  * incarnations exactly like a slow poller on Azure.
  */
 import { randomUUID } from 'node:crypto';
-import type { ScheduledEvent, VmIdentity } from '../sources/types.ts';
+import type { ScheduledEvent, VmIdentity } from '../domain/index.ts';
 import { parseDuration, type SimClock } from './clock.ts';
 import {
   DEFAULT_DESCRIPTION,

@@ -6,9 +6,8 @@
  * zod and src/config/secret.ts, and loads its implementation inside create() with `await import(...)`.
  */
 import type { z } from 'zod';
+import type { LifecycleRecord, VmIdentity } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
-import type { VmIdentity } from '../sources/types.ts';
-import type { LifecycleRecord } from '../transform/record.ts';
 
 /**
  * Thrown (or rejected) by Sink.deliver. `retryable: false` means permanent: the record goes to the dead-letter

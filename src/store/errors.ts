@@ -1,4 +1,5 @@
 /** Errors the store throws. Callers branch on the class (and `full`), never on message text. */
+import { errorMessage } from '../errors.ts';
 
 /** A write (commit, ack, retry bookkeeping, dead-letter move) failed; nothing of that write was applied. */
 export class StoreWriteError extends Error {
@@ -54,7 +55,7 @@ export function isCorruption(error: unknown): boolean {
 export function toWriteError(what: string, error: unknown): StoreWriteError {
   const code = sqliteErrorCode(error);
   const full = code === SQLITE_FULL;
-  const detail = error instanceof Error ? error.message : String(error);
+  const detail = errorMessage(error);
   return new StoreWriteError(
     full
       ? `${what} failed: the disk (or database page limit) is full (${detail})`

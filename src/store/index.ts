@@ -18,34 +18,39 @@ import {
   statePath,
   temporaryDiskReason,
 } from '../platform.ts';
-import { SQLITE_FULL, SQLITE_IOERR, StoreOpenError, sqliteErrorCode } from './errors.ts';
-import { acquireStateDirLock, LOCK_FILE } from './lock.ts';
-import { SCHEMA_VERSION } from './schema.ts';
 import {
   BUSY_TIMEOUT_MS,
   DATABASE_FILE,
   openDatabase,
   QUARANTINE_META,
   RESERVE_FILE,
-  SqliteStore,
-  type Store,
   WAL_DAMAGE_META,
-} from './store.ts';
+} from './database.ts';
+import { SQLITE_FULL, SQLITE_IOERR, StoreOpenError, sqliteErrorCode } from './errors.ts';
+import { acquireStateDirLock, LOCK_FILE } from './lock.ts';
+import { SCHEMA_VERSION } from './schema.ts';
+import { SqliteStore } from './store.ts';
+import type { Store } from './types.ts';
 
+export { DATABASE_FILE, QUARANTINE_META, RESERVE_BYTES, RESERVE_FILE, WAL_DAMAGE_META } from './database.ts';
 export { StoreOpenError, StoreWriteError } from './errors.ts';
 export { LOCK_FILE } from './lock.ts';
 export { SCHEMA_VERSION } from './schema.ts';
 export type {
   Caps,
   CapsResult,
+  DeadLetterAdmin,
   DeadLetterReason,
   DeadLetterRow,
   DiskUsage,
+  MetaStore,
+  Outbox,
   OutboxRow,
   SinkQueueStats,
+  StateCommitter,
   Store,
-} from './store.ts';
-export { DATABASE_FILE, QUARANTINE_META, RESERVE_BYTES, RESERVE_FILE, WAL_DAMAGE_META } from './store.ts';
+  StoreInspection,
+} from './types.ts';
 
 /** Damage found when the store was opened (persisted in meta, so it is still reported after restarts). */
 export interface StoreDamage {

@@ -1,156 +1,29 @@
 /**
  * The durable store: one SQLite database (node:sqlite, WAL + synchronous=FULL) holding the transform state,
  * one outbox queue per sink, dead letters and a small key-value table. One writer connection per process; a
- * state-directory lock keeps a second forwarder out. See docs/delivery.md.
+ * state-directory lock keeps a second forwarder out. Opening lives in database.ts, the interfaces by role in
+ * types.ts. See docs/delivery.md.
  */
-import {
-  closeSync,
-  copyFileSync,
-  existsSync,
-  fsyncSync,
-  openSync,
-  renameSync,
-  rmSync,
-  statSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
-import { DatabaseSync } from 'node:sqlite';
+import { closeSync, existsSync, fsyncSync, openSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import type { DatabaseSync } from 'node:sqlite';
+import type { LifecycleRecord } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
-import { createPrivateFile, restrictFile } from '../platform.ts';
 import { redactText } from '../redact.ts';
-import type { LifecycleRecord } from '../transform/record.ts';
-import { isCorruption, SQLITE_FULL, StoreOpenError, sqliteErrorCode, toWriteError } from './errors.ts';
+import { RESERVE_BYTES, RESERVE_RETRY_MS, runIntegrityCheck, UNLIMITED_PAGES } from './database.ts';
+import { SQLITE_FULL, sqliteErrorCode, toWriteError } from './errors.ts';
 import type { StateDirLock } from './lock.ts';
-import { MIGRATIONS, SCHEMA_VERSION } from './schema.ts';
-import { inspectWal, type WalInspection } from './wal-check.ts';
+import type {
+  Caps,
+  CapsResult,
+  DeadLetterReason,
+  DeadLetterRow,
+  DiskUsage,
+  OutboxRow,
+  SinkQueueStats,
+  Store,
+} from './types.ts';
 
-export const DATABASE_FILE = 'forwarder.db';
-export const RESERVE_FILE = 'disk-reserve.bin';
-/** Released on SQLITE_FULL so acks, dead-letter moves and checkpoints can still run (delivery-reliability §8.8). */
-export const RESERVE_BYTES = 4 * 1024 * 1024;
-export const BUSY_TIMEOUT_MS = 5000;
-const JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024;
-const UNLIMITED_PAGES = 4294967294;
-const RESERVE_RETRY_MS = 30_000;
-
-export type DeadLetterReason = 'permanent' | 'overflow' | 'expired';
-
-/** One pending delivery of one record to one sink. */
-export interface OutboxRow {
-  /** Commit order; strictly increasing, never reused. */
-  seq: number;
-  sink: string;
-  recordId: string;
-  record: LifecycleRecord;
-  /** Failed attempts so far (persisted, so backoff survives restarts). */
-  attempts: number;
-  /** Epoch ms before which this row must not be attempted (0 = now). */
-  nextAttemptAt: number;
-  createdAt: number;
-  bytes: number;
-  lastError: string | null;
-}
-
-export interface DeadLetterRow {
-  /** Dead-letter id (use with `deadletters replay --id`). */
-  id: number;
-  sink: string;
-  originalSeq: number;
-  recordId: string;
-  recordSource: string;
-  record: LifecycleRecord;
-  bytes: number;
-  createdAt: number;
-  attempts: number;
-  reason: DeadLetterReason;
-  error: string;
-  deadLetteredAt: number;
-}
-
-export interface SinkQueueStats {
-  sink: string;
-  pending: number;
-  pendingBytes: number;
-  oldestCreatedAt: number | null;
-  /** When the head of the queue is next attempted (null when nothing pending). */
-  nextAttemptAt: number | null;
-  /** Failed attempts of the head row. */
-  headAttempts: number;
-  lastError: string | null;
-  deadLetters: number;
-}
-
-export interface Caps {
-  maxPendingRows?: number;
-  maxPendingBytes?: number;
-  maxAgeMs?: number;
-}
-
-export interface CapsResult {
-  overflow: number;
-  expired: number;
-}
-
-export interface DiskUsage {
-  dbBytes: number;
-  walBytes: number;
-  shmBytes: number;
-  reserveBytes: number;
-  /** db + wal + shm (the reserve is reported separately). */
-  totalBytes: number;
-}
-
-/** The store API (see src/store/index.ts for openStore). All methods are synchronous. */
-export interface Store {
-  readonly stateDir: string;
-  readonly databasePath: string;
-  /** The last committed transform state, or undefined on a fresh database. */
-  loadState<T>(): T | undefined;
-  /**
-   * ONE transaction: the new state plus one outbox row per record per sink. Throws StoreWriteError (full: true
-   * for SQLITE_FULL) with nothing applied, so the caller keeps its last committed state and retries next poll.
-   */
-  commit(
-    state: unknown,
-    deliveries: ReadonlyArray<{ record: LifecycleRecord; sinks: readonly string[] }>,
-  ): void;
-  /** Up to `limit` pending rows of one sink, in commit order. */
-  pending(sink: string, limit: number): OutboxRow[];
-  /** Remove delivered rows (one transaction). */
-  ack(sink: string, seqs: readonly number[]): void;
-  /** Persist a failed attempt: attempt count, next attempt time and the error. */
-  recordFailure(
-    sink: string,
-    seqs: readonly number[],
-    failure: { attempts: number; nextAttemptAt: number; error: string },
-  ): void;
-  /** Move rows to dead letters in one transaction. */
-  deadLetter(sink: string, seqs: readonly number[], why: { reason: DeadLetterReason; error: string }): void;
-  /** Move the oldest rows beyond the caps to dead letters (reason overflow/expired); returns how many moved. */
-  enforceCaps(sink: string, caps: Caps, nowMs: number): number;
-  /** Like enforceCaps, with the count per reason. */
-  enforceCapsByReason(sink: string, caps: Caps, nowMs: number): CapsResult;
-  stats(): SinkQueueStats[];
-  listDeadLetters(filter?: { sink?: string; id?: number; limit?: number }): DeadLetterRow[];
-  /**
-   * Move dead letters (the oldest `limit` matching ones, default all) back to the end of their sink's queue with
-   * attempts reset; returns how many.
-   */
-  replayDeadLetters(filter?: { sink?: string; id?: number; limit?: number }): number;
-  setMeta(key: string, value: string): void;
-  getMeta(key: string): string | undefined;
-  /** PRAGMA integrity_check result ('ok' when healthy). */
-  integrityCheck(): string;
-  /** Checkpoint and truncate the WAL, return free pages to the filesystem (run when queues drain). */
-  compact(): void;
-  diskUsage(): DiskUsage;
-  /** Test hook: limit the database to `pages` pages (forces SQLITE_FULL); undefined removes the limit. */
-  setPageLimit(pages: number | undefined): void;
-  close(): void;
-}
-
-interface StoreInternals {
+export interface StoreInternals {
   db: DatabaseSync;
   stateDir: string;
   databasePath: string;
@@ -159,195 +32,6 @@ interface StoreInternals {
   lock?: StateDirLock;
   /** Path of the reserve file; undefined for read-only inspection. */
   reservePath?: string;
-}
-
-/**
- * Open (creating if needed) and verify the database: WAL + FULL asserted, busy timeout, integrity check,
- * migrations. A damaged file is quarantined to `<name>.corrupt-<timestamp>` and a fresh database started.
- */
-export function openDatabase(
-  databasePath: string,
-  logger: Logger,
-  options: { platform?: NodeJS.Platform; now: () => number },
-): DatabaseSync {
-  // Before SQLite opens (and resets) a damaged WAL: see what it will drop, say so, keep a copy.
-  const walDamage = detectWalDamage(databasePath, logger, options.now(), options.platform);
-  const db = openOrQuarantine(databasePath, logger, options);
-  if (walDamage !== undefined) {
-    try {
-      db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(
-        WAL_DAMAGE_META,
-        JSON.stringify(walDamage),
-      );
-    } catch (error) {
-      logger.error({ err: error }, `could not record meta key ${WAL_DAMAGE_META} (the error above stands)`);
-    }
-  }
-  return db;
-}
-
-/** Meta key: the last damaged WAL found at open (JSON: at, wal, copy, detail, lostTransactions, lostFrames). */
-export const WAL_DAMAGE_META = 'store.lastWalDamage';
-/** Meta key: the last corrupt database quarantined at open (JSON: at, file). */
-export const QUARANTINE_META = 'store.lastQuarantine';
-
-function openOrQuarantine(
-  databasePath: string,
-  logger: Logger,
-  options: { platform?: NodeJS.Platform; now: () => number },
-): DatabaseSync {
-  try {
-    return openVerified(databasePath, options.platform);
-  } catch (error) {
-    if (!(error instanceof CorruptDatabaseError) && !isCorruption(error)) throw error;
-    const quarantined = quarantine(databasePath, options.now());
-    logger.error(
-      { err: error, quarantinedTo: quarantined, databasePath },
-      'STATE DATABASE IS CORRUPT: moved it aside (kept, never deleted) and started a fresh database. ' +
-        'Records still pending in the old file were NOT delivered; inspect the quarantined file to recover them.',
-    );
-    const db = openVerified(databasePath, options.platform);
-    db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(
-      QUARANTINE_META,
-      JSON.stringify({ at: new Date(options.now()).toISOString(), file: quarantined }),
-    );
-    return db;
-  }
-}
-
-/**
- * Inspect the WAL left by the last process (src/store/wal-check.ts). When committed frames will not be replayed:
- * copy the database, WAL and WAL index as found (forensics, manual recovery), log loudly, and return what to
- * record under WAL_DAMAGE_META.
- */
-function detectWalDamage(
-  databasePath: string,
-  logger: Logger,
-  nowMs: number,
-  platform: NodeJS.Platform | undefined,
-): Record<string, unknown> | undefined {
-  let inspection: WalInspection;
-  try {
-    inspection = inspectWal(databasePath);
-    // Confirm: a CLI writer (deadletters replay) running at this very moment could race the first look.
-    if (inspection.damage !== undefined) inspection = inspectWal(databasePath);
-  } catch (error) {
-    logger.warn(
-      { err: error, databasePath },
-      'could not inspect the WAL before opening the database; continuing',
-    );
-    return undefined;
-  }
-  const damage = inspection.damage;
-  if (damage === undefined) return undefined;
-  const stamp = new Date(nowMs).toISOString().replace(/[:.]/g, '-');
-  let copy = `${databasePath}.damaged-wal-${stamp}`;
-  for (let n = 1; existsSync(copy); n++) copy = `${databasePath}.damaged-wal-${stamp}-${n}`;
-  let copyError: string | undefined;
-  const copied: string[] = [];
-  try {
-    for (const suffix of ['', '-wal', '-shm']) {
-      if (!existsSync(databasePath + suffix)) continue;
-      copyFileSync(databasePath + suffix, copy + suffix);
-      copied.push(copy + suffix);
-      restrictFile(copy + suffix, platform);
-    }
-  } catch (error) {
-    copyError = (error as Error).message;
-    for (const path of copied) rmSync(path, { force: true });
-  }
-  const report = {
-    at: new Date(nowMs).toISOString(),
-    wal: inspection.walPath,
-    ...(copyError === undefined ? { copy } : { copyError }),
-    detail: damage.detail,
-    lostTransactions: damage.lostTransactions,
-    lostFrames: damage.lostFrames,
-  };
-  logger.error(
-    report,
-    `STATE DATABASE WAL IS DAMAGED: ${inspection.walPath}: ${damage.detail}. At least ${damage.lostTransactions} ` +
-      `committed transaction(s) (${damage.lostFrames} frames) cannot be replayed: the state and outbox rows they ` +
-      'held are LOST (transitions still visible in IMDS are recorded again; records of those already gone are not). ' +
-      (copyError === undefined
-        ? `The database, WAL and WAL index as found are kept at ${copy}{,-wal,-shm} for forensics.`
-        : `Could not keep a copy of the damaged files (${copyError}).`),
-  );
-  return report;
-}
-
-class CorruptDatabaseError extends Error {}
-
-function openVerified(databasePath: string, platform: NodeJS.Platform | undefined): DatabaseSync {
-  createPrivateFile(databasePath, platform);
-  const db = new DatabaseSync(databasePath, { timeout: BUSY_TIMEOUT_MS });
-  try {
-    db.exec(`PRAGMA busy_timeout=${BUSY_TIMEOUT_MS}`);
-    db.exec('PRAGMA auto_vacuum=INCREMENTAL'); // only takes effect on a new, empty database
-    const mode = pragma(db, 'journal_mode=WAL');
-    if (String(mode).toLowerCase() !== 'wal') {
-      throw new StoreOpenError(`SQLite refused journal_mode=WAL (got "${String(mode)}") for ${databasePath}`);
-    }
-    db.exec('PRAGMA synchronous=FULL');
-    const sync = pragma(db, 'synchronous');
-    if (sync !== 2) throw new StoreOpenError(`SQLite refused synchronous=FULL (got ${String(sync)})`);
-    const busy = pragma(db, 'busy_timeout');
-    if (typeof busy !== 'number' || busy < BUSY_TIMEOUT_MS) {
-      throw new StoreOpenError(
-        `SQLite busy_timeout is ${String(busy)}, expected at least ${BUSY_TIMEOUT_MS}`,
-      );
-    }
-    db.exec(`PRAGMA journal_size_limit=${JOURNAL_SIZE_LIMIT}`);
-    const integrity = runIntegrityCheck(db);
-    if (integrity !== 'ok') throw new CorruptDatabaseError(`integrity_check failed: ${integrity}`);
-    migrate(db, databasePath);
-    return db;
-  } catch (error) {
-    db.close();
-    throw error;
-  }
-}
-
-function pragma(db: DatabaseSync, text: string): unknown {
-  const row = db.prepare(`PRAGMA ${text}`).get() as Record<string, unknown> | undefined;
-  return row === undefined ? undefined : Object.values(row)[0];
-}
-
-function runIntegrityCheck(db: DatabaseSync): string {
-  const rows = db.prepare('PRAGMA integrity_check').all() as Array<Record<string, unknown>>;
-  return rows.map((r) => String(Object.values(r)[0])).join('; ');
-}
-
-function migrate(db: DatabaseSync, databasePath: string): void {
-  const version = pragma(db, 'user_version') as number;
-  if (version > SCHEMA_VERSION) {
-    throw new StoreOpenError(
-      `the database ${databasePath} has schema version ${version}, newer than this forwarder supports ` +
-        `(${SCHEMA_VERSION}); run the forwarder version that wrote it, or a newer one`,
-    );
-  }
-  for (let v = version; v < SCHEMA_VERSION; v++) {
-    db.exec('BEGIN IMMEDIATE');
-    try {
-      db.exec(MIGRATIONS[v] as string);
-      db.exec(`PRAGMA user_version=${v + 1}`);
-      db.exec('COMMIT');
-    } catch (error) {
-      db.exec('ROLLBACK');
-      throw error;
-    }
-  }
-}
-
-/** Move the database and its WAL/SHM aside; returns the new main-file path. Nothing is deleted. */
-function quarantine(databasePath: string, nowMs: number): string {
-  const stamp = new Date(nowMs).toISOString().replace(/[:.]/g, '-');
-  let target = `${databasePath}.corrupt-${stamp}`;
-  for (let n = 1; existsSync(target); n++) target = `${databasePath}.corrupt-${stamp}-${n}`;
-  for (const suffix of ['', '-wal', '-shm']) {
-    if (existsSync(databasePath + suffix)) renameSync(databasePath + suffix, target + suffix);
-  }
-  return target;
 }
 
 /** The SQLite-backed Store. Construct through openStore() / openStoreForInspection(). */
@@ -468,11 +152,6 @@ export class SqliteStore implements Store {
       copy.run(why.reason, error, now, sink, seq);
       del.run(sink, seq);
     }
-  }
-
-  enforceCaps(sink: string, caps: Caps, nowMs: number): number {
-    const { overflow, expired } = this.enforceCapsByReason(sink, caps, nowMs);
-    return overflow + expired;
   }
 
   enforceCapsByReason(sink: string, caps: Caps, nowMs: number): CapsResult {
@@ -677,6 +356,10 @@ export class SqliteStore implements Store {
     };
   }
 
+  /**
+   * Limit the database to `pages` pages (forces SQLITE_FULL); undefined removes the limit. Not part of any Store
+   * interface: tests reach it through test/support/store.ts.
+   */
   setPageLimit(pages: number | undefined): void {
     this.#db.exec(`PRAGMA max_page_count=${pages === undefined ? UNLIMITED_PAGES : Math.floor(pages)}`);
   }

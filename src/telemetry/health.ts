@@ -4,7 +4,7 @@
  * success since). HealthTracker collects these facts from the pipeline; evaluateHealth() is the pure rule.
  */
 
-import type { PollFailureReason, PollOutcome } from '../sources/types.ts';
+import type { PollFailureReason, PollOutcome } from '../domain/index.ts';
 import type { SinkQueueStats, StoreDamage } from '../store/index.ts';
 import type { DeliveryEngineEvent } from './metrics.ts';
 

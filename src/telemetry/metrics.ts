@@ -6,9 +6,8 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { type DeliveryEngineEvent, type DeliveryEventSource, onDeliveryEvents } from '../delivery/events.ts';
-import type { PollOutcome } from '../sources/types.ts';
+import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
 import type { SinkQueueStats } from '../store/index.ts';
-import type { LifecycleRecord } from '../transform/record.ts';
 
 // The delivery events moved to src/delivery/events.ts (the pipeline forwards them to its observer).
 export { type DeliveryEngineEvent, type DeliveryEventSource, onDeliveryEvents };

@@ -3,9 +3,15 @@
  * Pure: no clock reads, times come from the observations.
  */
 
-import type { ScheduledEvent, VmIdentity } from '../sources/types.ts';
+import {
+  type LifecycleRecord,
+  type LifecycleRecordData,
+  recordType,
+  type ScheduledEvent,
+  type Transition,
+  type VmIdentity,
+} from '../domain/index.ts';
 import { recordId } from './ids.ts';
-import { type LifecycleRecord, type LifecycleRecordData, recordType, type Transition } from './record.ts';
 import type { TrackedEvent } from './state.ts';
 
 /**

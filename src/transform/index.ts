@@ -6,14 +6,6 @@
 export { affectsVm, isoTime, recordSource } from './build-record.ts';
 export { RECORD_ID_NAMESPACE, recordId, uuidV5 } from './ids.ts';
 export {
-  type LifecycleRecord,
-  type LifecycleRecordData,
-  RECORD_TYPE_PREFIX,
-  recordType,
-  TRANSITIONS,
-  type Transition,
-} from './record.ts';
-export {
   DEFAULT_MAX_GAP_MS,
   ENDED_MAX_ENTRIES,
   ENDED_RETENTION_MS,

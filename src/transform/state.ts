@@ -6,7 +6,7 @@
  * prototype keys.
  */
 
-import type { ScheduledEvent } from '../sources/types.ts';
+import type { ScheduledEvent } from '../domain/index.ts';
 
 /** Current version of the persisted state shape. */
 export const STATE_VERSION = 1;

@@ -6,11 +6,16 @@
  * The rules are documented in docs/record-format.md ("When each transition is produced").
  */
 
-import type { PollOutcome, ScheduledEvent, VmIdentity } from '../sources/types.ts';
+import type {
+  LifecycleRecord,
+  LifecycleRecordData,
+  PollOutcome,
+  ScheduledEvent,
+  VmIdentity,
+} from '../domain/index.ts';
 import { approvalRecordKind } from './approval-posted.ts';
 import { buildRecord, type RecordContext, recordSource } from './build-record.ts';
 import { contentHash } from './ids.ts';
-import type { LifecycleRecord, LifecycleRecordData } from './record.ts';
 import {
   DEFAULT_MAX_GAP_MS,
   ENDED_MAX_ENTRIES,

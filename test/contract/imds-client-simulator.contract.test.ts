@@ -5,9 +5,9 @@
  * transition, so every document is observed.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ScheduledEventsDocument } from '../../src/domain/index.ts';
 import { listScenarios, type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
 import { ImdsClient, type ImdsClientOptions, ImdsError } from '../../src/sources/imds/index.ts';
-import type { ScheduledEventsDocument } from '../../src/sources/types.ts';
 
 let sim: RunningSimulator | undefined;
 let client: ImdsClient | undefined;

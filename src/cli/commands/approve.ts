@@ -5,7 +5,7 @@
  * See docs/approval.md ("Manual approval").
  */
 import type { Command } from 'commander';
-import { UsageError } from '../errors.ts';
+import { UsageError } from '../../errors.ts';
 import { cliImdsClient, cliImdsError, type ImdsCliOptions, imdsOptions } from './events.ts';
 
 type ApproveOptions = ImdsCliOptions & { dryRun?: boolean; config?: string };

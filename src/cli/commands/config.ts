@@ -6,7 +6,7 @@
  * including the stdout sink when neither a file nor --sink is given) as YAML; secrets are always redacted.
  */
 import type { Command } from 'commander';
-import { UsageError } from '../errors.ts';
+import { UsageError } from '../../errors.ts';
 
 interface ValidateOptions {
   config?: string;

@@ -8,8 +8,8 @@
  * fit now (--limit).
  */
 import type { Command } from 'commander';
-import type { DeadLetterRow, SinkQueueStats, Store } from '../../store/index.ts';
-import { UsageError } from '../errors.ts';
+import { UsageError } from '../../errors.ts';
+import type { DeadLetterAdmin, DeadLetterRow, SinkQueueStats } from '../../store/index.ts';
 import { print, type StateConfig, type StoreCommandOptions, storeOptions, withStore } from './outbox.ts';
 
 type Caps = { maxPendingRows: number; maxPendingBytes: number };
@@ -41,7 +41,11 @@ function checkSinkExists(
   throw new UsageError(`--sink: no sink named "${sink}": ${where} (known sinks: ${list})`);
 }
 
-function checkIdExists(store: Store | undefined, id: number | undefined, sink: string | undefined): void {
+function checkIdExists(
+  store: DeadLetterAdmin | undefined,
+  id: number | undefined,
+  sink: string | undefined,
+): void {
   if (id === undefined) return;
   const [row] = store?.listDeadLetters({ id }) ?? [];
   if (row === undefined) {

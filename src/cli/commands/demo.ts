@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import { errorMessage, UsageError } from '../../errors.ts';
 import type { LogLevel } from '../../log.ts';
-import { UsageError } from '../errors.ts';
 import { handleShutdownSignals } from './run.ts';
 
 /** The bundled demo scenario. */
@@ -55,7 +55,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     scenario = loadScenario(opts.scenario ?? DEMO_SCENARIO);
   } catch (error) {
     // A scenario that is not found or not valid is a usage error (exit code 2), as for `simulate`.
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(errorMessage(error));
   }
   const stateDir = mkdtempSync(join(tmpdir(), 'sef-demo-'));
   const timeScale = opts.timeScale === undefined ? undefined : Number(opts.timeScale);

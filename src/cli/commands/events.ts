@@ -2,9 +2,10 @@
  * `events`: one-shot GET of the Scheduled Events document, printed as JSON (like the docs' curl example).
  */
 import type { Command } from 'commander';
-import { DEFAULT_API_VERSION, DEFAULT_IMDS_ENDPOINT, ImdsClient } from '../../sources/imds/client.ts';
+import { errorMessage, UsageError } from '../../errors.ts';
+import { ImdsClient } from '../../sources/imds/client.ts';
+import { DEFAULT_API_VERSION, DEFAULT_IMDS_ENDPOINT } from '../../sources/imds/defaults.ts';
 import { ImdsError } from '../../sources/imds/errors.ts';
-import { UsageError } from '../errors.ts';
 
 export interface ImdsCliOptions {
   imdsEndpoint: string;
@@ -26,7 +27,7 @@ export function cliImdsClient(opts: ImdsCliOptions): ImdsClient {
       requestTimeoutMs: timeoutMs,
     });
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    throw new UsageError(errorMessage(error));
   }
 }
 

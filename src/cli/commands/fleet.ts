@@ -7,9 +7,9 @@
  */
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
+import { UsageError } from '../../errors.ts';
 import type { EventFilter } from '../../fleet/queries.ts';
 import { parseDuration } from '../../simulator/clock.ts';
-import { UsageError } from '../errors.ts';
 import { handleShutdownSignals } from './run.ts';
 
 interface FleetRunOptions {

@@ -3,10 +3,10 @@
  * URL; it runs until Ctrl-C / SIGTERM, or with --exit-at-end until the scenario ends.
  */
 import type { Command } from 'commander';
+import { errorMessage, UsageError } from '../../errors.ts';
 import type { LogLevel } from '../../log.ts';
 import { shutdownSignals } from '../../platform.ts';
 import type { FaultInput, InjectEventInput, Scenario } from '../../simulator/index.ts';
-import { UsageError } from '../errors.ts';
 
 interface SimulateOptions {
   host: string;
@@ -44,7 +44,7 @@ function numberOption(
   return n;
 }
 
-const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+const describe = errorMessage;
 
 export function register(program: Command): void {
   program

@@ -3,7 +3,7 @@
  * partition-key selection. Pure functions; documented in docs/sinks-event-hubs.md.
  */
 import type { EventData } from '@azure/event-hubs';
-import type { LifecycleRecord } from '../../transform/record.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
 
 /** How the partition key is chosen for a record. */
 export const PARTITION_KEY_MODES = ['vmId', 'none', 'eventId', 'vmScaleSetName'] as const;

@@ -14,7 +14,7 @@ export const eventHubsSinkFactory: SinkFactory<typeof optionsSchema> = {
     'Azure Event Hubs: one CloudEvent per record (managed identity, workload identity or connection string)',
   optionsSchema,
   async create(name: string, options: EventHubsSinkOptions, context: SinkContext) {
-    const { EventHubsSink } = await import('./index.ts');
+    const { EventHubsSink } = await import('./sink.ts');
     return new EventHubsSink(
       name,
       options,

@@ -6,8 +6,9 @@
  * "Request timed out"; or the socket error (with a string `code` such as ECONNREFUSED).
  * The gRPC exporter reports a grpc-js ServiceError whose numeric `code` is the gRPC status.
  */
+import { isRetryableHttpStatus } from '../http-status.ts';
 import { DeliveryError } from '../types.ts';
-import type { OtlpProtocol } from './settings.ts';
+import type { OtlpProtocol } from './options.ts';
 
 /** gRPC status codes that mean "the request itself is wrong": retrying cannot help (OTLP spec). */
 const PERMANENT_GRPC_CODES = new Map<number, string>([
@@ -42,7 +43,7 @@ function describe(error: unknown): string {
 }
 
 /**
- * Classify an export failure. HTTP: 4xx other than 408/429 → permanent (dead letter), everything else
+ * Classify an export failure. HTTP: 4xx other than 408/425/429 (src/sinks/http-status.ts) → permanent (dead letter), everything else
  * (5xx, retryable statuses, timeouts, network errors, unknown) → retryable. gRPC: INVALID_ARGUMENT,
  * NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, FAILED_PRECONDITION, UNIMPLEMENTED, UNAUTHENTICATED →
  * permanent; other statuses → retryable.
@@ -67,7 +68,7 @@ export function exportFailureToDeliveryError(
     });
   }
   if (typeof code === 'number') {
-    const permanent = code >= 400 && code < 500 && code !== 408 && code !== 429;
+    const permanent = code >= 400 && code < 500 && !isRetryableHttpStatus(code);
     return new DeliveryError(`${what}: HTTP ${code} ${message}`.trim(), {
       retryable: !permanent,
       code: `http-${code}`,

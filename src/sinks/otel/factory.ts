@@ -3,14 +3,14 @@
  * OpenTelemetry SDK and exporters load in create(), i.e. only when a sink of this type is configured.
  */
 import type { SinkFactory } from '../types.ts';
-import { otelOptionsSchema } from './settings.ts';
+import { otelOptionsSchema } from './options.ts';
 
 export const otelSinkFactory: SinkFactory<typeof otelOptionsSchema> = {
   type: 'otel',
   description: 'OpenTelemetry logs over OTLP (http/protobuf, http/json or grpc); one LogRecord per record',
   optionsSchema: otelOptionsSchema,
   async create(name, options, context) {
-    const { createOtelSink } = await import('./index.ts');
+    const { createOtelSink } = await import('./sink.ts');
     return createOtelSink(name, options, context);
   },
 };

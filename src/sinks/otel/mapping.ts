@@ -3,8 +3,7 @@
  * Documented in docs/observability.md ("OpenTelemetry sink"); the tests pin these exact values.
  */
 import { type Attributes, type AttributeValue, SeverityNumber } from '@opentelemetry/api';
-import type { VmIdentity } from '../../sources/types.ts';
-import type { LifecycleRecord, Transition } from '../../transform/record.ts';
+import type { LifecycleRecord, Transition, VmIdentity } from '../../domain/index.ts';
 
 /** Every record attribute taken from `data` is flattened under this prefix (keys in snake_case). */
 export const ATTRIBUTE_PREFIX = 'scheduledevent.';

@@ -1,38 +1,4 @@
-/** stdout sink: one CloudEvent JSON per line on standard output; acknowledged once the write is flushed. */
-import type { Writable } from 'node:stream';
-import { z } from 'zod';
-import { DeliveryError, type Sink, type SinkFactory } from '../types.ts';
-
-const optionsSchema = z.object({}).strict();
-
-/** Create a stdout sink writing to `stream` (default process.stdout). */
-export function createStdoutSink(name: string, stream: Writable = process.stdout): Sink {
-  return {
-    name,
-    maxBatch: 100,
-    deliver(batch, signal) {
-      if (signal.aborted) return Promise.reject(signal.reason);
-      const text = batch.map((r) => `${JSON.stringify(r)}\n`).join('');
-      return new Promise<void>((resolve, reject) => {
-        stream.write(text, (error) => {
-          if (error) {
-            reject(
-              new DeliveryError(`writing to stdout failed: ${error.message}`, {
-                retryable: true,
-                code: 'stdout-write',
-                cause: error,
-              }),
-            );
-          } else resolve();
-        });
-      });
-    },
-  };
-}
-
-export const stdoutSinkFactory: SinkFactory<typeof optionsSchema> = {
-  type: 'stdout',
-  description: 'Print each record as one JSON line on standard output',
-  optionsSchema,
-  create: (name) => createStdoutSink(name),
-};
+/** The stdout sink folder's public surface (layout: docs/sinks.md). The registry imports factory.ts only. */
+export { stdoutSinkFactory } from './factory.ts';
+export { stdoutOptionsSchema } from './options.ts';
+export { createStdoutSink } from './sink.ts';

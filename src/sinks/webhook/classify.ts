@@ -4,6 +4,7 @@
  * only by scheme and host: the path and query of Slack/Teams URLs are credentials.
  */
 import { redactText } from '../../redact.ts';
+import { isRetryableHttpStatus } from '../http-status.ts';
 import { DeliveryError } from '../types.ts';
 
 /** "https://hooks.slack.com" — the only part of a webhook URL that may appear in logs and errors. */
@@ -15,8 +16,6 @@ export function safeOrigin(url: URL | string): string {
     return '(invalid URL)';
   }
 }
-
-const RETRYABLE_STATUS = new Set([408, 425, 429]);
 
 /**
  * Error strings whose meaning does not depend on the status (Slack sends channel_is_archived as 410 or 403,
@@ -80,7 +79,7 @@ export function classifyResponse(outcome: HttpOutcome, where: string): DeliveryE
   }
   const firstWord = body.split(/\s/, 1)[0] ?? '';
   const permanentBody = PERMANENT_BODIES.has(firstWord);
-  const retryable = !permanentBody && (RETRYABLE_STATUS.has(status) || status >= 500);
+  const retryable = !permanentBody && isRetryableHttpStatus(status);
   const options: { retryable: boolean; code: string; retryAfterMs?: number } = { retryable, code };
   if (retryable && retryAfterMs !== undefined) options.retryAfterMs = retryAfterMs;
   const kind = retryable ? 'retryable' : 'permanent';

@@ -16,7 +16,7 @@ export const webhookSinkFactory: SinkFactory<typeof webhookOptionsSchema> = {
   description: 'Generic HTTP webhook: CloudEvents (structured or binary) signed per Standard Webhooks 1.0',
   optionsSchema: webhookOptionsSchema,
   async create(name, options, context) {
-    const { createGenericWebhookSink } = await import('./index.ts');
+    const { createGenericWebhookSink } = await import('./sink.ts');
     return createGenericWebhookSink(name, options, context);
   },
 };
@@ -27,7 +27,7 @@ export const slackSinkFactory: SinkFactory<typeof slackOptionsSchema> = {
   optionsSchema: slackOptionsSchema,
   defaultFilter: CHAT_DEFAULT_FILTER,
   async create(name, options, context) {
-    const { createSlackSink } = await import('./index.ts');
+    const { createSlackSink } = await import('./sink.ts');
     return createSlackSink(name, options, context);
   },
 };
@@ -38,7 +38,7 @@ export const teamsSinkFactory: SinkFactory<typeof teamsOptionsSchema> = {
   optionsSchema: teamsOptionsSchema,
   defaultFilter: CHAT_DEFAULT_FILTER,
   async create(name, options, context) {
-    const { createTeamsSink } = await import('./index.ts');
+    const { createTeamsSink } = await import('./sink.ts');
     return createTeamsSink(name, options, context);
   },
 };

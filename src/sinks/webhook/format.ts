@@ -3,7 +3,7 @@
  * severity and the human summary of a lifecycle record. No I/O; every time is relative to the record's own
  * `time`, so output is deterministic.
  */
-import type { LifecycleRecord } from '../../transform/record.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
 
 const ELLIPSIS = '…';
 

@@ -3,7 +3,7 @@
  * (50 blocks, 150-char header, 3,000 chars per text, 10 fields of 2,000 chars, 10 context elements).
  * Pure functions; the sink itself lives in index.ts.
  */
-import type { LifecycleRecord } from '../../transform/record.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
 import {
   formatExpectedDuration,
   joinLimited,

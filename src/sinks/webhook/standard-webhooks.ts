@@ -3,7 +3,7 @@
  * generic webhook sink. Pure functions over strings.
  */
 import { createHmac } from 'node:crypto';
-import type { LifecycleRecord } from '../../transform/record.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
 
 /**
  * Decodes a `whsec_<base64>` secret to its key bytes. Throws (without the secret) when it is not valid.

@@ -3,7 +3,7 @@
  * in the `{"type":"message","attachments":[…]}` envelope, kept under 20 KB. Also recognises the retired
  * Office 365 connector URLs. Pure functions; the sink itself lives in index.ts.
  */
-import type { LifecycleRecord } from '../../transform/record.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
 import {
   formatExpectedDuration,
   joinLimited,

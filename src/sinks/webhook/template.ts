@@ -4,7 +4,7 @@
  * value escaped for use inside a JSON string, `{{{name}}}` inserts it raw.
  */
 import Mustache from 'mustache';
-import type { LifecycleRecord } from '../../transform/record.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
 import { DeliveryError } from '../types.ts';
 import {
   formatExpectedDuration,

@@ -47,6 +47,7 @@ export class WebhookTransport {
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
   readonly #logger: Logger;
+  #closed = false;
 
   constructor(options: TransportOptions) {
     this.#url = parseWebhookUrl(options.url, options.sinkName);
@@ -124,7 +125,10 @@ export class WebhookTransport {
     throw failure;
   }
 
+  /** Idempotent: a second close() (shutdown after a failed start, say) resolves without touching undici. */
   async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
     if (this.#ownsDispatcher) await this.#dispatcher.close();
   }
 }

@@ -6,23 +6,21 @@
  * NO_PROXY says (global fetch and http.globalAgent may honour them; this client uses neither).
  */
 import http from 'node:http';
+import { parseRetryAfter } from '../../backoff.ts';
+import type { ScheduledEventsDocument, VmIdentity } from '../../domain/index.ts';
 import type { Logger } from '../../log.ts';
-import type { ScheduledEventsDocument, VmIdentity } from '../types.ts';
-import { parseRetryAfter } from './backoff.ts';
+import {
+  DEFAULT_API_VERSION,
+  DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
+  DEFAULT_IMDS_ENDPOINT,
+  DEFAULT_INSTANCE_API_VERSION,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+} from './defaults.ts';
 import { excerptOf, ImdsError } from './errors.ts';
 import { decodeImdsBody, parseInstanceMetadata, parseScheduledEventsDocument } from './parse.ts';
 
 export { ImdsError, ImdsResponseError } from './errors.ts';
 
-/** The link-local IMDS address inside every Azure VM. Tests never use it. */
-export const DEFAULT_IMDS_ENDPOINT = 'http://169.254.169.254';
-/** Newest Scheduled Events api-version (adds DurationInSeconds). */
-export const DEFAULT_API_VERSION = '2020-07-01';
-/** api-version for /metadata/instance. */
-export const DEFAULT_INSTANCE_API_VERSION = '2021-02-01';
-/** The first Scheduled Events call enables the feature and may take up to 2 minutes. */
-export const DEFAULT_FIRST_REQUEST_TIMEOUT_MS = 120_000;
-export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 /** Larger answers are rejected (a real document is a few KB). */
 const MAX_BODY_BYTES = 1024 * 1024;
 

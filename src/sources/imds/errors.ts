@@ -2,7 +2,7 @@
  * Typed IMDS errors. Every failed request or unusable answer becomes an ImdsError with a low-cardinality
  * `reason` (a PollFailureReason), so the poller can count it as a failed poll — never as an empty document.
  */
-import type { PollFailureReason } from '../types.ts';
+import type { PollFailureReason } from '../../domain/index.ts';
 
 /** Longest body excerpt kept in an error (characters). */
 export const EXCERPT_LENGTH = 200;

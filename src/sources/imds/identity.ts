@@ -3,18 +3,19 @@
  * (default hourly) and on demand (after a reboot is detected). A failed refresh is logged once per streak
  * and keeps the last good value.
  */
-import type { Logger } from '../../log.ts';
-import type { VmIdentity } from '../types.ts';
-import type { ImdsClient } from './client.ts';
-import { type PollerClock, realClock } from './clock.ts';
 
-export const DEFAULT_IDENTITY_REFRESH_MS = 60 * 60 * 1000;
+import { type Clock, systemClock } from '../../clock.ts';
+import type { VmIdentity } from '../../domain/index.ts';
+import { errorMessage } from '../../errors.ts';
+import type { Logger } from '../../log.ts';
+import type { ImdsClient } from './client.ts';
+import { DEFAULT_IDENTITY_REFRESH_MS } from './defaults.ts';
 
 export interface VmIdentityCacheOptions {
   client: Pick<ImdsClient, 'getInstanceMetadata'>;
   /** Periodic refresh interval (default 1 h). */
   refreshIntervalMs?: number;
-  clock?: PollerClock;
+  clock?: Clock;
   logger: Logger;
 }
 
@@ -22,7 +23,7 @@ export interface VmIdentityCacheOptions {
 export class VmIdentityCache {
   readonly #client: Pick<ImdsClient, 'getInstanceMetadata'>;
   readonly #refreshIntervalMs: number;
-  readonly #clock: PollerClock;
+  readonly #clock: Clock;
   readonly #logger: Logger;
   #identity: VmIdentity | undefined;
   #failing = false;
@@ -34,7 +35,7 @@ export class VmIdentityCache {
   constructor(options: VmIdentityCacheOptions) {
     this.#client = options.client;
     this.#refreshIntervalMs = options.refreshIntervalMs ?? DEFAULT_IDENTITY_REFRESH_MS;
-    this.#clock = options.clock ?? realClock;
+    this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
   }
 
@@ -93,7 +94,7 @@ export class VmIdentityCache {
     } catch (error) {
       if (this.#signal?.aborted) return this.#identity;
       if (!this.#failing) {
-        const message = error instanceof Error ? error.message : String(error);
+        const message = errorMessage(error);
         this.#logger.warn(
           { hasPrevious: this.#identity !== undefined },
           `could not fetch VM identity from IMDS instance metadata (keeping the last good value): ${message}`,

@@ -4,7 +4,9 @@
  * genuinely unusable answer (not UTF-8, not JSON, HTML, truncated, empty, nested deeper than 64 levels, Events
  * not an array, an event without EventId) throws ImdsResponseError. A leading byte order mark is accepted.
  */
-import type { ScheduledEvent, ScheduledEventsDocument, VmIdentity } from '../types.ts';
+
+import type { ScheduledEvent, ScheduledEventsDocument, VmIdentity } from '../../domain/index.ts';
+import { errorMessage } from '../../errors.ts';
 import { ImdsResponseError } from './errors.ts';
 
 export { ImdsResponseError } from './errors.ts';
@@ -210,7 +212,7 @@ function parseJsonBody(raw: string, what: string): unknown {
   try {
     json = JSON.parse(body);
   } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error);
+    const detail = errorMessage(error);
     throw new ImdsResponseError(`IMDS ${what} answer is not valid JSON (truncated?): ${detail}`, body);
   }
   checkJsonValue(json, body, what);

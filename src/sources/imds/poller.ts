@@ -7,22 +7,23 @@
  * answers such as 400/404 are polled at the normal interval and reset it), but polls always stay on the tick grid, so the poller never exceeds its configured rate
  * (IMDS allows about 5 requests/s per VM, shared by every agent on it).
  */
+
+import { type BackoffOptions, retryDelayAtLeastMs } from '../../backoff.ts';
+import { type Clock, sleep, systemClock } from '../../clock.ts';
+import type { PollFailureOutcome, PollOutcome, VmIdentity } from '../../domain/index.ts';
+import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
-import { CaptureWriter } from '../replay/capture.ts';
-import type { PollFailureOutcome, PollOutcome, Source, VmIdentity } from '../types.ts';
-import { type BackoffOptions, retryDelayMs } from './backoff.ts';
+import { CaptureWriter } from '../capture/capture.ts';
+import { documentFingerprint } from '../capture/document.ts';
+import type { Source } from '../types.ts';
 import type { ImdsClient, ScheduledEventsAnswer } from './client.ts';
-import { type PollerClock, realClock, sleep } from './clock.ts';
-import { documentFingerprint } from './document.ts';
+import {
+  DEFAULT_MAX_BACKOFF_MS,
+  DEFAULT_MAX_RETRY_AFTER_MS,
+  DEFAULT_POLL_INTERVAL_MS,
+  MIN_POLL_INTERVAL_MS,
+} from './defaults.ts';
 import { ImdsError } from './errors.ts';
-
-export type { PollerClock } from './clock.ts';
-export { realClock } from './clock.ts';
-
-export const DEFAULT_POLL_INTERVAL_MS = 1000;
-export const MIN_POLL_INTERVAL_MS = 200;
-export const DEFAULT_MAX_BACKOFF_MS = 10_000;
-export const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
 
 /** The part of ImdsClient the poller uses (lets tests substitute a scripted client). */
 export type ScheduledEventsReader = Pick<ImdsClient, 'getScheduledEvents'>;
@@ -31,7 +32,7 @@ export interface ImdsPollerOptions {
   client: ScheduledEventsReader;
   /** Poll interval in ms (default 1000, minimum 200). */
   intervalMs?: number;
-  clock?: PollerClock;
+  clock?: Clock;
   logger: Logger;
   /** Append every distinct document (and failure state changes) to this JSON-lines capture (`--record`). */
   captureFile?: string;
@@ -71,11 +72,11 @@ export class ImdsPoller implements Source {
   readonly name = 'imds';
   readonly #client: ScheduledEventsReader;
   readonly #intervalMs: number;
-  readonly #clock: PollerClock;
+  readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #capture: CaptureWriter | undefined;
   readonly #identity: (() => VmIdentity | undefined) | undefined;
-  readonly #backoff: BackoffOptions;
+  readonly #backoff: BackoffOptions & { maxRetryAfterMs: number };
   readonly #random: () => number;
 
   constructor(options: ImdsPollerOptions) {
@@ -87,12 +88,12 @@ export class ImdsPoller implements Source {
     }
     this.#client = options.client;
     this.#intervalMs = intervalMs;
-    this.#clock = options.clock ?? realClock;
+    this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
     this.#capture = options.captureFile === undefined ? undefined : new CaptureWriter(options.captureFile);
     this.#identity = options.identity;
     this.#backoff = {
-      baseMs: intervalMs,
+      initialMs: intervalMs,
       maxMs: Math.max(intervalMs, options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS),
       maxRetryAfterMs: options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
     };
@@ -175,7 +176,7 @@ export class ImdsPoller implements Source {
 
         let earliest = clock.monotonic();
         if (retryAfterFailure) {
-          const delay = retryDelayMs(
+          const delay = retryDelayAtLeastMs(
             consecutiveTransientFailures,
             this.#backoff,
             retryAfterFailure.retryAfterMs,
@@ -225,7 +226,7 @@ export class ImdsPoller implements Source {
 
 function toImdsError(error: unknown): ImdsError {
   if (error instanceof ImdsError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   return new ImdsError('network', `IMDS request failed: ${message}`, { cause: error });
 }
 

@@ -6,5 +6,5 @@ export {
   CaptureLineError,
   CaptureWriter,
   parseCaptureLine,
-} from './capture.ts';
+} from '../capture/capture.ts';
 export { ReplaySource, type ReplaySourceOptions } from './source.ts';

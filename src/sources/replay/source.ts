@@ -6,19 +6,26 @@
 import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
+import { type Clock, sleep, systemClock } from '../../clock.ts';
+import type {
+  ObservationTime,
+  PollOutcome,
+  ScheduledEventsDocument,
+  VmIdentity,
+} from '../../domain/index.ts';
+import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
-import { type PollerClock, realClock, sleep } from '../imds/clock.ts';
-import { sameDocument } from '../imds/document.ts';
+import { CaptureLineError, parseCaptureLine } from '../capture/capture.ts';
+import { sameDocument } from '../capture/document.ts';
 import { parseScheduledEventsDocument } from '../imds/parse.ts';
-import type { ObservationTime, PollOutcome, ScheduledEventsDocument, Source, VmIdentity } from '../types.ts';
-import { CaptureLineError, parseCaptureLine } from './capture.ts';
+import type { Source } from '../types.ts';
 
 export interface ReplaySourceOptions {
   /** Capture file (JSON lines). */
   file: string;
   /** 1 = the captured gaps in real time (default), 2 = twice as fast, 0 = as fast as possible. */
   speed?: number;
-  clock?: PollerClock;
+  clock?: Clock;
   logger: Logger;
 }
 
@@ -31,7 +38,7 @@ export class ReplaySource implements Source {
   readonly name = 'replay';
   readonly #file: string;
   readonly #speed: number;
-  readonly #clock: PollerClock;
+  readonly #clock: Clock;
   readonly #logger: Logger;
   #vm: VmIdentity | undefined;
 
@@ -42,7 +49,7 @@ export class ReplaySource implements Source {
     }
     this.#file = options.file;
     this.#speed = speed;
-    this.#clock = options.clock ?? realClock;
+    this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger;
   }
 
@@ -106,7 +113,7 @@ export class ReplaySource implements Source {
             try {
               document = parseScheduledEventsDocument(JSON.stringify(entry.document) ?? '');
             } catch (error) {
-              const detail = error instanceof Error ? error.message : String(error);
+              const detail = errorMessage(error);
               throw new CaptureLineError(this.#file, lineNumber, `invalid document: ${detail}`, observedMs);
             }
             const changed = !sameDocument(previous, document);

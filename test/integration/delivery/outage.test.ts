@@ -7,8 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryEngine, type RetryEvent } from '../../../src/delivery/engine.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { FakeClock, makeRecord, retryable, ScriptedSink, seededRandom } from '../../unit/delivery/helpers.ts';
+import { makeRecord, retryable, ScriptedSink, seededRandom } from '../../unit/delivery/helpers.ts';
 
 const HOUR = 3_600_000;
 const RECORDS = 10_000;
@@ -22,7 +23,7 @@ afterAll(() => tmp.cleanup());
 
 describe('72 h outage with 10,000 pending records', () => {
   it('drops nothing, stays bounded on disk, caps backoff, survives a restart, then drains in order', async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(Date.UTC(2026, 0, 1));
     const random = seededRandom(7);
     const retries: RetryEvent[] = [];
     let down = true;

@@ -3,10 +3,10 @@
  * again as the engine would) or in a permanent DeliveryError that carries the SDK's error — never silent loss.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { EventHubsSink, eventHubsOptionsSchema } from '../../../src/sinks/event-hubs/index.ts';
 import { DeliveryError } from '../../../src/sinks/types.ts';
-import type { LifecycleRecord } from '../../../src/transform/record.ts';
 import {
   type EventHubsDouble,
   type EventHubsFaultKind,

@@ -1,6 +1,6 @@
-/** Lifecycle record fixtures for the Event Hubs tests (shape of src/transform/record.ts). */
+/** Lifecycle record fixtures for the Event Hubs tests (shape of src/domain/record.ts). */
 import { createHash } from 'node:crypto';
-import { type LifecycleRecord, recordType, type Transition } from '../../../src/transform/record.ts';
+import { type LifecycleRecord, recordType, type Transition } from '../../../src/domain/index.ts';
 
 function guid(seed: string): string {
   const h = createHash('sha256').update(seed).digest('hex');

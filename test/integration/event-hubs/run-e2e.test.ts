@@ -16,8 +16,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { deriveIdentity, type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import type { LifecycleRecord } from '../../../src/transform/record.ts';
 import {
   type EventHubsDouble,
   type ReceivedEvent,

@@ -5,9 +5,9 @@
  */
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { FleetStore, startDashboard } from '../../../src/fleet/index.ts';
 import { silentLogger } from '../../../src/log.ts';
-import type { LifecycleRecord } from '../../../src/transform/record.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { freezeLifecycle } from '../../unit/fleet/records.ts';
 

@@ -9,8 +9,8 @@
  * (test/browser/fleet-dashboard.test.ts, `npm run test:browser`), which checks the dashboard over the same data.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { FleetStore, listEvents, vmTimeline } from '../../../src/fleet/index.ts';
-import type { LifecycleRecord } from '../../../src/transform/record.ts';
 import {
   type FleetWorld,
   HUB,

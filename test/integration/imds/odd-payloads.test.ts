@@ -5,10 +5,10 @@
  * `updated` record (docs/sources.md, "Tolerant parsing").
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import type { PollOutcome } from '../../../src/domain/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { ImdsClient, ImdsPoller } from '../../../src/sources/imds/index.ts';
-import type { PollOutcome } from '../../../src/sources/types.ts';
 import { initialState, transform } from '../../../src/transform/index.ts';
 import { waitFor } from '../../support/wait.ts';
 

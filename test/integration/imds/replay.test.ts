@@ -2,13 +2,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { PollOutcome } from '../../../src/domain/index.ts';
 import { ImdsError } from '../../../src/sources/imds/errors.ts';
 import { ImdsPoller } from '../../../src/sources/imds/poller.ts';
 import { ReplaySource } from '../../../src/sources/replay/source.ts';
-import type { PollOutcome } from '../../../src/sources/types.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { FakeClock } from '../../unit/imds/fake-clock.ts';
 import { LIVE_MIGRATION } from '../../unit/imds/payloads.ts';
 import { type Answer, ScriptedClient } from '../../unit/imds/scripted-client.ts';
 

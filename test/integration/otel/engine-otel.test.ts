@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DeliveryEngine } from '../../../src/delivery/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { createOtelSink } from '../../../src/sinks/otel/index.ts';
-import { otelOptionsSchema } from '../../../src/sinks/otel/settings.ts';
+import { otelOptionsSchema } from '../../../src/sinks/otel/options.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
 import {
   bindOutboxStats,

@@ -4,11 +4,11 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { readVersion } from '../../../src/cli/version.ts';
 import { createOtelSink } from '../../../src/sinks/otel/index.ts';
-import { otelOptionsSchema } from '../../../src/sinks/otel/settings.ts';
+import { otelOptionsSchema } from '../../../src/sinks/otel/options.ts';
 import { findSinkFactory } from '../../../src/sinks/registry.ts';
 import { DeliveryError } from '../../../src/sinks/types.ts';
+import { readVersion } from '../../../src/version.ts';
 import {
   type OtlpGrpcReceiver,
   type OtlpHttpReceiver,

@@ -1,8 +1,13 @@
 /** Lifecycle records and a SinkContext for the otel sink tests. */
+
+import {
+  type LifecycleRecord,
+  recordType,
+  type Transition,
+  type VmIdentity,
+} from '../../../src/domain/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import type { SinkContext } from '../../../src/sinks/types.ts';
-import type { VmIdentity } from '../../../src/sources/types.ts';
-import { type LifecycleRecord, recordType, type Transition } from '../../../src/transform/record.ts';
 
 export const VM = {
   name: 'vm-web-01',

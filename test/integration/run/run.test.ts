@@ -8,11 +8,12 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfigForCli } from '../../../src/config/index.ts';
+import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { createLogger, silentLogger } from '../../../src/log.ts';
 import { Forwarder, TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import type { LifecycleRecord } from '../../../src/transform/record.ts';
 import { validateRecord } from '../../../src/transform/schema.ts';
+import { setPageLimit } from '../../support/store.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 import { jsonLines, REPO, spawnCli } from './child.ts';
@@ -151,7 +152,7 @@ describe('disk full', () => {
     await waitFor(() => forwarder.stats.commits > 0, 'the first commit');
 
     // The database may not grow by a single page: every commit that needs space fails with SQLITE_FULL.
-    forwarder.store!.setPageLimit(1);
+    setPageLimit(forwarder.store!, 1);
     const ids = Array.from(
       { length: 20 },
       (_, i) =>
@@ -166,7 +167,7 @@ describe('disk full', () => {
     const outcomesWhileFull = forwarder.stats.outcomes;
     await waitFor(() => forwarder.stats.outcomes >= outcomesWhileFull + 3, 'polling continues while full');
 
-    forwarder.store!.setPageLimit(undefined); // space returns
+    setPageLimit(forwarder.store!, undefined); // space returns
     await waitFor(() => readRecords(out).length >= ids.length, 'every scheduled record after space returns', {
       timeoutMs: 30_000,
     });
@@ -208,7 +209,7 @@ describe('disk full beyond the in-memory bound', () => {
     const a = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900 });
     await waitFor(() => readRecords(out).length === 1, 'A scheduled');
 
-    forwarder.store!.setPageLimit(1); // the database may not grow by a single page: the disk is full
+    setPageLimit(forwarder.store!, 1); // the database may not grow by a single page: the disk is full
     const big = (n: number) =>
       Array.from(
         { length: n },
@@ -230,7 +231,7 @@ describe('disk full beyond the in-memory bound', () => {
     const failures = forwarder.stats.commitFailures;
     await waitFor(() => forwarder.stats.commitFailures >= failures + 2, 'polls after the removal');
 
-    forwarder.store!.setPageLimit(undefined); // space returns
+    setPageLimit(forwarder.store!, undefined); // space returns
     await waitFor(() => readRecords(out).length >= 2 + fillers.length, 'the records after space returned');
     controller.abort();
     await running;

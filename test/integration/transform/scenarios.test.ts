@@ -8,6 +8,13 @@
  * from the scenario files, so a change in the simulator, a scenario or the transform shows up here.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import type {
+  LifecycleRecord,
+  PollOutcome,
+  ScheduledEventsDocument,
+  Transition,
+  VmIdentity,
+} from '../../../src/domain/index.ts';
 import {
   listScenarios,
   loadScenario,
@@ -16,13 +23,10 @@ import {
   VirtualClock,
 } from '../../../src/simulator/index.ts';
 import { ImdsClient } from '../../../src/sources/imds/client.ts';
-import type { PollOutcome, ScheduledEventsDocument, VmIdentity } from '../../../src/sources/types.ts';
 import {
   type ApprovalInput,
   type ForwarderState,
   initialState,
-  type LifecycleRecord,
-  type Transition,
   transform,
 } from '../../../src/transform/index.ts';
 import { validateRecord } from '../../../src/transform/schema.ts';

@@ -1,5 +1,5 @@
 /** Fixed lifecycle records (built directly from the LifecycleRecord type) for the webhook sink tests. */
-import { type LifecycleRecord, recordType, type Transition } from '../../../src/transform/record.ts';
+import { type LifecycleRecord, recordType, type Transition } from '../../../src/domain/index.ts';
 
 export const EVENT_ID = '3da1b9aa-5204-4335-8c33-c54e315dcffe';
 export const VM_ID = '02aab8a4-74ef-476e-8182-f6d2ba4166a6';

@@ -11,9 +11,9 @@ import {
   PROGRESS_META_KEY,
 } from '../../../src/approval/index.ts';
 import type { EventProgress } from '../../../src/approval/progress.ts';
+import type { ScheduledEvent, VmIdentity } from '../../../src/domain/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { ImdsError } from '../../../src/sources/imds/errors.ts';
-import type { ScheduledEvent, VmIdentity } from '../../../src/sources/types.ts';
 import {
   type ApprovalInput,
   type ForwarderState,

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { approvalSection } from '../../../src/approval/config.ts';
 import { cannotPost, newProgress, type Settlement, settle } from '../../../src/approval/decision.ts';
 import type { EventProgress } from '../../../src/approval/progress.ts';
-import type { ScheduledEvent, VmIdentity } from '../../../src/sources/types.ts';
+import type { ScheduledEvent, VmIdentity } from '../../../src/domain/index.ts';
 import type { TrackedEvent } from '../../../src/transform/index.ts';
 
 const VM = { name: 'vm0', vmId: 'id0' } as VmIdentity;

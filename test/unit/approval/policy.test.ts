@@ -7,8 +7,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { approvalSection, decide, hookApplies, isLeader } from '../../../src/approval/index.ts';
 import { loadConfig } from '../../../src/config/index.ts';
+import type { ScheduledEvent, VmIdentity } from '../../../src/domain/index.ts';
 import { parseScheduledEventsDocument } from '../../../src/sources/imds/index.ts';
-import type { ScheduledEvent, VmIdentity } from '../../../src/sources/types.ts';
 
 const REPO = join(import.meta.dirname, '..', '..', '..');
 

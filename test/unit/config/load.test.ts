@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { UsageError } from '../../../src/cli/errors.ts';
 import { ConfigError, loadConfig, loadConfigForCli, redactConfig } from '../../../src/config/index.ts';
 import { Secret } from '../../../src/config/secret.ts';
+import { UsageError } from '../../../src/errors.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { FAKE_FACTORIES } from './fake-factories.ts';
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { retryDelayMs } from '../../../src/delivery/backoff.ts';
+import { retryDelayMs } from '../../../src/backoff.ts';
 import {
   type DeadLetteredEvent,
   type DeliveredEvent,
@@ -9,16 +9,9 @@ import {
 } from '../../../src/delivery/engine.ts';
 import { type Logger, silentLogger } from '../../../src/log.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import {
-  captureLogger,
-  FakeClock,
-  flush,
-  makeRecord,
-  permanent,
-  retryable,
-  ScriptedSink,
-} from './helpers.ts';
+import { captureLogger, flush, makeRecord, permanent, retryable, ScriptedSink } from './helpers.ts';
 
 let tmp: { dir: string; cleanup: () => void };
 let clock: FakeClock;
@@ -32,7 +25,7 @@ const events = {
 
 beforeEach(() => {
   tmp = makeTempDir('sef-engine-');
-  clock = new FakeClock();
+  clock = new FakeClock(Date.UTC(2026, 0, 1));
   store = openStore({ stateDir: tmp.dir, logger: silentLogger(), now: () => clock.now() });
   events.delivered = [];
   events.retry = [];

@@ -1,10 +1,9 @@
 /** Test helpers for store and delivery tests: records, a fake clock, scriptable sinks, a capturing logger. */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import type { Clock } from '../../../src/delivery/engine.ts';
+import { type LifecycleRecord, recordType } from '../../../src/domain/index.ts';
 import type { Logger } from '../../../src/log.ts';
 import { DeliveryError, type Sink } from '../../../src/sinks/types.ts';
-import { type LifecycleRecord, recordType } from '../../../src/transform/record.ts';
 
 /** A realistic ~1 KiB lifecycle record whose id encodes `n`. */
 export function makeRecord(n: number, overrides: Partial<LifecycleRecord> = {}): LifecycleRecord {
@@ -49,45 +48,6 @@ export function makeRecord(n: number, overrides: Partial<LifecycleRecord> = {}):
     },
     ...overrides,
   };
-}
-
-/** Deterministic clock: timers fire only when the test advances time. */
-export class FakeClock implements Clock {
-  #now: number;
-  #seq = 0;
-  readonly #timers = new Map<number, { at: number; fn: () => void }>();
-  constructor(start = Date.UTC(2026, 0, 1)) {
-    this.#now = start;
-  }
-  now(): number {
-    return this.#now;
-  }
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = ++this.#seq;
-    this.#timers.set(id, { at: this.#now + Math.max(0, ms), fn });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.#timers.delete(handle as number);
-  }
-  get pendingTimers(): number {
-    return this.#timers.size;
-  }
-  /** Fire every timer due within `ms`, in time order, letting promise continuations run between them. */
-  async advance(ms: number): Promise<void> {
-    const target = this.#now + ms;
-    for (;;) {
-      await flush();
-      let next: [number, { at: number; fn: () => void }] | undefined;
-      for (const entry of this.#timers) if (next === undefined || entry[1].at < next[1].at) next = entry;
-      if (next === undefined || next[1].at > target) break;
-      this.#timers.delete(next[0]);
-      this.#now = Math.max(this.#now, next[1].at);
-      next[1].fn();
-    }
-    this.#now = target;
-    await flush();
-  }
 }
 
 /** Let pending promise continuations (and immediate I/O callbacks) run. */

@@ -1,6 +1,6 @@
 /** Lifecycle record fixtures for the fleet tests (the shape documented in docs/record-format.md). */
 import { createHash } from 'node:crypto';
-import { type LifecycleRecord, recordType, type Transition } from '../../../src/transform/record.ts';
+import { type LifecycleRecord, recordType, type Transition } from '../../../src/domain/index.ts';
 
 function guid(seed: string): string {
   const h = createHash('sha256').update(seed).digest('hex');

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import {
   eventsToCsv,
   FleetStore,
@@ -9,7 +10,6 @@ import {
   summarize,
   vmTimeline,
 } from '../../../src/fleet/index.ts';
-import type { LifecycleRecord } from '../../../src/transform/record.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { freezeLifecycle, record } from './records.ts';
 

@@ -1,9 +1,10 @@
 /** A scripted IMDS client for poller tests: answers take `latencyMs` on a FakeClock. */
+
+import type { ScheduledEventsDocument } from '../../../src/domain/index.ts';
 import { ImdsError } from '../../../src/sources/imds/errors.ts';
 import { parseScheduledEventsDocument } from '../../../src/sources/imds/parse.ts';
 import type { ScheduledEventsReader } from '../../../src/sources/imds/poller.ts';
-import type { ScheduledEventsDocument } from '../../../src/sources/types.ts';
-import type { FakeClock } from './fake-clock.ts';
+import type { FakeClock } from '../../support/fake-clock.ts';
 
 export type Answer = { latencyMs?: number; body?: string; error?: ImdsError };
 

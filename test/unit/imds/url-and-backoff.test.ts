@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseRetryAfter, retryDelayMs } from '../../../src/sources/imds/backoff.ts';
-import {
-  buildInstanceMetadataUrl,
-  buildScheduledEventsUrl,
-  DEFAULT_API_VERSION,
-  DEFAULT_IMDS_ENDPOINT,
-} from '../../../src/sources/imds/client.ts';
+import { parseRetryAfter, retryDelayAtLeastMs } from '../../../src/backoff.ts';
+import { buildInstanceMetadataUrl, buildScheduledEventsUrl } from '../../../src/sources/imds/client.ts';
+import { DEFAULT_API_VERSION, DEFAULT_IMDS_ENDPOINT } from '../../../src/sources/imds/defaults.ts';
 
 describe('buildScheduledEventsUrl', () => {
   it('builds the documented default URL (URL building only; nothing is requested)', () => {
@@ -33,21 +29,21 @@ describe('buildScheduledEventsUrl', () => {
   });
 });
 
-describe('retryDelayMs (exponential backoff with full jitter)', () => {
-  const options = { baseMs: 1000, maxMs: 10_000, maxRetryAfterMs: 60_000 };
+describe('retryDelayAtLeastMs (exponential backoff with full jitter)', () => {
+  const options = { initialMs: 1000, maxMs: 10_000, maxRetryAfterMs: 60_000 };
 
   it('grows exponentially up to the cap, scaled by the random draw', () => {
     const top = () => 0.999999;
-    expect([1, 2, 3, 4, 5, 6].map((a) => retryDelayMs(a, options, undefined, top))).toEqual([
+    expect([1, 2, 3, 4, 5, 6].map((a) => retryDelayAtLeastMs(a, options, undefined, top))).toEqual([
       999, 1999, 3999, 7999, 9999, 9999,
     ]);
-    expect(retryDelayMs(3, options, undefined, () => 0.5)).toBe(2000);
-    expect(retryDelayMs(3, options, undefined, () => 0)).toBe(0);
+    expect(retryDelayAtLeastMs(3, options, undefined, () => 0.5)).toBe(2000);
+    expect(retryDelayAtLeastMs(3, options, undefined, () => 0)).toBe(0);
   });
 
   it('never waits less than Retry-After, capped', () => {
-    expect(retryDelayMs(1, options, 5000, () => 0)).toBe(5000);
-    expect(retryDelayMs(1, options, 3_600_000, () => 0)).toBe(60_000);
+    expect(retryDelayAtLeastMs(1, options, 5000, () => 0)).toBe(5000);
+    expect(retryDelayAtLeastMs(1, options, 3_600_000, () => 0)).toBe(60_000);
   });
 });
 

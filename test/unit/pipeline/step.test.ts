@@ -4,14 +4,13 @@
  * write); a failure commits nothing; approvals flow through the ApprovalParticipant interface.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { type PollOutcome, type ScheduledEvent, TRANSITIONS } from '../../../src/domain/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import type { ApprovalParticipant, CommittedStep } from '../../../src/pipeline/participants.ts';
 import { type ForwarderStats, PipelineStep } from '../../../src/pipeline/step.ts';
 import { StallDetector } from '../../../src/sources/stall-detector.ts';
-import type { PollOutcome, ScheduledEvent } from '../../../src/sources/types.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
 import { initialState } from '../../../src/transform/index.ts';
-import { TRANSITIONS } from '../../../src/transform/record.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { event, T0, VM } from '../transform/helpers.ts';
 

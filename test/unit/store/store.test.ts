@@ -14,6 +14,7 @@ import {
   StoreOpenError,
   StoreWriteError,
 } from '../../../src/store/index.ts';
+import { setPageLimit } from '../../support/store.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 import { captureLogger, makeRecord } from '../delivery/helpers.ts';
@@ -231,12 +232,18 @@ describe('outbox', () => {
       store.commit({}, [{ record: makeRecord(i), sinks: ['a'] }]);
     }
     expect(store.enforceCapsByReason('a', { maxAgeMs: 7500 }, 10_000)).toEqual({ expired: 2, overflow: 0 });
-    expect(store.enforceCaps('a', { maxPendingRows: 5 }, 10_000)).toBe(3);
+    expect(store.enforceCapsByReason('a', { maxPendingRows: 5 }, 10_000)).toEqual({
+      expired: 0,
+      overflow: 3,
+    });
     const newestThree = store
       .pending('a', 10)
       .slice(-3)
       .reduce((sum, r) => sum + r.bytes, 0);
-    expect(store.enforceCaps('a', { maxPendingBytes: newestThree }, 10_000)).toBe(2);
+    expect(store.enforceCapsByReason('a', { maxPendingBytes: newestThree }, 10_000)).toEqual({
+      expired: 0,
+      overflow: 2,
+    });
     expect(store.pending('a', 10).map((r) => r.recordId)).toEqual(['rec-8', 'rec-9', 'rec-10']);
     const reasons = store.listDeadLetters().map((d) => `${d.recordId}:${d.reason}`);
     expect(reasons).toEqual([
@@ -263,7 +270,7 @@ describe('disk full (max_page_count)', () => {
   it('throws StoreWriteError(full), leaves state and rows unchanged, still acks, and recovers when space returns', () => {
     const store = openAt();
     store.commit({ step: 1 }, [{ record: makeRecord(1), sinks: ['a'] }]);
-    store.setPageLimit(1); // clamps to the current size: any growth fails
+    setPageLimit(store, 1); // clamps to the current size: any growth fails
     const big = Array.from({ length: 200 }, (_, i) => ({ record: makeRecord(100 + i), sinks: ['a', 'b'] }));
     let thrown: unknown;
     try {
@@ -281,7 +288,7 @@ describe('disk full (max_page_count)', () => {
     store.ack('a', [store.pending('a', 1)[0]?.seq as number]);
     expect(store.pending('a', 10)).toHaveLength(0);
     // Space returns: the same diff commits, nothing lost.
-    store.setPageLimit(undefined);
+    setPageLimit(store, undefined);
     store.commit({ step: 2 }, big);
     expect(store.loadState()).toEqual({ step: 2 });
     expect(store.pending('b', 1000)).toHaveLength(200);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { PollOutcome } from '../../../src/sources/types.ts';
+import type { PollOutcome } from '../../../src/domain/index.ts';
 import type { SinkQueueStats } from '../../../src/store/index.ts';
 import {
   bindOutboxStats,

@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DeliveryEngineEvents } from '../../../src/delivery/engine.ts';
-import type { PollOutcome } from '../../../src/sources/types.ts';
+import type { PollOutcome } from '../../../src/domain/index.ts';
 import {
   createMetrics,
   createTelemetryObserver,

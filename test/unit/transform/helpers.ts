@@ -1,11 +1,10 @@
 /** Builders for transform tests: documents, outcomes and a step runner that validates every record. */
 
-import type { ScheduledEvent, VmIdentity } from '../../../src/sources/types.ts';
+import type { LifecycleRecord, ScheduledEvent, VmIdentity } from '../../../src/domain/index.ts';
 import {
   type ApprovalInput,
   type ForwarderState,
   initialState,
-  type LifecycleRecord,
   transform,
 } from '../../../src/transform/index.ts';
 import { validateRecord } from '../../../src/transform/schema.ts';

@@ -11,13 +11,12 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { LifecycleRecord, ScheduledEvent, ScheduledEventsDocument } from '../../../src/domain/index.ts';
 import { OBSERVATION_CHECKPOINT_MS, observationCheckpointDue } from '../../../src/pipeline/durability.ts';
-import { documentFingerprint } from '../../../src/sources/imds/document.ts';
-import type { ScheduledEvent, ScheduledEventsDocument } from '../../../src/sources/types.ts';
+import { documentFingerprint } from '../../../src/sources/capture/document.ts';
 import {
   type ForwarderState,
   initialState,
-  type LifecycleRecord,
   observeUnchanged,
   restoreState,
   transform,

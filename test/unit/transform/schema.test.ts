@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { type LifecycleRecord, recordId } from '../../../src/transform/index.ts';
+import type { LifecycleRecord } from '../../../src/domain/index.ts';
+import { recordId } from '../../../src/transform/index.ts';
 import { validateRecord } from '../../../src/transform/schema.ts';
 import { event, runSteps } from './helpers.ts';
 

@@ -1,11 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { PollOutcome, ScheduledEvent } from '../../../src/sources/types.ts';
+import type { LifecycleRecord, PollOutcome, ScheduledEvent } from '../../../src/domain/index.ts';
 import {
   type ApprovalInput,
   type ForwarderState,
   initialState,
-  type LifecycleRecord,
   restoreState,
   transform,
 } from '../../../src/transform/index.ts';

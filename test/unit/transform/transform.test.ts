@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  type ApprovalInput,
-  initialState,
-  type LifecycleRecord,
-  RECORD_TYPE_PREFIX,
-  restoreState,
-  transform,
-} from '../../../src/transform/index.ts';
+import { type LifecycleRecord, RECORD_TYPE_PREFIX } from '../../../src/domain/index.ts';
+import { type ApprovalInput, initialState, restoreState, transform } from '../../../src/transform/index.ts';
 import { event, runSteps, type Step, summary, T0, VM } from './helpers.ts';
 
 const MIN = 60;

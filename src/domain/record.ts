@@ -81,3 +81,21 @@ export interface LifecycleRecordData {
   /** Further fields (previous, changed, observedImpact, approval, ...) per transition. */
   [key: string]: unknown;
 }
+
+/**
+ * The natural order of transitions within one observation (ties in one poll): the fleet's fold and its
+ * timeline queries sort by it. Terminal transitions share the last rank.
+ */
+export const TRANSITION_RANK: Readonly<Record<Transition, number>> = {
+  scheduled: 0,
+  updated: 1,
+  approved: 2,
+  started: 3,
+  completed: 4,
+  canceled: 4,
+};
+
+/** The rank of a transition; unknown names (rows written by a newer version) sort after every known one. */
+export function transitionRank(transition: string): number {
+  return (TRANSITION_RANK as Record<string, number>)[transition] ?? TRANSITIONS.length;
+}

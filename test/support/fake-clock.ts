@@ -1,8 +1,9 @@
 /**
- * A deterministic PollerClock for tests. Time only moves when the test calls `runNextTimer`/`runUntil`,
- * which first let pending promise work settle, then jump to the earliest timer and fire it.
+ * The one deterministic Clock (src/clock.ts) for tests. Time only moves when the test calls `runNextTimer` /
+ * `runUntil` (jump to the earliest timer and fire it) or `advance(ms)` (fire every timer due within `ms`), each
+ * letting pending promise work settle first.
  */
-import type { PollerClock } from '../../../src/sources/imds/clock.ts';
+import type { Clock } from '../../src/clock.ts';
 
 interface Timer {
   id: number;
@@ -15,7 +16,7 @@ export async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
-export class FakeClock implements PollerClock {
+export class FakeClock implements Clock {
   /** Monotonic time in ms. */
   t = 0;
   readonly wallStart: number;
@@ -74,5 +75,21 @@ export class FakeClock implements PollerClock {
     for (let i = 0; i < maxTimers && !done(); i++) {
       if (!(await this.runNextTimer(done))) return;
     }
+  }
+
+  /** Fire every timer due within `ms`, in time order, letting promise continuations run between them. */
+  async advance(ms: number): Promise<void> {
+    const target = this.t + ms;
+    for (;;) {
+      await settle();
+      this.#timers.sort((a, b) => a.at - b.at || a.id - b.id);
+      const timer = this.#timers[0];
+      if (timer === undefined || timer.at > target) break;
+      this.#timers.shift();
+      this.t = Math.max(this.t, timer.at);
+      timer.fn();
+    }
+    this.t = Math.max(this.t, target);
+    await settle();
   }
 }

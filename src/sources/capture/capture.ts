@@ -12,7 +12,8 @@
  */
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { PollFailureReason, VmIdentity } from '../types.ts';
+import type { PollFailureReason, VmIdentity } from '../../domain/index.ts';
+import { errorMessage } from '../../errors.ts';
 
 export interface CaptureDocumentLine {
   observedAt: string;
@@ -93,7 +94,7 @@ export function parseCaptureLine(file: string, lineNumber: number, line: string)
   try {
     json = JSON.parse(line);
   } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error);
+    const detail = errorMessage(error);
     throw new CaptureLineError(file, lineNumber, `not valid JSON (${detail})`);
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {

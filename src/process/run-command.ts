@@ -4,7 +4,7 @@
  * the approval module's prepare hooks.
  */
 import { spawn } from 'node:child_process';
-import { killProcessTree, spawnsOwnProcessGroup } from '../../platform.ts';
+import { killProcessTree, spawnsOwnProcessGroup } from '../platform.ts';
 
 export interface RunCommandOptions {
   command: string;

@@ -1,5 +1,5 @@
 /** Content comparison of parsed Scheduled Events documents (not by DocumentIncarnation alone). */
-import type { ScheduledEventsDocument } from '../types.ts';
+import type { ScheduledEventsDocument } from '../../domain/index.ts';
 
 /** Deterministic JSON: object keys sorted at every level. */
 function stableJson(value: unknown): string {

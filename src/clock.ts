@@ -1,7 +1,8 @@
-/** The clock sources use for scheduling; injectable so tests drive time deterministically. */
-
-/** Time and timers used by the poller, the replay source and the identity cache. */
-export interface PollerClock {
+/**
+ * The one clock interface: wall time, monotonic time and timers. Injected into the IMDS poller, the replay
+ * source, the identity cache and the delivery engine, so tests drive time with test/support/fake-clock.ts.
+ */
+export interface Clock {
   /** Wall clock, epoch milliseconds. */
   now(): number;
   /** Monotonic milliseconds (never jumps backwards). */
@@ -11,7 +12,7 @@ export interface PollerClock {
 }
 
 /** The real clock: Date.now, performance.now and the global timers. */
-export const realClock: PollerClock = {
+export const systemClock: Clock = {
   now: () => Date.now(),
   monotonic: () => performance.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms),
@@ -19,7 +20,7 @@ export const realClock: PollerClock = {
 };
 
 /** Resolve after `ms` on `clock`, or at once when `signal` aborts (never rejects). */
-export function sleep(clock: PollerClock, ms: number, signal: AbortSignal): Promise<void> {
+export function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const onAbort = (): void => {

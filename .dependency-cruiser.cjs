@@ -1,0 +1,82 @@
+/**
+ * Architecture rules of issue 16, checked by `npm run depcheck` (part of `npm test`). Why dependency-cruiser and
+ * what each rule protects: docs/dependencies.md and docs/architecture notes in docs/sinks.md. Type-only imports
+ * (`import type`, inline `import('x').T`) and dynamic imports (`await import()`) count as dependencies like any
+ * other: the swc parser reports them, and no rule excludes a dependency type. Cycles between components (a
+ * top-level folder of src, or one source or sink folder) are checked by scripts/check-component-cycles.ts, which
+ * reads the same graph.
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'Modules must not import each other in a cycle (type-only and dynamic imports included).',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'no-cli-below-cli',
+      severity: 'error',
+      comment: 'Only src/cli imports src/cli: shared helpers (usage errors, version) belong below the CLI.',
+      from: { path: '^src/', pathNot: '^src/cli/' },
+      to: { path: '^src/cli/' },
+    },
+    {
+      name: 'transform-is-pure',
+      severity: 'error',
+      comment: 'src/transform is pure (prev state + poll outcome -> next state + records): no I/O modules.',
+      from: { path: '^src/transform/' },
+      to: {
+        path: [
+          '^(node:)?(fs|fs/promises|http|https|http2|net|tls|dgram|dns|dns/promises|sqlite|child_process|worker_threads|cluster|readline|inspector)$',
+          '(^|/)node_modules/(undici|@azure/|@opentelemetry/|@grpc/|mustache|commander|rhea)',
+        ],
+      },
+    },
+    {
+      name: 'transform-imports-only-transform-and-domain',
+      severity: 'error',
+      comment: 'src/transform may not reach I/O through another module: it imports only pure modules.',
+      from: { path: '^src/transform/' },
+      to: { path: '^src/(store|delivery|sinks|sources|pipeline|approval|fleet|telemetry|cli|simulator)/' },
+    },
+    {
+      name: 'no-sink-imports-another-sink',
+      severity: 'error',
+      comment:
+        "A sink folder imports only its own files and shared sink code (src/sinks/*.ts or src/sinks/shared/), never another sink's folder.",
+      from: { path: '^src/sinks/([^/]+)/' },
+      to: { path: '^src/sinks/([^/]+)/', pathNot: ['^src/sinks/$1/', '^src/sinks/shared/'] },
+    },
+    {
+      name: 'no-source-imports-another-source',
+      severity: 'error',
+      comment:
+        "A source folder imports only its own files and shared source code, never another source's folder.",
+      from: { path: '^src/sources/([^/]+)/' },
+      to: { path: '^src/sources/([^/]+)/', pathNot: ['^src/sources/$1/', '^src/sources/(shared|capture)/'] },
+    },
+    {
+      name: 'not-to-unresolvable',
+      severity: 'error',
+      comment: 'An import that does not resolve (typo, missing dependency).',
+      from: { path: '^src/' },
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    parser: 'swc',
+    tsPreCompilationDeps: true,
+    moduleSystems: ['es6', 'cjs'],
+    builtInModules: { add: ['node:sqlite', 'sqlite'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      mainFields: ['module', 'main', 'types', 'typings'],
+      extensions: ['.ts', '.js', '.json'],
+    },
+  },
+};

@@ -1,0 +1,19 @@
+/** The domain model shared by sources, transform, sinks, store and fleet. Types and pure helpers only. */
+export type {
+  ObservationTime,
+  PollDocumentOutcome,
+  PollFailureOutcome,
+  PollFailureReason,
+  PollOutcome,
+} from './poll.ts';
+export {
+  type LifecycleRecord,
+  type LifecycleRecordData,
+  RECORD_TYPE_PREFIX,
+  recordType,
+  TRANSITION_RANK,
+  TRANSITIONS,
+  type Transition,
+  transitionRank,
+} from './record.ts';
+export type { ScheduledEvent, ScheduledEventsDocument, VmIdentity } from './scheduled-event.ts';

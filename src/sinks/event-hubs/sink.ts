@@ -1,0 +1,231 @@
+/**
+ * Event Hubs sink: one Event Hubs event per lifecycle record, sent with one lazily connected, reused
+ * EventHubProducerClient. Auth: managed identity (default), DefaultAzureCredential or workload identity with
+ * fullyQualifiedNamespace + eventHubName, or a connection string secret. See docs/sinks-event-hubs.md.
+ */
+import {
+  type EventDataBatch,
+  type EventHubClientOptions,
+  EventHubProducerClient,
+  RetryMode,
+} from '@azure/event-hubs';
+import type { TokenCredential } from '@azure/identity';
+import { createCredential } from '../../azure/credentials.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
+import type { Logger } from '../../log.ts';
+import { DeliveryError, type Sink } from '../types.ts';
+import { classifyEventHubsError, describeError } from './errors.ts';
+import { type PartitionKeyMode, partitionKeyFor, toEventData } from './event.ts';
+import type { EventHubsSinkOptions } from './options.ts';
+
+/** Consecutive failed deliveries after which the client is discarded and rebuilt on the next call. */
+const REBUILD_AFTER_FAILURES = 3;
+/** How long close() waits for the SDK to close its links and connection. */
+const CLOSE_TIMEOUT_MS = 5_000;
+
+/** Builds the producer client for the options (does not connect: the SDK connects on first use). */
+export function createProducerClient(
+  options: EventHubsSinkOptions,
+  credentialFactory: (c: EventHubsSinkOptions['credential']) => TokenCredential = createCredential,
+): EventHubProducerClient {
+  const clientOptions: EventHubClientOptions = {
+    retryOptions: {
+      mode: RetryMode.Exponential,
+      maxRetries: options.retry.maxRetries,
+      retryDelayInMs: options.retry.retryDelayMs,
+      maxRetryDelayInMs: options.retry.maxRetryDelayMs,
+      timeoutInMs: options.retry.timeoutMs,
+    },
+    userAgent: 'scheduled-events-forwarder',
+    ...(options.customEndpointAddress === undefined
+      ? {}
+      : { customEndpointAddress: options.customEndpointAddress }),
+  };
+  if (options.connectionString !== undefined) {
+    const cs = options.connectionString.reveal();
+    return options.eventHubName === undefined
+      ? new EventHubProducerClient(cs, clientOptions)
+      : new EventHubProducerClient(cs, options.eventHubName, clientOptions);
+  }
+  return new EventHubProducerClient(
+    options.fullyQualifiedNamespace!,
+    options.eventHubName!,
+    credentialFactory(options.credential),
+    clientOptions,
+  );
+}
+
+/** The Event Hubs sink. Construct through `eventHubsSinkFactory.create` (or directly in tests). */
+export class EventHubsSink implements Sink {
+  readonly name: string;
+  readonly maxBatch: number;
+  readonly #options: EventHubsSinkOptions;
+  readonly #logger: Logger;
+  readonly #newClient: () => EventHubProducerClient;
+  #client: EventHubProducerClient | undefined;
+  #consecutiveFailures = 0;
+  #closed = false;
+
+  constructor(
+    name: string,
+    options: EventHubsSinkOptions,
+    logger: Logger,
+    newClient: () => EventHubProducerClient = () => createProducerClient(options),
+  ) {
+    this.name = name;
+    this.maxBatch = options.maxBatch;
+    this.#options = options;
+    this.#logger = logger;
+    this.#newClient = newClient;
+  }
+
+  /** The partition-key mode in use. */
+  get partitionKeyMode(): PartitionKeyMode {
+    return this.#options.partitionKey;
+  }
+
+  async deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
+    if (this.#closed)
+      throw new DeliveryError(`Event Hubs sink ${this.name} is closed`, { retryable: true, code: 'closed' });
+    if (batch.length === 0) return;
+    if (signal.aborted) throw new DeliveryError('delivery aborted', { retryable: true, code: 'aborted' });
+    const client = this.#getClient();
+    try {
+      await this.#send(client, batch, signal);
+      this.#consecutiveFailures = 0;
+    } catch (error) {
+      if (error instanceof DeliveryError && error.retryable) this.#noteFailure(client);
+      throw error;
+    }
+  }
+
+  /**
+   * Closes the client. Bounded: when the service is already gone the SDK can wait a long time for link
+   * detaches, which must not hold up the forwarder's shutdown.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const client = this.#client;
+    this.#client = undefined;
+    if (client === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), CLOSE_TIMEOUT_MS);
+      timer.unref();
+    });
+    const outcome = await Promise.race([client.close().catch(() => 'error' as const), timedOut]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') {
+      this.#logger.warn(
+        { sink: this.name },
+        `Event Hubs: client did not close within ${CLOSE_TIMEOUT_MS} ms; abandoning it`,
+      );
+    }
+  }
+
+  #getClient(): EventHubProducerClient {
+    this.#client ??= this.#newClient();
+    return this.#client;
+  }
+
+  /** After repeated failures, drop the client so the next call reconnects from scratch. */
+  #noteFailure(client: EventHubProducerClient): void {
+    this.#consecutiveFailures += 1;
+    if (this.#consecutiveFailures < REBUILD_AFTER_FAILURES || this.#client !== client) return;
+    this.#logger.warn(
+      { sink: this.name, failures: this.#consecutiveFailures },
+      'Event Hubs: rebuilding the producer client after repeated failures',
+    );
+    this.#client = undefined;
+    this.#consecutiveFailures = 0;
+    client.close().catch(() => {});
+  }
+
+  /** Splits the records into runs with the same partition key, each sent as few size-limited batches as fit. */
+  async #send(
+    client: EventHubProducerClient,
+    batch: readonly LifecycleRecord[],
+    signal: AbortSignal,
+  ): Promise<void> {
+    const mode = this.#options.partitionKey;
+    let current: EventDataBatch | undefined;
+    let currentKey: string | undefined;
+    let start = 0; // index of the first record in `current`
+
+    const flush = async (): Promise<void> => {
+      if (current === undefined || current.count === 0) return;
+      const sending = current;
+      current = undefined;
+      try {
+        await client.sendBatch(sending, { abortSignal: signal });
+      } catch (error) {
+        throw this.#toDeliveryError(error, start, sending.count);
+      }
+      this.#logger.debug(
+        { sink: this.name, events: sending.count, bytes: sending.sizeInBytes, partitionKey: currentKey },
+        'Event Hubs batch sent',
+      );
+      start += sending.count;
+    };
+    const open = async (key: string | undefined, index: number): Promise<EventDataBatch> => {
+      try {
+        const created = await client.createBatch({
+          abortSignal: signal,
+          ...(key === undefined ? {} : { partitionKey: key }),
+        });
+        start = index;
+        currentKey = key;
+        return created;
+      } catch (error) {
+        throw this.#toDeliveryError(error, index, 1);
+      }
+    };
+
+    for (let i = 0; i < batch.length; i++) {
+      const record = batch[i]!;
+      const key = partitionKeyFor(record, mode);
+      const event = toEventData(record);
+      if (current !== undefined && currentKey !== key) await flush();
+      current ??= await open(key, i);
+      if (current.tryAdd(event)) continue;
+      if (current.count > 0) {
+        await flush();
+        current = await open(key, i);
+        if (current.tryAdd(event)) continue;
+      }
+      const size = Buffer.byteLength(JSON.stringify(record));
+      throw new DeliveryError(
+        `Event Hubs ${this.#hubLabel()}: record ${record.id} (${size} bytes as JSON) does not fit in one event (max ${current.maxSizeInBytes} bytes per batch)`,
+        { retryable: false, code: 'MessageTooLarge', failedIndex: i },
+      );
+    }
+    await flush();
+  }
+
+  #toDeliveryError(error: unknown, firstIndex: number, count: number): DeliveryError {
+    if (error instanceof DeliveryError) return error;
+    const { retryable, code } = classifyEventHubsError(error);
+    const message = `Event Hubs ${this.#hubLabel()}: ${describeError(error)}`;
+    if (code === 'Unauthorized' || code === 'CredentialUnavailable' || code === 'AuthenticationFailed') {
+      this.#logger.error(
+        { sink: this.name, code },
+        `${message} (check the identity's Azure Event Hubs Data Sender role)`,
+      );
+    } else {
+      this.#logger.warn({ sink: this.name, code, retryable }, message);
+    }
+    if (retryable) return new DeliveryError(message, { retryable, code, cause: error });
+    // Per-record errors in a multi-event batch do not say which event; let the engine isolate it.
+    const failedIndex = code === 'MessageTooLarge' && count > 1 ? undefined : firstIndex;
+    return new DeliveryError(message, {
+      retryable,
+      code,
+      cause: error,
+      ...(failedIndex === undefined ? {} : { failedIndex }),
+    });
+  }
+
+  #hubLabel(): string {
+    return this.#client?.eventHubName ?? this.#options.eventHubName ?? this.name;
+  }
+}

@@ -1,0 +1,16 @@
+/**
+ * The exec sink's registry entry: type, options schema and a create() that loads the implementation (sink.ts)
+ * only when a sink of this type is configured. Layout: docs/sinks.md.
+ */
+import type { SinkFactory } from '../types.ts';
+import { execOptionsSchema } from './options.ts';
+
+export const execSinkFactory: SinkFactory<typeof execOptionsSchema> = {
+  type: 'exec',
+  description: 'Run a command per record (record JSON on stdin, SEF_* env vars); exit 0 = delivered',
+  optionsSchema: execOptionsSchema,
+  async create(name, options) {
+    const { createExecSink } = await import('./sink.ts');
+    return createExecSink(name, options);
+  },
+};

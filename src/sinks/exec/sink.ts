@@ -1,0 +1,85 @@
+/**
+ * exec sink: runs a configured command once per record, record JSON on stdin, key fields in SEF_* environment
+ * variables. Exit 0 = delivered. Non-zero exit = retryable by default (configurable to permanent, globally or
+ * per exit code). No shell is involved: `command` is the program, `args` its arguments.
+ */
+import type { LifecycleRecord } from '../../domain/index.ts';
+import { CommandStartError, runCommand } from '../../process/run-command.ts';
+import { DeliveryError, type Sink } from '../types.ts';
+import type { ExecSinkOptions } from './options.ts';
+
+/** The SEF_* environment variables describing one record. */
+export function recordEnvironment(record: LifecycleRecord, sinkName: string): Record<string, string> {
+  const d = record.data;
+  return {
+    SEF_RECORD_ID: record.id,
+    SEF_RECORD_TYPE: record.type,
+    SEF_RECORD_SOURCE: record.source,
+    SEF_RECORD_TIME: record.time,
+    SEF_TRANSITION: record.transition,
+    SEF_EVENT_ID: d.EventId,
+    SEF_EVENT_TYPE: d.EventType,
+    SEF_EVENT_STATUS: d.EventStatus,
+    SEF_EVENT_SOURCE: d.EventSource,
+    SEF_RESOURCE_TYPE: d.ResourceType,
+    SEF_RESOURCES: d.Resources.join(','),
+    SEF_NOT_BEFORE: d.notBeforeUtc ?? '',
+    SEF_DURATION_SECONDS: String(d.DurationInSeconds),
+    SEF_AFFECTS_THIS_VM: d.affectsThisVm ? 'true' : 'false',
+    SEF_VM_NAME: d.vm?.name ?? '',
+    SEF_VM_ID: d.vm?.vmId ?? record.vmid ?? '',
+    SEF_SINK_NAME: sinkName,
+  };
+}
+
+/** Create an exec sink (exported for tests and reuse). */
+export function createExecSink(name: string, options: ExecSinkOptions): Sink {
+  return {
+    name,
+    maxBatch: 1,
+    async deliver(batch, signal) {
+      for (const record of batch) await runOne(name, options, record, signal);
+    },
+  };
+}
+
+async function runOne(name: string, options: ExecSinkOptions, record: LifecycleRecord, signal: AbortSignal) {
+  let result: Awaited<ReturnType<typeof runCommand>>;
+  try {
+    result = await runCommand({
+      command: options.command,
+      args: options.args,
+      stdin: `${JSON.stringify(record)}\n`,
+      env: { ...process.env, ...options.env, ...recordEnvironment(record, name) },
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+      timeoutMs: options.timeoutMs,
+      signal,
+      maxOutputBytes: options.maxOutputBytes,
+    });
+  } catch (error) {
+    if (error instanceof CommandStartError) {
+      // Retryable: the operator can install or fix the command; nothing is lost meanwhile.
+      throw new DeliveryError(error.message, { retryable: true, code: 'exec-start-failed', cause: error });
+    }
+    throw error;
+  }
+  if (result.aborted)
+    throw new DeliveryError('command aborted (shutdown)', { retryable: true, code: 'exec-aborted' });
+  if (result.timedOut) {
+    throw new DeliveryError(`command "${options.command}" timed out after ${options.timeoutMs} ms`, {
+      retryable: true,
+      code: 'exec-timeout',
+    });
+  }
+  if (result.exitCode === 0) return;
+  const permanent =
+    (result.exitCode !== null && options.permanentExitCodes.includes(result.exitCode)) ||
+    options.nonZeroExit === 'permanent';
+  const how =
+    result.exitCode === null ? `was killed by ${result.signal}` : `exited with code ${result.exitCode}`;
+  const stderr = result.stderr.trim().slice(-500);
+  throw new DeliveryError(`command "${options.command}" ${how}${stderr ? `: ${stderr}` : ''}`, {
+    retryable: !permanent,
+    code: result.exitCode === null ? 'exec-signal' : `exec-exit-${result.exitCode}`,
+  });
+}

@@ -1,0 +1,199 @@
+/**
+ * OpenTelemetry logs sink: one OTLP LogRecord per lifecycle record, exported over http/protobuf (default),
+ * http/json or gRPC. Acknowledgement is exact: deliver() calls the OTLP exporter's export() itself with the
+ * batch it was handed (no BatchLogRecordProcessor, whose queue drops and swallows errors) and resolves only
+ * on ExportResultCode.SUCCESS; any failure rejects with a DeliveryError (see errors.ts).
+ */
+import type { HrTime } from '@opentelemetry/api';
+import { type ExportResult, ExportResultCode, millisToHrTime } from '@opentelemetry/core';
+import { type Resource, resourceFromAttributes } from '@opentelemetry/resources';
+import type { LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-logs';
+import type { Env } from '../../config/secret.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
+import { readVersion } from '../../version.ts';
+import { proxyFor } from '../proxy.ts';
+import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
+import { exportFailureToDeliveryError } from './errors.ts';
+import {
+  DEFAULT_SERVICE_NAME,
+  resourceAttributesFor,
+  resourceVmFor,
+  SCOPE_NAME,
+  toLogRecordFields,
+} from './mapping.ts';
+import { type OtelOptions, type OtlpSettings, resolveOtlpSettings, safeEndpoint } from './options.ts';
+
+/** Longest time close() waits for in-flight exports. */
+export const CLOSE_GRACE_MS = 1000;
+
+/** Build the OTLP exporter for the resolved settings (gRPC is loaded only when used). */
+export async function createOtlpLogExporter(settings: OtlpSettings): Promise<LogRecordExporter> {
+  const compression = settings.compression as never; // the exporters' CompressionAlgorithm enum has these values
+  if (settings.protocol === 'grpc') {
+    const [{ OTLPLogExporter }, grpc] = await Promise.all([
+      import('@opentelemetry/exporter-logs-otlp-grpc'),
+      import('@grpc/grpc-js'),
+    ]);
+    const metadata = new grpc.Metadata();
+    for (const [key, secret] of Object.entries(settings.headers)) metadata.set(key, secret.reveal());
+    return new OTLPLogExporter({
+      url: settings.endpoint,
+      metadata,
+      timeoutMillis: settings.timeoutMs,
+      compression,
+    });
+  }
+  const headers = async (): Promise<Record<string, string>> =>
+    Object.fromEntries(Object.entries(settings.headers).map(([k, s]) => [k, s.reveal()]));
+  // The proxy rule every HTTP sink shares (src/sinks/proxy.ts), applied through Node's built-in agent proxy
+  // support; a direct agent has no proxy configuration at all (proxyEnv undefined, as for IMDS).
+  const proxy = proxyFor(new URL(settings.endpoint));
+  const httpAgentOptions = {
+    keepAlive: true,
+    proxyEnv: proxy === undefined ? undefined : { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, NO_PROXY: '' },
+  };
+  const config = {
+    url: settings.endpoint,
+    headers,
+    timeoutMillis: settings.timeoutMs,
+    compression,
+    httpAgentOptions,
+  };
+  if (settings.protocol === 'http/json') {
+    const { OTLPLogExporter } = await import('@opentelemetry/exporter-logs-otlp-http');
+    return new OTLPLogExporter(config);
+  }
+  const { OTLPLogExporter } = await import('@opentelemetry/exporter-logs-otlp-proto');
+  return new OTLPLogExporter(config);
+}
+
+export interface OtelSinkOptions {
+  name: string;
+  settings: OtlpSettings;
+  serviceName: string;
+  serviceVersion: string;
+  context: SinkContext;
+}
+
+/** The sink. Exposed for tests and for callers that already hold resolved settings. */
+export class OtelSink implements Sink {
+  readonly name: string;
+  readonly maxBatch: number;
+  readonly #settings: OtlpSettings;
+  readonly #service: { name: string; version: string };
+  readonly #context: SinkContext;
+  readonly #scope: { name: string; version: string };
+  /** Resources by attribute set: the OTLP encoder groups records by Resource object identity. */
+  readonly #resources = new Map<string, Resource>();
+  #exporter: Promise<LogRecordExporter> | undefined;
+  #closed = false;
+
+  constructor(options: OtelSinkOptions) {
+    this.name = options.name;
+    this.#settings = options.settings;
+    this.maxBatch = options.settings.maxBatch;
+    this.#service = { name: options.serviceName, version: options.serviceVersion };
+    this.#context = options.context;
+    this.#scope = { name: SCOPE_NAME, version: options.serviceVersion };
+  }
+
+  /** The ReadableLogRecord the exporter receives for one lifecycle record. */
+  toReadableLogRecord(record: LifecycleRecord): ReadableLogRecord {
+    const fields = toLogRecordFields(record);
+    const time: HrTime = millisToHrTime(fields.timestampMs);
+    return {
+      hrTime: time,
+      hrTimeObserved: time,
+      eventName: fields.eventName,
+      severityNumber: fields.severityNumber,
+      severityText: fields.severityText,
+      body: fields.body,
+      attributes: fields.attributes,
+      droppedAttributesCount: 0,
+      resource: this.#resourceFor(record),
+      instrumentationScope: this.#scope,
+    };
+  }
+
+  #resourceFor(record: LifecycleRecord): Resource {
+    const attributes = resourceAttributesFor(resourceVmFor(record, this.#context.vm()), this.#service);
+    const key = JSON.stringify(attributes);
+    let resource = this.#resources.get(key);
+    if (!resource) {
+      if (this.#resources.size > 16) this.#resources.clear();
+      resource = resourceFromAttributes(attributes);
+      this.#resources.set(key, resource);
+    }
+    return resource;
+  }
+
+  async deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
+    if (batch.length === 0) return;
+    if (this.#closed) {
+      throw new DeliveryError(`otel sink ${this.name} is closed`, { retryable: true, code: 'closed' });
+    }
+    signal.throwIfAborted();
+    const logs = batch.map((r) => this.toReadableLogRecord(r));
+    this.#exporter ??= createOtlpLogExporter(this.#settings);
+    const exporter = await this.#exporter;
+    const endpoint = safeEndpoint(this.#settings.endpoint);
+    const result = await new Promise<ExportResult | 'aborted'>((resolve) => {
+      const onAbort = (): void => resolve('aborted');
+      signal.addEventListener('abort', onAbort, { once: true });
+      exporter.export(logs, (r) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(r);
+      });
+    });
+    if (result === 'aborted') {
+      throw new DeliveryError(`OTLP export to ${endpoint} aborted (shutdown); the records stay pending`, {
+        retryable: true,
+        code: 'aborted',
+      });
+    }
+    if (result.code === ExportResultCode.SUCCESS) return;
+    throw exportFailureToDeliveryError(result.error, this.#settings.protocol, endpoint, batch.length);
+  }
+
+  /**
+   * Shut the exporter down. Waits at most CLOSE_GRACE_MS for in-flight exports: their records were not
+   * acknowledged, so they stay pending in the outbox and are re-sent after a restart.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const exporter = this.#exporter;
+    this.#exporter = undefined;
+    if (!exporter) return;
+    const shutdown = exporter.then((e) => e.shutdown());
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, CLOSE_GRACE_MS);
+      timer.unref();
+    });
+    await Promise.race([shutdown.catch(() => undefined), grace]);
+    clearTimeout(timer);
+  }
+}
+
+/** Create the sink from validated options; `env` is injectable for tests. */
+export function createOtelSink(
+  name: string,
+  options: OtelOptions,
+  context: SinkContext,
+  env: Env = process.env,
+): OtelSink {
+  const settings = resolveOtlpSettings(options, env);
+  const serviceName = options.serviceName ?? (env.OTEL_SERVICE_NAME?.trim() || DEFAULT_SERVICE_NAME);
+  context.logger.info(
+    {
+      sink: name,
+      protocol: settings.protocol,
+      endpoint: safeEndpoint(settings.endpoint),
+      endpointFrom: settings.endpointOrigin,
+      headers: Object.keys(settings.headers),
+      timeoutMs: settings.timeoutMs,
+    },
+    'otel sink configured',
+  );
+  return new OtelSink({ name, settings, serviceName, serviceVersion: readVersion(), context });
+}

@@ -1,0 +1,191 @@
+/**
+ * The webhook sinks: `webhook` (generic, Standard Webhooks-signed CloudEvents), `slack` (incoming webhook,
+ * Block Kit) and `teams` (Workflows webhook, Adaptive Card). All three share the HTTP core in transport.ts:
+ * one record per request, proxy-aware, rate limited, classified into DeliveryError.
+ */
+import type { Secret } from '../../config/secret.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
+import { childLogger } from '../../log.ts';
+import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
+import { summaryLine } from './format.ts';
+import {
+  reservedHeaderProblem,
+  type SlackOptions,
+  type TeamsOptions,
+  type WebhookOptions,
+} from './options.ts';
+import type { Clock } from './rate-limiter.ts';
+import { buildSlackMessage, enforceBlockKitLimits, type SlackMessage } from './slack.ts';
+import { cloudEventRequest, decodeSigningSecret, standardWebhookHeaders } from './standard-webhooks.ts';
+import {
+  buildTeamsMessage,
+  isRetiredConnectorUrl,
+  messageBytes,
+  TEAMS_MAX_BYTES,
+  wrapCard,
+} from './teams.ts';
+import { loadTemplate, renderJsonTemplate, type WebhookTemplate } from './template.ts';
+import { type OutgoingRequest, WebhookTransport } from './transport.ts';
+
+export type { Clock } from './rate-limiter.ts';
+
+/** Test seams: a fake clock and an explicit undici dispatcher. */
+export interface WebhookSinkDeps {
+  clock?: Clock;
+  dispatcher?: import('undici').Dispatcher;
+}
+
+/** One request per record; a permanent failure reports which record failed. */
+class OneRecordPerRequestSink implements Sink {
+  readonly name: string;
+  readonly maxBatch = 1;
+  readonly #transport: WebhookTransport;
+  readonly #build: (record: LifecycleRecord) => OutgoingRequest;
+
+  constructor(
+    name: string,
+    transport: WebhookTransport,
+    build: (record: LifecycleRecord) => OutgoingRequest,
+  ) {
+    this.name = name;
+    this.#transport = transport;
+    this.#build = build;
+  }
+
+  async deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
+    for (let i = 0; i < batch.length; i++) {
+      try {
+        await this.#transport.post(this.#build(batch[i]!), signal);
+      } catch (error) {
+        if (error instanceof DeliveryError && !error.retryable && batch.length > 1) {
+          throw new DeliveryError(error.message, { retryable: false, code: error.code, failedIndex: i });
+        }
+        throw error;
+      }
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#transport.close();
+  }
+}
+
+function transportFor(
+  name: string,
+  options: { url: Secret; timeoutMs: number; minIntervalMs: number },
+  context: SinkContext,
+  deps: WebhookSinkDeps,
+): WebhookTransport {
+  return new WebhookTransport({
+    sinkName: name,
+    url: options.url,
+    timeoutMs: options.timeoutMs,
+    minIntervalMs: options.minIntervalMs,
+    logger: context.logger,
+    ...(deps.clock ? { clock: deps.clock } : {}),
+    ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+  });
+}
+
+/** Creates a generic signed-CloudEvents webhook sink. */
+export function createGenericWebhookSink(
+  name: string,
+  options: WebhookOptions,
+  context: SinkContext,
+  deps: WebhookSinkDeps = {},
+): Sink {
+  const keys = options.signingSecrets.map((s, i) =>
+    decodeSigningSecret(s.reveal(), `sink ${name}: signingSecrets[${i}] (${s.origin})`),
+  );
+  for (const header of Object.keys(options.headers)) {
+    const problem = reservedHeaderProblem(header);
+    if (problem !== undefined) throw new Error(`sink ${name}: ${problem}`);
+  }
+  // Header values, signing secrets and the URL are Secrets: the redactor (src/redact.ts) already knows them.
+  const transport = transportFor(name, options, context, deps);
+  const log = childLogger(context.logger, { sink: name, sinkType: 'webhook' });
+  if (keys.length === 0)
+    log.warn(`sink ${name}: no signingSecrets configured; webhook requests are not signed`);
+  return new OneRecordPerRequestSink(name, transport, (record) => {
+    const { body, headers } = cloudEventRequest(record, options.mode);
+    return {
+      body,
+      headers: () => {
+        const custom: Record<string, string> = {};
+        for (const [k, v] of Object.entries(options.headers)) custom[k.toLowerCase()] = v.reveal();
+        const timestamp = Math.floor(transport.clock.now() / 1000);
+        return { ...custom, ...headers, ...standardWebhookHeaders(keys, record.id, timestamp, body) };
+      },
+    };
+  });
+}
+
+function jsonRequest(payload: unknown): OutgoingRequest {
+  const body = JSON.stringify(payload);
+  return { body, headers: () => ({ 'content-type': 'application/json; charset=utf-8' }) };
+}
+
+/** What every chat sink (Slack, Teams) starts from: its optional operator template and its HTTP transport. */
+function chatSinkParts(
+  name: string,
+  options: SlackOptions | TeamsOptions,
+  context: SinkContext,
+  deps: WebhookSinkDeps,
+): { template: WebhookTemplate | undefined; transport: ReturnType<typeof transportFor> } {
+  return {
+    template: options.template ? loadTemplate(options.template, name) : undefined,
+    transport: transportFor(name, options, context, deps),
+  };
+}
+
+/** Creates a Slack incoming-webhook sink. */
+export function createSlackSink(
+  name: string,
+  options: SlackOptions,
+  context: SinkContext,
+  deps: WebhookSinkDeps = {},
+): Sink {
+  const { template, transport } = chatSinkParts(name, options, context, deps);
+  return new OneRecordPerRequestSink(name, transport, (record) => {
+    const message: SlackMessage = template
+      ? enforceBlockKitLimits(
+          renderJsonTemplate(template, record, transport.where) as SlackMessage,
+          summaryLine(record),
+        )
+      : buildSlackMessage(record);
+    return jsonRequest(message);
+  });
+}
+
+/** Creates a Microsoft Teams Workflows webhook sink; warns when a retired Office 365 connector URL is configured. */
+export function createTeamsSink(
+  name: string,
+  options: TeamsOptions,
+  context: SinkContext,
+  deps: WebhookSinkDeps = {},
+): Sink {
+  const { template, transport } = chatSinkParts(name, options, context, deps);
+  if (isRetiredConnectorUrl(transport.url)) {
+    childLogger(context.logger, { sink: name, sinkType: 'teams' }).warn(
+      `sink ${name}: the url is a retired Office 365 connector (${transport.url.hostname}); Microsoft has retired ` +
+        'these connectors and messages will not arrive. Create a Teams Workflow ("When a Teams webhook request is ' +
+        'received") and configure its URL instead.',
+    );
+  }
+  return new OneRecordPerRequestSink(name, transport, (record) => {
+    const message = template
+      ? wrapCard(renderJsonTemplate(template, record, transport.where))
+      : buildTeamsMessage(record);
+    const bytes = messageBytes(message);
+    if (bytes > TEAMS_MAX_BYTES) {
+      throw new DeliveryError(
+        `${transport.where}: Teams message is ${bytes} bytes, over the ${TEAMS_MAX_BYTES}-byte limit`,
+        {
+          retryable: false,
+          code: 'payload-too-large',
+        },
+      );
+    }
+    return jsonRequest(message);
+  });
+}
