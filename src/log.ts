@@ -1,6 +1,6 @@
 /**
  * Structured JSON logs with pino; human-readable when stderr is a TTY. Every component takes a Logger
- * (child loggers carry a `component` field). Secrets are wrapped in Secret (src/config/secret.ts) and never
+ * (child loggers carry a `component` field). Secrets are wrapped in Secret (src/secret.ts) and never
  * logged raw; every serialised line also passes through the redactor (src/redact.ts), which removes configured
  * secret values and credential-shaped text, and known secret-bearing keys are censored by pino.
  */

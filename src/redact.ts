@@ -3,7 +3,7 @@
  * outbox's stored errors and dead-letter reasons, CLI output, /readyz and /metrics — goes through
  * `redactText`, which removes:
  *
- * 1. every configured secret value: each Secret registers itself when it is resolved (src/config/secret.ts),
+ * 1. every configured secret value: each Secret registers itself when it is resolved (src/secret.ts),
  *    together with its credential parts (the token of "Bearer …"/"Basic …" header values and Basic's decoded
  *    password, SharedAccessSignature and connection-string keys, URL userinfo, credential query values and
  *    long path segments of webhook URLs) and their URL- and JSON-escaped forms — so a receiver that echoes

@@ -13,7 +13,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LifecycleRecord, VmIdentity } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
-import { ImdsError } from '../sources/imds/errors.ts';
+import { ImdsError } from '../sources/shared/errors.ts';
 import { buildRecord } from '../transform/build-record.ts';
 import {
   type ApprovalHookResult,

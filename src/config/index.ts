@@ -7,10 +7,10 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { LogLevel } from '../log.ts';
 import { redactText, registerUrlCredentials } from '../redact.ts';
+import { allowingMissingSecrets, Secret } from '../secret.ts';
 import type { SinkFactory, SinkFilter } from '../sinks/types.ts';
 import { ConfigError, formatIssues } from './errors.ts';
 import { type BuildSchemaOptions, buildConfigSchema, COMMON_SINK_KEYS, type ParsedConfig } from './schema.ts';
-import { allowingMissingSecrets, Secret } from './secret.ts';
 
 export { ConfigError } from './errors.ts';
 

@@ -2,14 +2,14 @@
  * Configuration of the fleet consumer (`scheduled-events-forwarder fleet`): where to read (Event Hubs consumer
  * group), where to keep checkpoints and partition ownership (Azure Blob Storage), where to materialize the
  * history (SQLite) and where to serve the dashboard. A YAML file and/or CLI options; secrets (connection
- * strings) through src/config/secret.ts, never logged. Documented in docs/fleet.md.
+ * strings) through src/secret.ts, never logged. Documented in docs/fleet.md.
  */
 import { z } from 'zod';
 import { azureCredentialSchema } from '../azure/credential-options.ts';
 import { mergeRaw, readConfigFile } from '../config/index.ts';
 import { LOG_LEVELS } from '../config/schema.ts';
-import { type Env, secretSchema } from '../config/secret.ts';
 import type { LogLevel } from '../log.ts';
+import { type Env, secretSchema } from '../secret.ts';
 import { checkEventHubTarget } from '../sinks/event-hubs/options.ts';
 
 /** The fleet consumer's config schema; `env` is injectable for tests (secret resolution). */

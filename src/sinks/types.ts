@@ -3,7 +3,7 @@
  * a SinkFactory, one line in src/sinks/registry.ts, and a section in docs/sinks.md. The registry (and with it
  * the config schema and the CLI) loads every factory at start-up, so a factory module stays light: a sink with
  * heavy dependencies (an SDK, an HTTP client) keeps its factory and options schema in modules that import only
- * zod and src/config/secret.ts, and loads its implementation inside create() with `await import(...)`.
+ * zod and src/secret.ts, and loads its implementation inside create() with `await import(...)`.
  */
 import type { z } from 'zod';
 import type { LifecycleRecord, VmIdentity } from '../domain/index.ts';

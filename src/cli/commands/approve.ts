@@ -32,7 +32,7 @@ async function unknownEventIds(
   client: ReturnType<typeof cliImdsClient>,
   ids: string[],
 ): Promise<UsageError | undefined> {
-  const { ImdsError } = await import('../../sources/imds/errors.ts');
+  const { ImdsError } = await import('../../sources/shared/errors.ts');
   if (!(error instanceof ImdsError) || error.reason !== 'bad-request') return undefined;
   let listed: string[];
   try {

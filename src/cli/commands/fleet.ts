@@ -83,7 +83,7 @@ function runOverrides(opts: FleetRunOptions): Record<string, unknown> {
 async function loadOrUsage(opts: FleetRunOptions) {
   const [{ FleetConfigError, loadFleetConfig }, { SecretResolutionError }] = await Promise.all([
     import('../../fleet/config.ts'),
-    import('../../config/secret.ts'),
+    import('../../secret.ts'),
   ]);
   try {
     return loadFleetConfig({ file: opts.config, overrides: runOverrides(opts) });

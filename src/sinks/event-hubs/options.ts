@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { azureCredentialSchema } from '../../azure/credential-options.ts';
-import { type Env, type Secret, secretSchema } from '../../config/secret.ts';
+import { type Env, type Secret, secretSchema } from '../../secret.ts';
 import { parseEventHubsConnectionString } from './connection-string.ts';
 import { PARTITION_KEY_MODES } from './event.ts';
 

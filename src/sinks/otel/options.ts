@@ -1,11 +1,11 @@
 /**
  * Options of the `otel` sink and their resolution against the standard OTEL_EXPORTER_OTLP_* environment
  * variables. Sink options win over `OTEL_EXPORTER_OTLP_LOGS_*`, which win over `OTEL_EXPORTER_OTLP_*`,
- * which win over the OTLP defaults. Header values are secrets (src/config/secret.ts).
+ * which win over the OTLP defaults. Header values are secrets (src/secret.ts).
  */
 import { z } from 'zod';
-import { type Env, type Secret, secretSchema } from '../../config/secret.ts';
 import { registerSecret, registerUrlCredentials } from '../../redact.ts';
+import { type Env, type Secret, secretSchema } from '../../secret.ts';
 
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];

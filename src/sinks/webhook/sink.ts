@@ -3,9 +3,10 @@
  * Block Kit) and `teams` (Workflows webhook, Adaptive Card). All three share the HTTP core in transport.ts:
  * one record per request, proxy-aware, rate limited, classified into DeliveryError.
  */
-import type { Secret } from '../../config/secret.ts';
+
 import type { LifecycleRecord } from '../../domain/index.ts';
 import { childLogger } from '../../log.ts';
+import type { Secret } from '../../secret.ts';
 import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
 import { summaryLine } from './format.ts';
 import {

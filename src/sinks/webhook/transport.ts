@@ -6,8 +6,8 @@
  */
 import { Agent, type Dispatcher, ProxyAgent, request } from 'undici';
 import { parseRetryAfter } from '../../backoff.ts';
-import type { Secret } from '../../config/secret.ts';
 import type { Logger } from '../../log.ts';
+import type { Secret } from '../../secret.ts';
 import { proxyFor } from '../proxy.ts';
 import { DeliveryError } from '../types.ts';
 import { classifyNetworkError, classifyResponse, safeOrigin, sanitizeBody } from './classify.ts';

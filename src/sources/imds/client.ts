@@ -9,6 +9,8 @@ import http from 'node:http';
 import { parseRetryAfter } from '../../backoff.ts';
 import type { ScheduledEventsDocument, VmIdentity } from '../../domain/index.ts';
 import type { Logger } from '../../log.ts';
+import { excerptOf, ImdsError } from '../shared/errors.ts';
+import { decodeImdsBody, parseInstanceMetadata, parseScheduledEventsDocument } from '../shared/parse.ts';
 import {
   DEFAULT_API_VERSION,
   DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
@@ -16,10 +18,8 @@ import {
   DEFAULT_INSTANCE_API_VERSION,
   DEFAULT_REQUEST_TIMEOUT_MS,
 } from './defaults.ts';
-import { excerptOf, ImdsError } from './errors.ts';
-import { decodeImdsBody, parseInstanceMetadata, parseScheduledEventsDocument } from './parse.ts';
 
-export { ImdsError, ImdsResponseError } from './errors.ts';
+export { ImdsError, ImdsResponseError } from '../shared/errors.ts';
 
 /** Larger answers are rejected (a real document is a few KB). */
 const MAX_BODY_BYTES = 1024 * 1024;

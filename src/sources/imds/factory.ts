@@ -4,33 +4,14 @@
  * gap limit and the first-outcome wait derived from them. The client and poller load in `create`.
  */
 import { z } from 'zod';
+import { type ImdsSettings, imdsMaxGapMs } from '../shared/imds-settings.ts';
 import type { BuiltSource, SourceContext, SourceFactory } from '../types.ts';
-
-/** The `imds` section of the config (src/config/schema.ts) as this source reads it. */
-export interface ImdsSettings {
-  endpoint: string;
-  apiVersion: string;
-  instanceApiVersion: string;
-  pollIntervalMs: number;
-  firstRequestTimeoutMs: number;
-  requestTimeoutMs: number;
-  identityRefreshMs: number;
-  captureFile?: string | undefined;
-}
 
 const optionsSchema = z
   .object({
     type: z.literal('imds').describe('Poll IMDS (production).'),
   })
   .strict();
-
-/**
- * The gap limit: two polls may be missed (one poll interval each) plus one request timeout before the
- * forwarder counts the time between two observations as unwatched.
- */
-export function imdsMaxGapMs(settings: Pick<ImdsSettings, 'pollIntervalMs' | 'requestTimeoutMs'>): number {
-  return 2 * settings.pollIntervalMs + settings.requestTimeoutMs;
-}
 
 async function create(_options: z.infer<typeof optionsSchema>, context: SourceContext): Promise<BuiltSource> {
   const settings = context.settings.imds as ImdsSettings;

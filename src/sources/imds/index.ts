@@ -1,5 +1,7 @@
 /** IMDS source: client, tolerant parser, poller and VM identity cache. */
 
+export { ImdsError, ImdsResponseError } from '../shared/errors.ts';
+export { parseInstanceMetadata, parseNotBefore, parseScheduledEventsDocument } from '../shared/parse.ts';
 export {
   buildInstanceMetadataUrl,
   buildScheduledEventsUrl,
@@ -19,9 +21,7 @@ export {
   DEFAULT_REQUEST_TIMEOUT_MS,
   MIN_POLL_INTERVAL_MS,
 } from './defaults.ts';
-export { ImdsError, ImdsResponseError } from './errors.ts';
 export { VmIdentityCache, type VmIdentityCacheOptions } from './identity.ts';
-export { parseInstanceMetadata, parseNotBefore, parseScheduledEventsDocument } from './parse.ts';
 export {
   FixedRateSchedule,
   ImdsPoller,

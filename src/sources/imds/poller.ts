@@ -15,6 +15,7 @@ import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { CaptureWriter } from '../capture/capture.ts';
 import { documentFingerprint } from '../capture/document.ts';
+import { ImdsError } from '../shared/errors.ts';
 import type { Source } from '../types.ts';
 import type { ImdsClient, ScheduledEventsAnswer } from './client.ts';
 import {
@@ -23,7 +24,6 @@ import {
   DEFAULT_POLL_INTERVAL_MS,
   MIN_POLL_INTERVAL_MS,
 } from './defaults.ts';
-import { ImdsError } from './errors.ts';
 
 /** The part of ImdsClient the poller uses (lets tests substitute a scripted client). */
 export type ScheduledEventsReader = Pick<ImdsClient, 'getScheduledEvents'>;

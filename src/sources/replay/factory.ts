@@ -5,7 +5,7 @@
  */
 import { accessSync, constants } from 'node:fs';
 import { z } from 'zod';
-import { type ImdsSettings, imdsMaxGapMs } from '../imds/factory.ts';
+import { type ImdsSettings, imdsMaxGapMs } from '../shared/imds-settings.ts';
 import type { BuiltSource, SourceContext, SourceFactory } from '../types.ts';
 
 const optionsSchema = z

@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/index.ts';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
+import { validateRecord } from '../../../src/domain/record-schema.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { Forwarder } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import { validateRecord } from '../../../src/transform/schema.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 

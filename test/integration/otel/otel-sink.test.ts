@@ -18,7 +18,7 @@ import {
 } from '../../support/otlp-receiver.ts';
 import { makeContext, makeRecord, VM } from './records.ts';
 
-// Secret header values are resolved from the process environment (src/config/secret.ts).
+// Secret header values are resolved from the process environment (src/secret.ts).
 process.env.OTEL_TEST_KEY = 'k-123';
 process.env.OTEL_TEST_TOKEN = 'Bearer t-456';
 const NO_ENV = {};

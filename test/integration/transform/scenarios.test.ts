@@ -15,6 +15,7 @@ import type {
   Transition,
   VmIdentity,
 } from '../../../src/domain/index.ts';
+import { validateRecord } from '../../../src/domain/record-schema.ts';
 import {
   listScenarios,
   loadScenario,
@@ -29,7 +30,6 @@ import {
   initialState,
   transform,
 } from '../../../src/transform/index.ts';
-import { validateRecord } from '../../../src/transform/schema.ts';
 
 /** Simulated start of every replay (a whole second, so NotBefore in RFC 1123 loses nothing). */
 const T0 = Date.parse('2024-03-04T05:06:00Z');

@@ -1,7 +1,7 @@
 /** Shared helpers for the webhook sink tests: a fake clock and a sink context. */
 import { Writable } from 'node:stream';
-import { resolveSecret } from '../../../src/config/secret.ts';
 import { createLogger, type Logger, silentLogger } from '../../../src/log.ts';
+import { resolveSecret } from '../../../src/secret.ts';
 import type { SinkContext } from '../../../src/sinks/types.ts';
 import type { Clock } from '../../../src/sinks/webhook/rate-limiter.ts';
 

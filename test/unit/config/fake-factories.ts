@@ -1,6 +1,6 @@
 /** Sink factories for config tests (the real registry fills up as sinks land; these keep the tests stable). */
 import { z } from 'zod';
-import { secretSchema } from '../../../src/config/secret.ts';
+import { secretSchema } from '../../../src/secret.ts';
 import type { Sink, SinkFactory } from '../../../src/sinks/types.ts';
 
 function nullSink(name: string): Sink {

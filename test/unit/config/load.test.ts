@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, loadConfigForCli, redactConfig } from '../../../src/config/index.ts';
-import { Secret } from '../../../src/config/secret.ts';
 import { UsageError } from '../../../src/errors.ts';
+import { Secret } from '../../../src/secret.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { FAKE_FACTORIES } from './fake-factories.ts';
 

@@ -13,7 +13,7 @@ import {
   renderConfigJsonSchema,
 } from '../../../src/config/reference.ts';
 
-// ajv-formats is CommonJS: its default import is the plugin at run time (see src/transform/schema.ts).
+// ajv-formats is CommonJS: its default import is the plugin at run time (see src/domain/record-schema.ts).
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ??
   addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
 

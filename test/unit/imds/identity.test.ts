@@ -2,8 +2,8 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { VmIdentity } from '../../../src/domain/index.ts';
-import { ImdsError } from '../../../src/sources/imds/errors.ts';
 import { VmIdentityCache } from '../../../src/sources/imds/identity.ts';
+import { ImdsError } from '../../../src/sources/shared/errors.ts';
 import { FakeClock, settle } from '../../support/fake-clock.ts';
 
 function identity(name: string): VmIdentity {

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ImdsResponseError } from '../../../src/sources/imds/errors.ts';
+import { ImdsResponseError } from '../../../src/sources/shared/errors.ts';
 import {
   parseInstanceMetadata,
   parseNotBefore,
   parseScheduledEventsDocument,
-} from '../../../src/sources/imds/parse.ts';
+} from '../../../src/sources/shared/parse.ts';
 import {
   INVALID_BODIES,
   ISO_AND_UNKNOWN,

@@ -2,12 +2,12 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { PollDocumentOutcome, PollOutcome } from '../../../src/domain/index.ts';
-import { ImdsError } from '../../../src/sources/imds/errors.ts';
 import {
   FixedRateSchedule,
   ImdsPoller,
   type ScheduledEventsReader,
 } from '../../../src/sources/imds/poller.ts';
+import { ImdsError } from '../../../src/sources/shared/errors.ts';
 import { FakeClock } from '../../support/fake-clock.ts';
 import { LIVE_MIGRATION } from './payloads.ts';
 import { type Answer, ScriptedClient } from './scripted-client.ts';

@@ -1,9 +1,9 @@
 /** A scripted IMDS client for poller tests: answers take `latencyMs` on a FakeClock. */
 
 import type { ScheduledEventsDocument } from '../../../src/domain/index.ts';
-import { ImdsError } from '../../../src/sources/imds/errors.ts';
-import { parseScheduledEventsDocument } from '../../../src/sources/imds/parse.ts';
 import type { ScheduledEventsReader } from '../../../src/sources/imds/poller.ts';
+import { ImdsError } from '../../../src/sources/shared/errors.ts';
+import { parseScheduledEventsDocument } from '../../../src/sources/shared/parse.ts';
 import type { FakeClock } from '../../support/fake-clock.ts';
 
 export type Answer = { latencyMs?: number; body?: string; error?: ImdsError };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Secret } from '../../../src/config/secret.ts';
+import { Secret } from '../../../src/secret.ts';
 import { bodyFor, flattenAttributes, severityFor, snakeCase } from '../../../src/sinks/otel/mapping.ts';
 import { OtelConfigError, otelOptionsSchema, resolveOtlpSettings } from '../../../src/sinks/otel/options.ts';
 import { makeRecord } from '../../integration/otel/records.ts';

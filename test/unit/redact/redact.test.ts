@@ -1,7 +1,7 @@
 /** The one redactor (src/redact.ts): configured values with their credential parts, and credential shapes. */
 import { describe, expect, it } from 'vitest';
-import { Secret } from '../../../src/config/secret.ts';
 import { REDACTED, redactedMessage, redactText, registerSecret } from '../../../src/redact.ts';
+import { Secret } from '../../../src/secret.ts';
 
 describe('redactText', () => {
   it('removes a configured secret and the parts a receiver may echo on their own', () => {

@@ -6,8 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Secret } from '../../../src/config/secret.ts';
 import { silentLogger } from '../../../src/log.ts';
+import { Secret } from '../../../src/secret.ts';
 import { openStore } from '../../../src/store/index.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { makeRecord } from '../delivery/helpers.ts';

@@ -1,13 +1,13 @@
 /** Builders for transform tests: documents, outcomes and a step runner that validates every record. */
 
 import type { LifecycleRecord, ScheduledEvent, VmIdentity } from '../../../src/domain/index.ts';
+import { validateRecord } from '../../../src/domain/record-schema.ts';
 import {
   type ApprovalInput,
   type ForwarderState,
   initialState,
   transform,
 } from '../../../src/transform/index.ts';
-import { validateRecord } from '../../../src/transform/schema.ts';
 
 /** RFC 1123 form of an epoch-ms instant, as IMDS sends NotBefore. */
 export function rfc1123(ms: number): string {

@@ -12,6 +12,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { LifecycleRecord, ScheduledEvent, ScheduledEventsDocument } from '../../../src/domain/index.ts';
+import { validateRecord } from '../../../src/domain/record-schema.ts';
 import { OBSERVATION_CHECKPOINT_MS, observationCheckpointDue } from '../../../src/pipeline/durability.ts';
 import { documentFingerprint } from '../../../src/sources/capture/document.ts';
 import {
@@ -21,7 +22,6 @@ import {
   restoreState,
   transform,
 } from '../../../src/transform/index.ts';
-import { validateRecord } from '../../../src/transform/schema.ts';
 import { event, summary, T0, VM } from './helpers.ts';
 
 const MAX_GAP_MS = 3_000;

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { LifecycleRecord, PollOutcome, ScheduledEvent } from '../../../src/domain/index.ts';
+import { validateRecord } from '../../../src/domain/record-schema.ts';
 import {
   type ApprovalInput,
   type ForwarderState,
@@ -8,7 +9,6 @@ import {
   restoreState,
   transform,
 } from '../../../src/transform/index.ts';
-import { validateRecord } from '../../../src/transform/schema.ts';
 import { event, T0, VM } from './helpers.ts';
 
 const IDS = ['E1', 'E2', 'E3'] as const;

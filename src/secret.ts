@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { inspect } from 'node:util';
 import { z } from 'zod';
-import { registerSecret } from '../redact.ts';
+import { registerSecret } from './redact.ts';
 
 const REDACTED = '[redacted]';
 

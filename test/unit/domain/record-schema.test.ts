@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
+import { validateRecord } from '../../../src/domain/record-schema.ts';
 import { recordId } from '../../../src/transform/index.ts';
-import { validateRecord } from '../../../src/transform/schema.ts';
-import { event, runSteps } from './helpers.ts';
+import { event, runSteps } from '../transform/helpers.ts';
 
 const DOC = new URL('../../../docs/record-format.md', import.meta.url);
 
