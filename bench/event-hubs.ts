@@ -14,7 +14,7 @@ import { DeliveryEngine } from '../src/delivery/engine.ts';
 import { silentLogger } from '../src/log.ts';
 import { EventHubsSink, eventHubsOptionsSchema } from '../src/sinks/event-hubs/index.ts';
 import { openStore } from '../src/store/index.ts';
-import { makeRecord } from '../test/integration/event-hubs/records.ts';
+import { makeRecord } from '../test/integration/sinks/event-hubs/records.ts';
 import { enableClientNoDelay, startEventHubsDouble } from '../test/support/event-hubs-double/index.ts';
 import { makeTempDir } from '../test/support/tmp.ts';
 import { waitFor } from '../test/support/wait.ts';

@@ -18,7 +18,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
 import { EventHubsSink, eventHubsOptionsSchema } from '../../src/sinks/event-hubs/index.ts';
-import { makeRecords } from '../integration/event-hubs/records.ts';
+import { makeRecords } from '../integration/sinks/event-hubs/records.ts';
 import { waitFor } from '../support/wait.ts';
 
 const EMULATOR_IMAGE = 'mcr.microsoft.com/azure-messaging/eventhubs-emulator:latest';
@@ -45,7 +45,7 @@ if (!engine.available) {
     it('did not run: no Docker engine is reachable', () => {
       console.warn(
         `[docker tier] Event Hubs emulator tests NOT run — no Docker engine: ${engine.reason}. ` +
-          'The same sink behaviour is covered against the AMQP test double in test/integration/event-hubs.',
+          'The same sink behaviour is covered against the AMQP test double in test/integration/sinks/event-hubs.',
       );
       expect(engine.available).toBe(false);
       expect(engine.reason.length).toBeGreaterThan(0);

@@ -2,7 +2,7 @@
  * Validation of an Event Hubs connection string without loading @azure/event-hubs (about 70 ms and 25 MB at
  * start-up), so that the config schema, `config validate` and the CLI stay light. Same rules as the SDK's
  * parseEventHubConnectionString (@azure/event-hubs 6, util/connectionStringUtils.js with core-amqp's
- * parseConnectionString); test/unit/event-hubs/connection-string.test.ts checks both agree.
+ * parseConnectionString); test/unit/sinks/event-hubs/connection-string.test.ts checks both agree.
  */
 
 /** The parts of a connection string the sink's options check needs. */

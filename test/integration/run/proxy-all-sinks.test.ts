@@ -20,7 +20,7 @@ import { type OtlpHttpReceiver, startOtlpHttpReceiver } from '../../support/otlp
 import { type ProxyProcess, startProxyProcess } from '../../support/proxy-process.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { makeRecord } from '../webhook/fixtures.ts';
+import { makeRecord } from '../sinks/webhook/fixtures.ts';
 import { MAIN, REPO } from './child.ts';
 
 const tmp = makeTempDir('sef-proxy-');

@@ -20,7 +20,7 @@ import { SINK_FACTORIES } from '../../../src/sinks/registry.ts';
 import { createStdoutSink } from '../../../src/sinks/stdout/index.ts';
 import type { Sink, SinkContext } from '../../../src/sinks/types.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
-import { makeRecord } from '../../integration/otel/records.ts';
+import { makeRecord } from '../../integration/sinks/otel/records.ts';
 import { type EventHubsDouble, startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
 import { HttpSinkServer } from '../../support/http-sink-server.ts';
 import { type OtlpHttpReceiver, startOtlpHttpReceiver } from '../../support/otlp-receiver.ts';

@@ -9,7 +9,7 @@ import {
   observeRecords,
   timedScheduledEventsReader,
 } from '../../../src/telemetry/index.ts';
-import { makeRecord } from '../../integration/otel/records.ts';
+import { makeRecord } from '../../integration/sinks/otel/records.ts';
 import { parsePrometheusText, sampleValue } from './prom-text.ts';
 
 const observed = { wallMs: 1_758_300_000_000, monotonicMs: 1000 };

@@ -15,7 +15,7 @@ import {
   startTelemetryServer,
   type TelemetryServer,
 } from '../../../src/telemetry/index.ts';
-import { makeRecord } from '../../integration/otel/records.ts';
+import { makeRecord } from '../../integration/sinks/otel/records.ts';
 import { parsePrometheusText, sampleValue } from './prom-text.ts';
 
 const T0 = 1_758_300_000_000;
