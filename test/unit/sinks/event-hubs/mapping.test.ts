@@ -1,7 +1,11 @@
 /** Pure parts of the Event Hubs sink and its test double: error classification, event mapping, token checks. */
 import { MessagingError } from '@azure/event-hubs';
 import { describe, expect, it } from 'vitest';
-import { classifyEventHubsError, describeError, toEventData } from '../../../../src/sinks/event-hubs/index.ts';
+import {
+  classifyEventHubsError,
+  describeError,
+  toEventData,
+} from '../../../../src/sinks/event-hubs/index.ts';
 import { makeRecord } from '../../../integration/sinks/event-hubs/records.ts';
 import { createSasToken, decodeJwtClaims } from '../../../support/event-hubs-double/index.ts';
 import { verifyJwt, verifySasToken } from '../../../support/event-hubs-double/tokens.ts';

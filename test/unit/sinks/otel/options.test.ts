@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { Secret } from '../../../../src/secret.ts';
 import { bodyFor, flattenAttributes, severityFor, snakeCase } from '../../../../src/sinks/otel/mapping.ts';
-import { OtelConfigError, otelOptionsSchema, resolveOtlpSettings } from '../../../../src/sinks/otel/options.ts';
+import {
+  OtelConfigError,
+  otelOptionsSchema,
+  resolveOtlpSettings,
+} from '../../../../src/sinks/otel/options.ts';
 import { makeRecord } from '../../../integration/sinks/otel/records.ts';
 
 describe('resolveOtlpSettings', () => {
