@@ -129,10 +129,11 @@ describe('packaging/kubernetes/daemonset.yaml', () => {
     });
   });
 
-  it('runs as the image user (node, uid 1000), never root', () => {
-    expect(pod.securityContext).toMatchObject({ runAsUser: 1000, runAsNonRoot: true });
-    const passwd = readFileSync(join(REPO, 'Dockerfile'), 'utf8');
-    expect(passwd).toMatch(/^USER node$/m);
+  it('runs as the image user (sef, uid 10001), never root', () => {
+    expect(pod.securityContext).toMatchObject({ runAsUser: 10001, runAsNonRoot: true });
+    const dockerfile = readFileSync(join(REPO, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^USER sef$/m);
+    expect(dockerfile).toMatch(/useradd --system --uid 10001 /);
   });
 });
 
