@@ -5,8 +5,9 @@
  * the global symbol below; every module there sees a package-relative virtual path as its import.meta location
  * (an esbuild plugin rewrites it), so `<that path>/config/...` is looked up here instead of on disk.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { isAbsolute, relative, sep } from 'node:path';
+
+const { existsSync, readdirSync, readFileSync } = process.getBuiltinModule('node:fs');
 
 export interface EmbeddedFiles {
   /** The virtual package root the bundle's import.meta locations point into. */

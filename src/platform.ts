@@ -4,7 +4,11 @@
  * process.platform.
  */
 import { spawn } from 'node:child_process';
-import {
+import type { Stats } from 'node:fs';
+import { userInfo } from 'node:os';
+import { basename, dirname, join, posix, resolve, win32 } from 'node:path';
+
+const {
   accessSync,
   chmodSync,
   closeSync,
@@ -13,11 +17,8 @@ import {
   openSync,
   readFileSync,
   realpathSync,
-  type Stats,
   statSync,
-} from 'node:fs';
-import { userInfo } from 'node:os';
-import { basename, dirname, join, posix, resolve, win32 } from 'node:path';
+} = process.getBuiltinModule('node:fs');
 
 export type PlatformName = 'linux' | 'windows' | 'other';
 

@@ -4,10 +4,11 @@
  * Only the code that needs the value calls reveal(). Creating a Secret registers its value with the redactor
  * (src/redact.ts), so a receiver that echoes it back cannot get it into a log line, a stored error or CLI output.
  */
-import { readFileSync } from 'node:fs';
-import { inspect } from 'node:util';
 import { z } from 'zod';
 import { registerSecret } from './redact.ts';
+
+const { readFileSync } = process.getBuiltinModule('node:fs');
+const { inspect } = process.getBuiltinModule('node:util');
 
 const REDACTED = '[redacted]';
 

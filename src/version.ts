@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+const { readFileSync } = process.getBuiltinModule('node:fs');
 
 /** Set by the bundler (scripts/package/bundle.ts) in the bundled CLI and the single executable. */
 declare const __SEF_VERSION__: string | undefined;

@@ -3,9 +3,10 @@
  * with ajv + ajv-formats. Used by tests (every produced record must validate) and available at run time.
  */
 
-import { readFileSync } from 'node:fs';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+
+const { readFileSync } = process.getBuiltinModule('node:fs');
 
 /** Location of the schema file (works from src/ and from the built dist/ alike). */
 export const LIFECYCLE_RECORD_SCHEMA_URL = new URL(

@@ -4,11 +4,12 @@
  * inspection, and ingest counters. One `ingest()` call = one transaction; the consumer checkpoints only after it
  * returned. Several processes may open the same file (busy timeout). Schema: docs/fleet.md.
  */
-import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import type { LifecycleRecord } from '../domain/index.ts';
 import { type FleetEvent, foldEvent, occurrenceOf, parseRecord } from './fold.ts';
+
+const { mkdirSync } = process.getBuiltinModule('node:fs');
 
 const BUSY_TIMEOUT_MS = 15_000;
 

@@ -2,8 +2,9 @@
  * Simulated VM identities: deterministic compute metadata per VM name, the instance metadata document
  * (shaped like Azure's `compute` section) and managed identity test tokens.
  */
-import { createHash, createHmac } from 'node:crypto';
 import type { VmIdentity } from '../domain/index.ts';
+
+const { createHash, createHmac } = process.getBuiltinModule('node:crypto');
 
 /** A VM served by the simulator. */
 export interface SimVm {

@@ -4,7 +4,6 @@
  * number of other VM identities under /vms/<name>/. See docs/simulator.md.
  */
 import { once } from 'node:events';
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { VmIdentity } from '../domain/index.ts';
 import { type Logger, silentLogger } from '../log.ts';
@@ -14,6 +13,8 @@ import { FaultController, type FaultInput } from './faults.ts';
 import { applyScenario, loadScenario, type Scenario } from './scenario.ts';
 import { createHandler } from './server.ts';
 import { SimulatorState } from './state.ts';
+
+const { createServer } = process.getBuiltinModule('node:http');
 
 export type { RequestLogEntry, SimulatorAdmin } from './admin.ts';
 export { parseDuration, type SimClock, VirtualClock } from './clock.ts';

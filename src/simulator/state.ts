@@ -4,7 +4,6 @@
  * applies every transition that is due, in time order, so a poller that looks rarely sees skipped
  * incarnations exactly like a slow poller on Azure.
  */
-import { randomUUID } from 'node:crypto';
 import type { ScheduledEvent, VmIdentity } from '../domain/index.ts';
 import { parseDuration, type SimClock } from './clock.ts';
 import {
@@ -22,6 +21,8 @@ import {
 } from './events.ts';
 import { deriveIdentity, type SimVm } from './identity.ts';
 import { featuresOf } from './versions.ts';
+
+const { randomUUID } = process.getBuiltinModule('node:crypto');
 
 /** An approval (POST StartRequests) the simulator received. */
 export interface ApprovalRecord {

@@ -2,13 +2,14 @@
  * Opening the SQLite file: WAL + synchronous=FULL asserted, busy timeout, integrity check, migrations, and
  * quarantine of a damaged database or WAL (kept, never deleted). See docs/delivery.md.
  */
-import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import type { Logger } from '../log.ts';
 import { createPrivateFile, restrictFile } from '../platform.ts';
 import { isCorruption, StoreOpenError } from './errors.ts';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.ts';
 import { inspectWal, type WalInspection } from './wal-check.ts';
+
+const { copyFileSync, existsSync, renameSync, rmSync } = process.getBuiltinModule('node:fs');
 
 export const DATABASE_FILE = 'forwarder.db';
 export const RESERVE_FILE = 'disk-reserve.bin';

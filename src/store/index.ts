@@ -2,7 +2,6 @@
  * The store's public API: openStore() for the forwarder (locks the state directory, creates it if needed) and
  * openStoreForInspection() for CLI commands (never creates anything, takes no lock).
  */
-import { existsSync, mkdirSync, statfsSync, statSync, unlinkSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -31,6 +30,8 @@ import { acquireStateDirLock, LOCK_FILE } from './lock.ts';
 import { SCHEMA_VERSION } from './schema.ts';
 import { SqliteStore } from './store.ts';
 import type { Store } from './types.ts';
+
+const { existsSync, mkdirSync, statfsSync, statSync, unlinkSync } = process.getBuiltinModule('node:fs');
 
 export { DATABASE_FILE, QUARANTINE_META, RESERVE_BYTES, RESERVE_FILE, WAL_DAMAGE_META } from './database.ts';
 export { StoreOpenError, StoreWriteError } from './errors.ts';

@@ -4,10 +4,11 @@
  * process dies, so a lock left by a SIGKILLed process is taken over without any stale-pid guessing. The holder's
  * pid is written next to it (forwarder.lock.pid) only to make the refusal message useful.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { createPrivateFile, restrictFile, statePath } from '../platform.ts';
 import { SQLITE_BUSY, StoreOpenError, sqliteErrorCode } from './errors.ts';
+
+const { readFileSync, writeFileSync } = process.getBuiltinModule('node:fs');
 
 export const LOCK_FILE = 'forwarder.lock';
 

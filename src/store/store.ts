@@ -4,7 +4,6 @@
  * state-directory lock keeps a second forwarder out. Opening lives in database.ts, the interfaces by role in
  * types.ts. See docs/delivery.md.
  */
-import { closeSync, existsSync, fsyncSync, openSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import type { LifecycleRecord } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
@@ -22,6 +21,9 @@ import type {
   SinkQueueStats,
   Store,
 } from './types.ts';
+
+const { closeSync, existsSync, fsyncSync, openSync, statSync, unlinkSync, writeSync } =
+  process.getBuiltinModule('node:fs');
 
 export interface StoreInternals {
   db: DatabaseSync;

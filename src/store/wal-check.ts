@@ -14,8 +14,9 @@
  *    breaks and later frames of the same WAL generation include a commit.
  * Pure reading: nothing is written here.
  */
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { endianness } from 'node:os';
+
+const { closeSync, existsSync, openSync, readSync, statSync } = process.getBuiltinModule('node:fs');
 
 const WAL_HEADER_BYTES = 32;
 const FRAME_HEADER_BYTES = 24;

@@ -4,11 +4,13 @@
  * Every body passes through the redactor (src/redact.ts).
  */
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { redactText } from '../redact.ts';
 import type { HealthState } from './health.ts';
 import type { ForwarderMetrics } from './metrics.ts';
+
+const { createServer } = process.getBuiltinModule('node:http');
 
 export interface TelemetryServerOptions {
   /** Bind address; default 127.0.0.1 (use 0.0.0.0 / :: only when a scraper on another host needs it). */

@@ -1,10 +1,9 @@
+const { createHash } = process.getBuiltinModule('node:crypto');
 /**
  * Deterministic record ids: a name-based UUID (version 5 layout, SHA-1) so the same transition of the
  * same event on the same VM always gets the same id, across retries, restarts and re-diffs. The id
  * contains no '.', so it doubles as a Standard Webhooks `webhook-id`.
  */
-
-import { createHash } from 'node:crypto';
 
 /** Fixed namespace UUID of this project (random once, never change: it would change every id). */
 export const RECORD_ID_NAMESPACE = '6f1c6f5e-3b8a-4c1e-9d3a-2f7e5b9a0c41';

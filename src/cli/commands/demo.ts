@@ -4,13 +4,14 @@
  * directory, prints every lifecycle record (one JSON per line), and stops cleanly when the scenario is over
  * and every record is printed — or on Ctrl-C.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { errorMessage, UsageError } from '../../errors.ts';
 import type { LogLevel } from '../../log.ts';
 import { handleShutdownSignals } from './run.ts';
+
+const { mkdtempSync, rmSync } = process.getBuiltinModule('node:fs');
 
 /** The bundled demo scenario. */
 export const DEMO_SCENARIO = join(import.meta.dirname, '..', '..', '..', 'config', 'demo.scenario.yaml');

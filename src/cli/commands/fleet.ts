@@ -5,12 +5,13 @@
  * `fleet run` prints one JSON line on stdout once it is subscribed: {"dashboard": URL|null, "database": PATH,
  * "consumerGroup": NAME}; logs go to stderr.
  */
-import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { UsageError } from '../../errors.ts';
 import type { EventFilter } from '../../fleet/queries.ts';
 import { parseDuration } from '../../simulator/clock.ts';
 import { handleShutdownSignals } from './run.ts';
+
+const { existsSync } = process.getBuiltinModule('node:fs');
 
 interface FleetRunOptions {
   config?: string;

@@ -4,7 +4,7 @@
  * export. Read-only; every query opens no transaction that could block ingestion (WAL readers).
  */
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { DatabaseSync } from 'node:sqlite';
 import type { Logger } from '../../log.ts';
@@ -18,6 +18,8 @@ import {
   vmTimeline,
 } from '../queries.ts';
 import { APP_CSS, APP_JS, INDEX_HTML } from './assets.ts';
+
+const { createServer } = process.getBuiltinModule('node:http');
 
 export interface DashboardOptions {
   db: DatabaseSync;

@@ -2,12 +2,13 @@
  * Options of the webhook, Slack and Teams sinks. Light on purpose (zod and secrets only): the config schema and
  * the CLI load this without the HTTP client (undici) or the template engine (mustache).
  */
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { type Secret, secretSchema } from '../../secret.ts';
 import type { SinkFilter } from '../types.ts';
 import { decodeSigningSecret } from './standard-webhooks.ts';
+
+const { readFileSync } = process.getBuiltinModule('node:fs');
 
 /** Per-request timeout when the config gives none. */
 export const DEFAULT_TIMEOUT_MS = 15_000;

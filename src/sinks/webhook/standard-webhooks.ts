@@ -2,8 +2,9 @@
  * Standard Webhooks 1.0 signing (symmetric `v1`, HMAC-SHA256) and CloudEvents HTTP binding helpers for the
  * generic webhook sink. Pure functions over strings.
  */
-import { createHmac } from 'node:crypto';
 import type { LifecycleRecord } from '../../domain/index.ts';
+
+const { createHmac } = process.getBuiltinModule('node:crypto');
 
 /**
  * Decodes a `whsec_<base64>` secret to its key bytes. Throws (without the secret) when it is not valid.

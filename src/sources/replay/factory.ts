@@ -3,10 +3,11 @@
  * instead of polling IMDS. It is also the identity source (the identity recorded in the capture) and has no
  * approval client (nothing can be POSTed). The source loads in `create`.
  */
-import { accessSync, constants } from 'node:fs';
 import { z } from 'zod';
 import { type ImdsSettings, imdsMaxGapMs } from '../shared/imds-settings.ts';
 import type { BuiltSource, SourceContext, SourceFactory } from '../types.ts';
+
+const { accessSync, constants } = process.getBuiltinModule('node:fs');
 
 const optionsSchema = z
   .object({

@@ -3,7 +3,6 @@
  * proving the seam. Outcomes carry the captured observedAt as their wall time, so records derived from a
  * replay are reproducible. A bad line becomes a failure outcome naming the line number, never a crash.
  */
-import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { type Clock, sleep, systemClock } from '../../clock.ts';
@@ -19,6 +18,8 @@ import { CaptureLineError, parseCaptureLine } from '../capture/capture.ts';
 import { sameDocument } from '../capture/document.ts';
 import { parseScheduledEventsDocument } from '../shared/parse.ts';
 import type { Source } from '../types.ts';
+
+const { createReadStream } = process.getBuiltinModule('node:fs');
 
 export interface ReplaySourceOptions {
   /** Capture file (JSON lines). */
