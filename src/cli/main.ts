@@ -7,15 +7,19 @@
  * suggestions list them all. A command module imports only light modules at the top (commander types, option
  * helpers) and loads everything else inside its action (`await import(...)`): `--version` and `--help` stay
  * fast, and `run` loads what the configuration needs (test/integration/run/startup-imports.test.ts).
- * `run` also sizes V8's heap for a long-lived small process before anything else is loaded (./heap.ts).
+ * `run` also sizes V8's heap for a long-lived small process (./heap.ts) and sends its first Scheduled Events GET
+ * (./first-poll.ts) before anything else is loaded: this file's static imports are light on purpose, and
+ * commander itself loads after that.
  */
-import { realpathSync } from 'node:fs';
-import { Command, CommanderError } from 'commander';
+import type { Command } from 'commander';
 import { errorMessage, UsageError } from '../errors.ts';
 import { redactText } from '../redact.ts';
 import { readVersion } from '../version.ts';
+import { sendFirstPoll } from './first-poll.ts';
 import { sizeHeapForLongRun } from './heap.ts';
 import { nodeVersionProblem } from './node-version.ts';
+
+const { realpathSync } = process.getBuiltinModule('node:fs');
 
 // First: on a Node.js without node:sqlite, say which version is needed (not "No such built-in module").
 const nodeProblem = nodeVersionProblem(process.versions.node, process.execPath);
@@ -47,6 +51,7 @@ export function requestedCommand(argv: readonly string[]): string | undefined {
 
 /** The program with `only` these commands registered (default: every command). */
 export async function buildProgram(only?: readonly string[]): Promise<Command> {
+  const { Command } = await import('commander');
   const program = new Command();
   program
     .name('scheduled-events-forwarder')
@@ -65,8 +70,12 @@ export async function buildProgram(only?: readonly string[]): Promise<Command> {
 
 export async function main(argv: string[]): Promise<number> {
   const command = requestedCommand(argv);
-  if (command === 'run') sizeHeapForLongRun();
+  if (command === 'run') {
+    sizeHeapForLongRun();
+    await sendFirstPoll(argv.slice(3));
+  }
   const program = await buildProgram(command === undefined ? undefined : [command]);
+  const { CommanderError } = await import('commander');
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;

@@ -3,16 +3,16 @@
  * schema (schema.ts) → normalised Config. Every failure is a ConfigError (a UsageError: exit code 2) whose
  * lines name the key path and what was expected.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { LogLevel } from '../log.ts';
 import { redactText, registerUrlCredentials } from '../redact.ts';
 import { allowingMissingSecrets, Secret } from '../secret.ts';
 import type { SinkFactory, SinkFilter } from '../sinks/types.ts';
 import { ConfigError, formatIssues } from './errors.ts';
+import { readConfigFile } from './file.ts';
 import { type BuildSchemaOptions, buildConfigSchema, COMMON_SINK_KEYS, type ParsedConfig } from './schema.ts';
 
 export { ConfigError } from './errors.ts';
+export { readConfigFile } from './file.ts';
 
 export interface SinkDeliveryConfig {
   maxBatch?: number | undefined;
@@ -54,32 +54,6 @@ export interface LoadConfigOptions {
    * be read here are not errors (see missingSecrets). Never for running: a sink needs its secrets.
    */
   allowMissingSecrets?: boolean | undefined;
-}
-
-/** Reads and parses a YAML config file into a raw object (no validation). */
-export function readConfigFile(file: string): Record<string, unknown> {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new ConfigError(`cannot read config file ${file}: ${code}`, []);
-  }
-  // yaml loads only when there is a file to parse: `run --sink stdout` without --config never pays for it.
-  const { parseDocument } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    throw new ConfigError(
-      `config file ${file} is not valid YAML:`,
-      doc.errors.map((e) => e.message.split('\n')[0] ?? e.message),
-    );
-  }
-  const value: unknown = doc.toJS();
-  if (value === null || value === undefined) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new ConfigError(`config file ${file}: the top level must be a mapping of keys`, []);
-  }
-  return value as Record<string, unknown>;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

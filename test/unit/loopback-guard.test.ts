@@ -3,6 +3,7 @@
  * Only its pure host check is exercised with non-loopback names here: actually connecting off-machine to prove
  * the guard would itself be the traffic the guard exists to prevent.
  */
+import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -38,5 +39,21 @@ describe('loopback guard', () => {
     expect(net.Socket.prototype.connect.name).toBe('guardedConnect');
     expect(http.Agent.prototype.createConnection.name).toBe('guardedCreateConnection');
     expect(https.Agent.prototype.createConnection.name).toBe('guardedCreateConnection');
+  });
+});
+
+describe('loopback guard in child processes', () => {
+  it('is in NODE_OPTIONS, so a spawned Node.js child is guarded too', () => {
+    expect(process.env.NODE_OPTIONS).toContain('loopback-guard.cjs');
+    const result = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        "const net = require('node:net'), http = require('node:http');" +
+          'console.log(net.Socket.prototype.connect.name, http.Agent.prototype.createConnection.name)',
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(result.stdout.trim()).toBe('guardedConnect guardedCreateConnection');
   });
 });

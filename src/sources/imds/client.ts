@@ -2,10 +2,13 @@
  * HTTP client for the Azure Instance Metadata Service (Scheduled Events, instance metadata, approvals).
  *
  * IMDS must never be reached through a proxy, so requests use node:http with a dedicated http.Agent that has
- * no proxy configuration: HTTP_PROXY / HTTPS_PROXY / ALL_PROXY / NODE_USE_ENV_PROXY are ignored whatever
- * NO_PROXY says (global fetch and http.globalAgent may honour them; this client uses neither).
+ * no proxy configuration (./exchange.ts): HTTP_PROXY / HTTPS_PROXY / ALL_PROXY / NODE_USE_ENV_PROXY are ignored
+ * whatever NO_PROXY says (global fetch and http.globalAgent may honour them; this client uses neither).
+ *
+ * When the entry point already sent the first Scheduled Events GET for this client's URL (./first-request.ts),
+ * the client takes over that exchange and its connection instead of sending the GET again.
  */
-import http from 'node:http';
+import type { Agent } from 'node:http';
 import { parseRetryAfter } from '../../backoff.ts';
 import type { ScheduledEventsDocument, VmIdentity } from '../../domain/index.ts';
 import type { Logger } from '../../log.ts';
@@ -18,44 +21,19 @@ import {
   DEFAULT_INSTANCE_API_VERSION,
   DEFAULT_REQUEST_TIMEOUT_MS,
 } from './defaults.ts';
+import {
+  buildInstanceMetadataUrl,
+  buildScheduledEventsUrl,
+  type Exchange,
+  imdsAgent,
+  type RawResponse,
+  StaleSocketError,
+  startExchange,
+} from './exchange.ts';
+import { takeFirstRequest } from './first-request.ts';
 
 export { ImdsError, ImdsResponseError } from '../shared/errors.ts';
-
-/** Larger answers are rejected (a real document is a few KB). */
-const MAX_BODY_BYTES = 1024 * 1024;
-
-function metadataUrl(endpoint: string, path: string, apiVersion: string): string {
-  let url: URL;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    throw new RangeError(
-      `invalid IMDS endpoint "${endpoint}": expected a URL such as ${DEFAULT_IMDS_ENDPOINT}`,
-    );
-  }
-  if (url.protocol !== 'http:') {
-    throw new RangeError(`invalid IMDS endpoint "${endpoint}": IMDS is plain http:// (got ${url.protocol})`);
-  }
-  if (apiVersion.trim() === '') throw new RangeError('IMDS api-version must not be empty');
-  url.pathname = `${url.pathname.replace(/\/+$/, '')}/metadata/${path}`;
-  url.search = '';
-  url.hash = '';
-  url.searchParams.set('api-version', apiVersion);
-  return url.toString();
-}
-
-/**
- * `{endpoint}/metadata/scheduledevents?api-version=V`. The endpoint may carry a path prefix
- * (e.g. http://127.0.0.1:8080/vms/vm-3, used by the simulator to serve many VMs).
- */
-export function buildScheduledEventsUrl(endpoint: string, apiVersion: string): string {
-  return metadataUrl(endpoint, 'scheduledevents', apiVersion);
-}
-
-/** `{endpoint}/metadata/instance?api-version=V`. */
-export function buildInstanceMetadataUrl(endpoint: string, apiVersion: string): string {
-  return metadataUrl(endpoint, 'instance', apiVersion);
-}
+export { buildInstanceMetadataUrl, buildScheduledEventsUrl } from './exchange.ts';
 
 export interface ImdsClientOptions {
   /** Default http://169.254.169.254. */
@@ -71,14 +49,6 @@ export interface ImdsClientOptions {
   logger?: Logger;
 }
 
-interface RawResponse {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  /** The body's bytes exactly as received: decoded by decodeImdsBody() for documents (strict UTF-8, BOM
-   * accepted) and by bodyText() for error messages (lenient), only where the text is needed. */
-  raw: Buffer;
-}
-
 /** One Scheduled Events answer: the parsed document, its text and its bytes. */
 export interface ScheduledEventsAnswer {
   document: ScheduledEventsDocument;
@@ -91,9 +61,6 @@ export interface ScheduledEventsAnswer {
 function bodyText(raw: Buffer): string {
   return raw.toString('utf8');
 }
-
-/** Node error codes that mean the peer dropped a kept-alive connection we tried to reuse. */
-const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
 /** Pull IMDS's own message out of an error body ({"error": "..."} or {"message": "..."}), else an excerpt. */
 function imdsMessage(body: string): string {
@@ -119,7 +86,9 @@ export class ImdsClient {
   readonly #requestTimeoutMs: number;
   readonly #logger: Logger | undefined;
   /** Dedicated agent with no proxy configuration: env proxy variables never apply to IMDS. */
-  readonly #agent = new http.Agent({ keepAlive: true, maxSockets: 4, proxyEnv: undefined });
+  readonly #agent: Agent;
+  /** The entry point's first Scheduled Events GET, until the first getScheduledEvents() takes it. */
+  #early: Exchange | undefined;
   #answeredOnce = false;
 
   constructor(options: ImdsClientOptions = {}) {
@@ -132,6 +101,9 @@ export class ImdsClient {
     this.#firstRequestTimeoutMs = options.firstRequestTimeoutMs ?? DEFAULT_FIRST_REQUEST_TIMEOUT_MS;
     this.#requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.#logger = options.logger;
+    const early = takeFirstRequest(this.scheduledEventsUrl);
+    this.#agent = early?.agent ?? imdsAgent();
+    this.#early = early?.exchange;
   }
 
   /**
@@ -179,6 +151,8 @@ export class ImdsClient {
 
   /** Close kept-alive connections. */
   close(): void {
+    this.#early?.request.destroy();
+    this.#early = undefined;
     this.#agent.destroy();
   }
 
@@ -239,104 +213,46 @@ export class ImdsClient {
     signal: AbortSignal | undefined,
     isRetry = false,
   ): Promise<RawResponse> {
+    if (signal?.aborted) return Promise.reject(new ImdsError('aborted', 'IMDS request aborted'));
+    // The entry point's early first GET (./first-request.ts), when it is this request: awaited, not sent again.
+    const early = method === 'GET' && url === this.scheduledEventsUrl ? this.#takeEarly() : undefined;
+    const exchange = early ?? startExchange(this.#agent, method, url, body, isRetry);
     return new Promise<RawResponse>((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(new ImdsError('aborted', 'IMDS request aborted'));
-        return;
-      }
-      let settled = false;
-      const finish = (error: Error | undefined, value?: RawResponse): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        if (error) reject(error);
-        else resolve(value!);
-      };
-      const headers: http.OutgoingHttpHeaders = { Metadata: 'true', Accept: 'application/json' };
-      if (body !== undefined) {
-        headers['Content-Type'] = 'application/json';
-        headers['Content-Length'] = Buffer.byteLength(body);
-      }
-      const request = http.request(url, {
-        method,
-        headers,
-        agent: isRetry ? new http.Agent({ keepAlive: false, proxyEnv: undefined }) : this.#agent,
-      });
       const timer = setTimeout(() => {
-        finish(new ImdsError('timeout', `IMDS did not answer within ${timeoutMs} ms (${method} ${url})`));
-        request.destroy();
+        cleanup();
+        reject(new ImdsError('timeout', `IMDS did not answer within ${timeoutMs} ms (${method} ${url})`));
+        exchange.request.destroy();
       }, timeoutMs);
       const onAbort = (): void => {
-        finish(new ImdsError('aborted', 'IMDS request aborted'));
-        request.destroy();
+        cleanup();
+        reject(new ImdsError('aborted', 'IMDS request aborted'));
+        exchange.request.destroy();
+      };
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      let responded = false;
-      request.on('error', (error: NodeJS.ErrnoException) => {
-        const network = new ImdsError('network', `IMDS request failed (${method} ${url}): ${error.message}`, {
-          cause: error,
-        });
-        if (!responded && !isRetry && request.reusedSocket && STALE_SOCKET_CODES.has(error.code ?? '')) {
-          finish(new StaleSocketError(error.code ?? '', network));
-        } else {
-          finish(network);
-        }
-      });
-      request.on('response', (response) => {
-        responded = true;
-        const chunks: Buffer[] = [];
-        let size = 0;
-        response.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_BODY_BYTES) {
-            finish(
-              new ImdsError('invalid-response', `IMDS answer is larger than ${MAX_BODY_BYTES} bytes`, {
-                httpStatus: response.statusCode ?? 0,
-                retryable: false,
-              }),
-            );
-            request.destroy();
-            return;
-          }
-          chunks.push(chunk);
-        });
-        response.on('error', (error) => {
-          finish(
-            new ImdsError('network', `IMDS connection broke while reading the answer: ${error.message}`),
-          );
-        });
-        response.on('aborted', () => {
-          finish(new ImdsError('network', 'IMDS connection closed before the answer was complete'));
-        });
-        response.on('end', () => {
-          if (!response.complete) {
-            finish(new ImdsError('network', 'IMDS connection closed before the answer was complete'));
-            return;
-          }
-          finish(undefined, {
-            status: response.statusCode ?? 0,
-            headers: response.headers,
-            raw: Buffer.concat(chunks, size), // a copy: never pins the socket's read buffer
-          });
-        });
-      });
-      request.end(body);
+      exchange.answer.then(
+        (answer) => {
+          cleanup();
+          resolve(answer);
+        },
+        (error: unknown) => {
+          cleanup();
+          reject(error);
+        },
+      );
     });
+  }
+
+  #takeEarly(): Exchange | undefined {
+    const early = this.#early;
+    this.#early = undefined;
+    return early;
   }
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-/** Internal marker: the request failed on a reused kept-alive socket before any answer. */
-class StaleSocketError extends Error {
-  readonly code: string;
-  readonly imdsError: ImdsError;
-  constructor(code: string, imdsError: ImdsError) {
-    super(imdsError.message);
-    this.code = code;
-    this.imdsError = imdsError;
-  }
 }

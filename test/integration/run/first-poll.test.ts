@@ -4,7 +4,9 @@
  * identity, and records committed before a sink exists are delivered once it does. In-process Forwarder,
  * real IMDS simulator, real SQLite store and file sink; ordering is forced by faults and gates, never timing.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/index.ts';
@@ -16,7 +18,7 @@ import { findSinkFactory } from '../../../src/sinks/registry.ts';
 import type { SinkFactory } from '../../../src/sinks/types.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { jsonLines } from './child.ts';
+import { jsonLines, spawnCli } from './child.ts';
 
 const tmp = makeTempDir('sef-first-poll-');
 afterAll(() => tmp.cleanup());
@@ -148,5 +150,55 @@ describe('first poll first', () => {
     }, 'the record delivered once the sink exists');
     expect(record?.subject).toBe(eventId);
     expect(record?.transition).toBe('scheduled');
+  });
+});
+
+describe('the first GET leaves before the program loads (src/cli/first-poll.ts), real child processes', () => {
+  it('is the first poll: one GET on the wire, and its answer yields the first records', async () => {
+    const sim = await simulator();
+    const event = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900 });
+    const out = join(dir('early'), 'records.jsonl');
+    // One poll a minute: within the wait below, every Scheduled Events GET is the first one.
+    const fwd = spawnCli([
+      'run',
+      '--imds-endpoint',
+      sim.url,
+      '--poll-interval',
+      '60000',
+      '--state-dir',
+      dir('early-state'),
+      '--sink',
+      `file:${out}`,
+    ]);
+    cleanups.push(async () => {
+      fwd.child.kill('SIGKILL');
+      await fwd.exited;
+    });
+    await waitFor(() => readRecords(out).length > 0, 'the first record');
+    expect(readRecords(out).map((r) => `${r.subject}:${r.transition}`)).toEqual([`${event.id}:scheduled`]);
+    expect(requests(sim, 'scheduledevents')).toHaveLength(1);
+  });
+
+  it('does not hold the process when the configuration is invalid and IMDS never answers', async () => {
+    const silent = createServer(() => {}); // accepts connections, never answers
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    cleanups.push(async () => {
+      await new Promise((r) => silent.close(r));
+    });
+    let connections = 0;
+    silent.on('connection', (socket) => {
+      connections++;
+      cleanups.push(async () => {
+        socket.destroy();
+      });
+    });
+    const file = join(tmp.dir, 'bad-early.yaml');
+    writeFileSync(file, 'imds: { pollIntervall: 1000 }\n');
+    const port = (silent.address() as { port: number }).port;
+    const fwd = spawnCli(['run', '--config', file, '--imds-endpoint', `http://127.0.0.1:${port}`]);
+    expect((await fwd.exited).code).toBe(2);
+    expect(fwd.stderr()).toMatch(/imds\.pollIntervall: unknown key/);
+    expect(connections).toBe(1); // the first GET had left; its open connection did not keep the process
   });
 });
