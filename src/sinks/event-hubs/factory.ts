@@ -1,6 +1,7 @@
 /**
- * The Event Hubs sink's registry entry. Light on purpose: the options schema needs only zod; the SDKs
- * (@azure/event-hubs, @azure/identity) load in create(), i.e. only when a sink of this type is configured.
+ * The Event Hubs sink's registry entry. Light on purpose: the options schema needs only zod; the sink loads in
+ * create(), i.e. only when a sink of this type is configured, and the SDKs (@azure/event-hubs, @azure/identity)
+ * at its first delivery (./client.ts).
  */
 import type { SinkContext, SinkFactory } from '../types.ts';
 import { type EventHubsSinkOptions, eventHubsOptionsSchema } from './options.ts';

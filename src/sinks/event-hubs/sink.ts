@@ -2,15 +2,11 @@
  * Event Hubs sink: one Event Hubs event per lifecycle record, sent with one lazily connected, reused
  * EventHubProducerClient. Auth: managed identity (default), DefaultAzureCredential or workload identity with
  * fullyQualifiedNamespace + eventHubName, or a connection string secret. See docs/sinks-event-hubs.md.
+ *
+ * The Azure SDKs (./client.ts: @azure/event-hubs, @azure/identity, ~10 MiB of heap) load at the first delivery,
+ * not when the sink is created: a forwarder whose hub has nothing to send yet does not carry them.
  */
-import {
-  type EventDataBatch,
-  type EventHubClientOptions,
-  EventHubProducerClient,
-  RetryMode,
-} from '@azure/event-hubs';
-import type { TokenCredential } from '@azure/identity';
-import { createCredential } from '../../azure/credentials.ts';
+import type { EventDataBatch, EventHubProducerClient } from '@azure/event-hubs';
 import type { LifecycleRecord } from '../../domain/index.ts';
 import type { Logger } from '../../log.ts';
 import { DeliveryError, type Sink } from '../types.ts';
@@ -23,45 +19,13 @@ const REBUILD_AFTER_FAILURES = 3;
 /** How long close() waits for the SDK to close its links and connection. */
 const CLOSE_TIMEOUT_MS = 5_000;
 
-/** Builds the producer client for the options (does not connect: the SDK connects on first use). */
-export function createProducerClient(
-  options: EventHubsSinkOptions,
-  credentialFactory: (c: EventHubsSinkOptions['credential']) => TokenCredential = createCredential,
-): EventHubProducerClient {
-  const clientOptions: EventHubClientOptions = {
-    retryOptions: {
-      mode: RetryMode.Exponential,
-      maxRetries: options.retry.maxRetries,
-      retryDelayInMs: options.retry.retryDelayMs,
-      maxRetryDelayInMs: options.retry.maxRetryDelayMs,
-      timeoutInMs: options.retry.timeoutMs,
-    },
-    userAgent: 'scheduled-events-forwarder',
-    ...(options.customEndpointAddress === undefined
-      ? {}
-      : { customEndpointAddress: options.customEndpointAddress }),
-  };
-  if (options.connectionString !== undefined) {
-    const cs = options.connectionString.reveal();
-    return options.eventHubName === undefined
-      ? new EventHubProducerClient(cs, clientOptions)
-      : new EventHubProducerClient(cs, options.eventHubName, clientOptions);
-  }
-  return new EventHubProducerClient(
-    options.fullyQualifiedNamespace!,
-    options.eventHubName!,
-    credentialFactory(options.credential),
-    clientOptions,
-  );
-}
-
 /** The Event Hubs sink. Construct through `eventHubsSinkFactory.create` (or directly in tests). */
 export class EventHubsSink implements Sink {
   readonly name: string;
   readonly maxBatch: number;
   readonly #options: EventHubsSinkOptions;
   readonly #logger: Logger;
-  readonly #newClient: () => EventHubProducerClient;
+  readonly #newClient: () => EventHubProducerClient | Promise<EventHubProducerClient>;
   #client: EventHubProducerClient | undefined;
   #consecutiveFailures = 0;
   #closed = false;
@@ -70,7 +34,8 @@ export class EventHubsSink implements Sink {
     name: string,
     options: EventHubsSinkOptions,
     logger: Logger,
-    newClient: () => EventHubProducerClient = () => createProducerClient(options),
+    newClient: () => EventHubProducerClient | Promise<EventHubProducerClient> = async () =>
+      (await import('./client.ts')).createProducerClient(options),
   ) {
     this.name = name;
     this.maxBatch = options.maxBatch;
@@ -89,7 +54,7 @@ export class EventHubsSink implements Sink {
       throw new DeliveryError(`Event Hubs sink ${this.name} is closed`, { retryable: true, code: 'closed' });
     if (batch.length === 0) return;
     if (signal.aborted) throw new DeliveryError('delivery aborted', { retryable: true, code: 'aborted' });
-    const client = this.#getClient();
+    const client = await this.#getClient();
     try {
       await this.#send(client, batch, signal);
       this.#consecutiveFailures = 0;
@@ -123,8 +88,14 @@ export class EventHubsSink implements Sink {
     }
   }
 
-  #getClient(): EventHubProducerClient {
-    this.#client ??= this.#newClient();
+  async #getClient(): Promise<EventHubProducerClient> {
+    if (this.#client !== undefined) return this.#client;
+    const client = await this.#newClient();
+    if (this.#closed) {
+      client.close().catch(() => {});
+      throw new DeliveryError(`Event Hubs sink ${this.name} is closed`, { retryable: true, code: 'closed' });
+    }
+    this.#client ??= client;
     return this.#client;
   }
 

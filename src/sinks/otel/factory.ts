@@ -1,6 +1,7 @@
 /**
- * The OpenTelemetry sink's registry entry. Light on purpose: the options schema needs only zod; the
- * OpenTelemetry SDK and exporters load in create(), i.e. only when a sink of this type is configured.
+ * The OpenTelemetry sink's registry entry. Light on purpose: the options schema needs only zod; the sink loads
+ * in create(), i.e. only when a sink of this type is configured, and the OpenTelemetry SDK and exporters at its
+ * first delivery.
  */
 import type { SinkFactory } from '../types.ts';
 import { otelOptionsSchema } from './options.ts';

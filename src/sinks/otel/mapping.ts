@@ -2,8 +2,15 @@
  * Pure mapping from a lifecycle record to the fields of an OpenTelemetry LogRecord and its Resource.
  * Documented in docs/observability.md ("OpenTelemetry sink"); the tests pin these exact values.
  */
-import { type Attributes, type AttributeValue, SeverityNumber } from '@opentelemetry/api';
+import type { Attributes, AttributeValue, SeverityNumber } from '@opentelemetry/api';
 import type { LifecycleRecord, Transition, VmIdentity } from '../../domain/index.ts';
+
+/**
+ * The OpenTelemetry log data model's severity numbers used here (SeverityNumber.INFO and .WARN of
+ * @opentelemetry/api), as constants: building a record must not load the API package while nothing is exported.
+ */
+const SEVERITY_INFO = 9 as SeverityNumber.INFO;
+const SEVERITY_WARN = 13 as SeverityNumber.WARN;
 
 /** Every record attribute taken from `data` is flattened under this prefix (keys in snake_case). */
 export const ATTRIBUTE_PREFIX = 'scheduledevent.';
@@ -48,9 +55,9 @@ export function severityFor(
 ): Pick<LogRecordFields, 'severityNumber' | 'severityText'> {
   const pendingOrRunning = transition === 'scheduled' || transition === 'started' || transition === 'updated';
   if (pendingOrRunning && eventType !== 'Freeze') {
-    return { severityNumber: SeverityNumber.WARN, severityText: 'WARN' };
+    return { severityNumber: SEVERITY_WARN, severityText: 'WARN' };
   }
-  return { severityNumber: SeverityNumber.INFO, severityText: 'INFO' };
+  return { severityNumber: SEVERITY_INFO, severityText: 'INFO' };
 }
 
 /**

@@ -5,8 +5,8 @@
  * on ExportResultCode.SUCCESS; any failure rejects with a DeliveryError (see errors.ts).
  */
 import type { HrTime } from '@opentelemetry/api';
-import { type ExportResult, ExportResultCode, millisToHrTime } from '@opentelemetry/core';
-import { type Resource, resourceFromAttributes } from '@opentelemetry/resources';
+import type { ExportResult } from '@opentelemetry/core';
+import type { Resource } from '@opentelemetry/resources';
 import type { LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-logs';
 import type { LifecycleRecord } from '../../domain/index.ts';
 import type { Env } from '../../secret.ts';
@@ -67,6 +67,33 @@ export async function createOtlpLogExporter(settings: OtlpSettings): Promise<Log
   return new OTLPLogExporter(config);
 }
 
+/**
+ * What a delivery needs from the OpenTelemetry SDK: the exporter and the record-building helpers. Loaded at the
+ * first delivery, not when the sink is created (the SDK packages are megabytes of heap an idle forwarder would
+ * otherwise carry).
+ */
+export interface OtelRuntime {
+  exporter: LogRecordExporter;
+  millisToHrTime(ms: number): HrTime;
+  resourceFromAttributes(attributes: Record<string, string>): Resource;
+  /** ExportResultCode.SUCCESS */
+  SUCCESS: ExportResult['code'];
+}
+
+async function loadOtelRuntime(settings: OtlpSettings): Promise<OtelRuntime> {
+  const [exporter, core, resources] = await Promise.all([
+    createOtlpLogExporter(settings),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/resources'),
+  ]);
+  return {
+    exporter,
+    millisToHrTime: core.millisToHrTime,
+    resourceFromAttributes: resources.resourceFromAttributes,
+    SUCCESS: core.ExportResultCode.SUCCESS,
+  };
+}
+
 export interface OtelSinkOptions {
   name: string;
   settings: OtlpSettings;
@@ -85,7 +112,8 @@ export class OtelSink implements Sink {
   readonly #scope: { name: string; version: string };
   /** Resources by attribute set: the OTLP encoder groups records by Resource object identity. */
   readonly #resources = new Map<string, Resource>();
-  #exporter: Promise<LogRecordExporter> | undefined;
+  /** The exporter and the OpenTelemetry SDK parts, loaded at the first delivery (see OtelRuntime). */
+  #runtime: Promise<OtelRuntime> | undefined;
   #closed = false;
 
   constructor(options: OtelSinkOptions) {
@@ -98,9 +126,9 @@ export class OtelSink implements Sink {
   }
 
   /** The ReadableLogRecord the exporter receives for one lifecycle record. */
-  toReadableLogRecord(record: LifecycleRecord): ReadableLogRecord {
+  toReadableLogRecord(record: LifecycleRecord, runtime: OtelRuntime): ReadableLogRecord {
     const fields = toLogRecordFields(record);
-    const time: HrTime = millisToHrTime(fields.timestampMs);
+    const time: HrTime = runtime.millisToHrTime(fields.timestampMs);
     return {
       hrTime: time,
       hrTimeObserved: time,
@@ -110,18 +138,18 @@ export class OtelSink implements Sink {
       body: fields.body,
       attributes: fields.attributes,
       droppedAttributesCount: 0,
-      resource: this.#resourceFor(record),
+      resource: this.#resourceFor(record, runtime),
       instrumentationScope: this.#scope,
     };
   }
 
-  #resourceFor(record: LifecycleRecord): Resource {
+  #resourceFor(record: LifecycleRecord, runtime: OtelRuntime): Resource {
     const attributes = resourceAttributesFor(resourceVmFor(record, this.#context.vm()), this.#service);
     const key = JSON.stringify(attributes);
     let resource = this.#resources.get(key);
     if (!resource) {
       if (this.#resources.size > 16) this.#resources.clear();
-      resource = resourceFromAttributes(attributes);
+      resource = runtime.resourceFromAttributes(attributes);
       this.#resources.set(key, resource);
     }
     return resource;
@@ -133,9 +161,13 @@ export class OtelSink implements Sink {
       throw new DeliveryError(`otel sink ${this.name} is closed`, { retryable: true, code: 'closed' });
     }
     signal.throwIfAborted();
-    const logs = batch.map((r) => this.toReadableLogRecord(r));
-    this.#exporter ??= createOtlpLogExporter(this.#settings);
-    const exporter = await this.#exporter;
+    this.#runtime ??= loadOtelRuntime(this.#settings);
+    this.#runtime.catch(() => {
+      this.#runtime = undefined; // a failed load (an exporter that cannot be built) is retried next time
+    });
+    const runtime = await this.#runtime;
+    const logs = batch.map((r) => this.toReadableLogRecord(r, runtime));
+    const { exporter } = runtime;
     const endpoint = safeEndpoint(this.#settings.endpoint);
     const result = await new Promise<ExportResult | 'aborted'>((resolve) => {
       const onAbort = (): void => resolve('aborted');
@@ -151,7 +183,7 @@ export class OtelSink implements Sink {
         code: 'aborted',
       });
     }
-    if (result.code === ExportResultCode.SUCCESS) return;
+    if (result.code === runtime.SUCCESS) return;
     throw exportFailureToDeliveryError(result.error, this.#settings.protocol, endpoint, batch.length);
   }
 
@@ -161,10 +193,10 @@ export class OtelSink implements Sink {
    */
   async close(): Promise<void> {
     this.#closed = true;
-    const exporter = this.#exporter;
-    this.#exporter = undefined;
-    if (!exporter) return;
-    const shutdown = exporter.then((e) => e.shutdown());
+    const runtime = this.#runtime;
+    this.#runtime = undefined;
+    if (!runtime) return;
+    const shutdown = runtime.then((r) => r.exporter.shutdown());
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, CLOSE_GRACE_MS);

@@ -1,7 +1,7 @@
 /**
  * Registry entries of the webhook, Slack and Teams sinks. Light on purpose: the options schemas need only zod;
- * the HTTP client (undici), templates (mustache) and payload builders load in create(), i.e. only when a sink of
- * one of these types is configured.
+ * templates (mustache) and payload builders load in create(), i.e. only when a sink of one of these types is
+ * configured, and the HTTP client (undici) at its first delivery.
  */
 import type { SinkFactory } from '../types.ts';
 import {

@@ -2,9 +2,10 @@
  * The HTTP delivery core shared by the generic, Slack and Teams sinks: one POST per call through undici
  * with the proxy rule every HTTP sink shares (src/sinks/proxy.ts: HTTPS_PROXY / HTTP_PROXY / NO_PROXY — IMDS
  * traffic uses its own no-proxy agent and is unaffected), a timeout, no redirect following, the per-sink
- * rate limiter, and classification of the outcome into DeliveryError.
+ * rate limiter, and classification of the outcome into DeliveryError. undici loads at the first request, not when
+ * the sink is created (several MiB of heap an idle forwarder would otherwise carry).
  */
-import { Agent, type Dispatcher, ProxyAgent, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import { parseRetryAfter } from '../../backoff.ts';
 import type { Logger } from '../../log.ts';
 import type { Secret } from '../../secret.ts';
@@ -32,6 +33,12 @@ export interface TransportOptions {
   dispatcher?: Dispatcher;
 }
 
+/** undici's request function and the dispatcher it sends through, ready at the first request. */
+interface Http {
+  request: typeof import('undici').request;
+  dispatcher: Dispatcher;
+}
+
 export interface OutgoingRequest {
   body: string;
   /** Called right before sending (after rate limiting), so per-attempt headers such as timestamps are fresh. */
@@ -44,9 +51,11 @@ export class WebhookTransport {
   readonly #timeoutMs: number;
   readonly #limiter: RateLimiter;
   readonly #clock: Clock;
-  readonly #dispatcher: Dispatcher;
-  readonly #ownsDispatcher: boolean;
+  readonly #dispatcher: Dispatcher | undefined;
+  /** The proxy to send through (the shared rule, decided at creation); undefined: direct. */
+  readonly #proxy: string | undefined;
   readonly #logger: Logger;
+  #http: Promise<Http> | undefined;
   #closed = false;
 
   constructor(options: TransportOptions) {
@@ -55,12 +64,8 @@ export class WebhookTransport {
     this.#timeoutMs = options.timeoutMs;
     this.#clock = options.clock ?? systemClock;
     this.#limiter = new RateLimiter(options.minIntervalMs, this.#clock);
-    this.#ownsDispatcher = options.dispatcher === undefined;
-    if (options.dispatcher !== undefined) this.#dispatcher = options.dispatcher;
-    else {
-      const proxy = proxyFor(this.#url);
-      this.#dispatcher = proxy === undefined ? new Agent() : new ProxyAgent(proxy);
-    }
+    this.#dispatcher = options.dispatcher;
+    this.#proxy = options.dispatcher === undefined ? proxyFor(this.#url) : undefined;
     this.#logger = options.logger;
   }
 
@@ -91,12 +96,13 @@ export class WebhookTransport {
     let status: number;
     let bodyText: string;
     let retryAfterHeader: string | undefined;
+    const { request, dispatcher } = await this.#loadHttp();
     try {
       const response = await request(this.#url, {
         method: 'POST',
         body: outgoing.body,
         headers: outgoing.headers(),
-        dispatcher: this.#dispatcher,
+        dispatcher,
         signal: combined,
         headersTimeout: this.#timeoutMs,
         bodyTimeout: this.#timeoutMs,
@@ -125,11 +131,26 @@ export class WebhookTransport {
     throw failure;
   }
 
-  /** Idempotent: a second close() (shutdown after a failed start, say) resolves without touching undici. */
+  #loadHttp(): Promise<Http> {
+    this.#http ??= import('undici').then((undici) => ({
+      request: undici.request,
+      dispatcher:
+        this.#dispatcher ??
+        (this.#proxy === undefined ? new undici.Agent() : new undici.ProxyAgent(this.#proxy)),
+    }));
+    return this.#http;
+  }
+
+  /**
+   * Idempotent: a second close() (shutdown after a failed start, say) resolves without touching undici. Closes
+   * the dispatcher this transport created (none before the first request); a given dispatcher is the caller's.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#ownsDispatcher) await this.#dispatcher.close();
+    if (this.#http === undefined || this.#dispatcher !== undefined) return;
+    const { dispatcher } = await this.#http;
+    await dispatcher.close();
   }
 }
 
