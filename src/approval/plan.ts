@@ -163,7 +163,8 @@ export function reconcile(progress: readonly EventProgress[], facts: PlanFacts, 
   const p = new Planner(progress);
   for (const approval of commit.approvals) {
     p.progress.forEach((entry, i) => {
-      const same = entry.approval === approval || (entry.approval !== null && sameApproval(entry.approval, approval));
+      const same =
+        entry.approval === approval || (entry.approval !== null && sameApproval(entry.approval, approval));
       if (same && !entry.recorded) p.update(i, { recorded: true });
     });
   }
@@ -401,10 +402,7 @@ export type PostNext =
  * Scheduled, NotBefore passed, no client) is recorded as not posted; the rest go in one request, no sooner than
  * the poll interval after the last one.
  */
-export function planPost(
-  progress: readonly EventProgress[],
-  facts: PostFacts,
-): Plan & { next: PostNext } {
+export function planPost(progress: readonly EventProgress[], facts: PostFacts): Plan & { next: PostNext } {
   const p = new Planner(progress);
   const ready: EventProgress[] = [];
   p.progress.forEach((entry, i) => {
@@ -473,6 +471,10 @@ export function postFailed(
     return { ...p.plan(), retry: null };
   }
   const retryMs = Math.max(facts.pollIntervalMs, failure.retryAfterMs ?? 0);
-  p.log('warn', 'approval POST failed; retrying', { eventIds: batch.eventIds, err: failure.message, retryMs });
+  p.log('warn', 'approval POST failed; retrying', {
+    eventIds: batch.eventIds,
+    err: failure.message,
+    retryMs,
+  });
   return { ...p.plan(), retry: { lastPostAtMs: facts.nowMs + retryMs - facts.pollIntervalMs } };
 }
