@@ -7,11 +7,10 @@
  * StartRequests POSTs, progress persisted in the store's meta table, logs). See docs/approval.md.
  */
 import type { LifecycleRecord } from '../domain/index.ts';
-import type { ApprovalHookResult, ApprovalInput, ForwarderState } from '../transform/index.ts';
-import type { HookPhase } from './hooks.ts';
+import type { ApprovalInput, ForwarderState } from '../transform/index.ts';
 import { pendingApprovals, reconcile, resume } from './plan.ts';
 import type { EventProgress } from './progress.ts';
-import { type ApprovalClient, ApprovalRunner, type ApprovalRunnerOptions } from './runner.ts';
+import { ApprovalRunner, type ApprovalRunnerOptions } from './runner.ts';
 
 export type ApprovalCoordinatorOptions = ApprovalRunnerOptions;
 
@@ -72,5 +71,3 @@ export class ApprovalCoordinator {
     this.#runner.apply(reconcile(this.#runner.progress, this.#runner.facts(), commit));
   }
 }
-
-export type { ApprovalClient, ApprovalHookResult, HookPhase };
