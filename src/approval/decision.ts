@@ -1,7 +1,8 @@
 /**
- * The approval decisions as pure functions (no I/O, no clock reads: `nowMs` is an input), table-tested like the
- * transform (test/unit/approval/decision.test.ts). The runner (src/approval/coordinator.ts) persists progress,
- * runs the hooks, POSTs StartRequests and logs; it asks these functions what to do.
+ * The single-event approval rules as pure functions (no I/O, no clock reads: `nowMs` is an input), table-tested
+ * like the transform (test/unit/approval/decision.test.ts). The plan (src/approval/plan.ts) applies them to all
+ * events and says what to do; the runner (src/approval/runner.ts) persists progress, runs the hooks, POSTs
+ * StartRequests and logs.
  */
 import type { VmIdentity } from '../domain/index.ts';
 import { affectsVm, type TrackedEvent } from '../transform/index.ts';

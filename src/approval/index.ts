@@ -15,12 +15,12 @@ export {
   type LeaderMode,
 } from './config.ts';
 export {
-  type ApprovalClient,
   ApprovalCoordinator,
   type ApprovalCoordinatorOptions,
   type CommittedStep,
 } from './coordinator.ts';
 export { type HookPhase, type HookRun, hookEnvironment, runHook } from './hooks.ts';
+export type { Plan, PlanAction, PlanFacts } from './plan.ts';
 export {
   DEFAULT_RULE,
   type Decision,
@@ -31,3 +31,4 @@ export {
   matches,
 } from './policy.ts';
 export { type EventProgress, PROGRESS_META_KEY } from './progress.ts';
+export { type ApprovalClient, ApprovalRunner, type ApprovalRunnerOptions } from './runner.ts';

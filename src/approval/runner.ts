@@ -1,0 +1,315 @@
+/**
+ * The approval runner: does what the pure plan (src/approval/plan.ts) says — logs, persists the progress in the
+ * store's meta table, runs prepare and recover hooks (src/approval/hooks.ts), POSTs StartRequests through the
+ * source's approval client — and, whenever a hook job or a POST ends, asks the plan what comes next. It holds
+ * the progress, the last committed state's events and the jobs in flight; it decides nothing itself.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { VmIdentity } from '../domain/index.ts';
+import type { Logger } from '../log.ts';
+import { ImdsError } from '../sources/shared/errors.ts';
+import { buildRecord } from '../transform/build-record.ts';
+import { type ForwarderState, recordSource, type TrackedEvent } from '../transform/index.ts';
+import type { ApprovalConfig } from './config.ts';
+import { recoverHooks } from './decision.ts';
+import { type HookRun, runHook } from './hooks.ts';
+import {
+  advance,
+  nextPrepareHook,
+  type Plan,
+  type PlanAction,
+  type PlanFacts,
+  type PostFailure,
+  phaseDone,
+  planPost,
+  postAccepted,
+  postFailed,
+  prepareHookEnded,
+  trackedByKey,
+} from './plan.ts';
+import { type EventProgress, loadProgress, type MetaStore, saveProgress } from './progress.ts';
+
+/** The one IMDS call approval makes. */
+export interface ApprovalClient {
+  approve(eventIds: string[], signal?: AbortSignal): Promise<void>;
+}
+
+export interface ApprovalRunnerOptions {
+  config: ApprovalConfig;
+  store: MetaStore;
+  /** Undefined when there is no IMDS (replay source): nothing can be POSTed. */
+  client: ApprovalClient | undefined;
+  identity: () => VmIdentity | undefined;
+  /** POST retries are never faster than this (the IMDS poll interval). */
+  pollIntervalMs: number;
+  logger: Logger;
+  /** Wall clock, epoch ms (default Date.now). */
+  now?: () => number;
+}
+
+type Job = Extract<PlanAction, { kind: 'prepare' | 'recover' }>;
+
+export class ApprovalRunner {
+  readonly #o: ApprovalRunnerOptions;
+  readonly #now: () => number;
+  readonly #abort = new AbortController();
+  #progress: EventProgress[] = [];
+  #tracked = new Map<string, TrackedEvent>();
+  /** Keys with a prepare/recover job running in this process. */
+  readonly #jobs = new Map<string, Promise<void>>();
+  #poster: Promise<void> | undefined;
+  #postAgain = false;
+  #lastPostAtMs = Number.NEGATIVE_INFINITY;
+  readonly #loggedOnce = new Set<string>();
+
+  constructor(options: ApprovalRunnerOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  get progress(): readonly EventProgress[] {
+    return this.#progress;
+  }
+
+  /** The persisted progress (an unreadable value is logged and treated as empty). */
+  load(): EventProgress[] {
+    return loadProgress(this.#o.store, (message) => this.#o.logger.error(message));
+  }
+
+  /** The committed state the plans and jobs work from. */
+  track(state: ForwarderState): void {
+    this.#tracked = trackedByKey(state.events);
+  }
+
+  /** The facts of this moment, for a plan. */
+  facts(): PlanFacts {
+    return {
+      config: this.#o.config,
+      tracked: this.#tracked,
+      vm: this.#o.identity(),
+      nowMs: this.#now(),
+      busy: new Set(this.#jobs.keys()),
+      stopped: this.#abort.signal.aborted,
+    };
+  }
+
+  /** Takes the plan's progress and does its actions. */
+  apply(plan: Plan): void {
+    this.#progress = plan.progress;
+    for (const action of plan.actions) {
+      switch (action.kind) {
+        case 'log':
+          this.#log(action);
+          break;
+        case 'persist':
+          this.#persist();
+          break;
+        case 'prepare':
+        case 'recover':
+          this.#startJob(action);
+          break;
+        case 'post':
+          this.#schedulePost();
+      }
+    }
+  }
+
+  /** Resolves when no hook job and no POST is in progress (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.#jobs.size > 0 || this.#poster !== undefined) {
+      await Promise.allSettled([...this.#jobs.values(), this.#poster]);
+    }
+  }
+
+  /** Ends running hooks and POST retries; progress stays persisted for the next start. */
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await this.idle();
+  }
+
+  #log(action: Extract<PlanAction, { kind: 'log' }>): void {
+    if (action.once) {
+      if (this.#loggedOnce.has(action.message)) return;
+      this.#loggedOnce.add(action.message);
+    }
+    if (action.fields === undefined) this.#o.logger[action.level](action.message);
+    else this.#o.logger[action.level](action.fields, action.message);
+  }
+
+  #persist(): void {
+    try {
+      saveProgress(this.#o.store, this.#progress);
+    } catch (error) {
+      this.#o.logger.error(
+        { err: (error as Error).message },
+        'cannot persist approval progress; a restart now could repeat hooks or an approval',
+      );
+    }
+  }
+
+  #entry(key: string): EventProgress | undefined {
+    return this.#progress.find((e) => e.key === key);
+  }
+
+  #startJob(job: Job): void {
+    const run = job.kind === 'prepare' ? this.#runPrepare(job) : this.#runRecover(job);
+    const tracked = run
+      .catch((error: unknown) =>
+        this.#o.logger.error({ err: error, eventId: this.#entry(job.key)?.eventId }, 'approval job failed'),
+      )
+      .finally(() => {
+        this.#jobs.delete(job.key);
+        if (!this.#abort.signal.aborted) this.apply(advance(this.#progress, this.facts()));
+      });
+    this.#jobs.set(job.key, tracked);
+  }
+
+  /** What every hook run of the entry shares. */
+  #hookRun(
+    entry: EventProgress,
+    vm: VmIdentity | undefined,
+  ): Omit<HookRun, 'phase' | 'event' | 'record' | 'timeoutMs' | 'deadline'> {
+    return {
+      affectsThisVm: entry.affectsThisVm,
+      leader: entry.leader,
+      vmName: vm?.name ?? '',
+      maxOutputBytes: this.#o.config.maxHookOutputBytes,
+      signal: this.#abort.signal,
+      logger: this.#o.logger,
+    };
+  }
+
+  async #runPrepare({ key, event }: Extract<Job, { kind: 'prepare' }>): Promise<void> {
+    const first = this.#entry(key);
+    if (first === undefined) return;
+    const vm = this.#o.identity();
+    const common = this.#hookRun(first, vm);
+    const record = buildRecord({ vm, source: recordSource(vm) }, event, {
+      transition: 'scheduled',
+      timeMs: event.firstSeenAtMs,
+      incarnation: event.lastIncarnation,
+    });
+    for (;;) {
+      const entry = this.#entry(key);
+      const current = this.#tracked.get(key) ?? event;
+      const step = entry === undefined ? null : nextPrepareHook(this.#o.config, entry, current, this.#now());
+      if (step === null) break;
+      const result = await runHook(step.hook, {
+        ...common,
+        phase: 'prepare',
+        event: current.last,
+        record,
+        timeoutMs: step.timeoutMs,
+        deadline: step.deadline,
+      });
+      const stopped = this.#abort.signal.aborted;
+      this.#progress = prepareHookEnded(this.#progress, key, stopped ? null : result);
+      this.#persist();
+      if (stopped) return;
+    }
+    this.#progress = phaseDone(this.#progress, key, 'prepare');
+    this.#persist();
+    const entry = this.#entry(key);
+    this.#o.logger.info({ eventId: entry?.eventId, hooks: entry?.hooks }, 'prepare hooks finished');
+  }
+
+  async #runRecover({ key, terminal }: Extract<Job, { kind: 'recover' }>): Promise<void> {
+    const entry = this.#entry(key);
+    if (entry === undefined) return;
+    const event = {
+      EventId: entry.eventId,
+      EventType: entry.eventType,
+      EventStatus: terminal?.data.EventStatus ?? '',
+      ResourceType: terminal?.data.ResourceType ?? 'VirtualMachine',
+      Resources: terminal?.data.Resources ?? [],
+      NotBefore: terminal?.data.NotBefore ?? '',
+      notBeforeUtc: terminal?.data.notBeforeUtc ?? null,
+      Description: terminal?.data.Description ?? '',
+      EventSource: terminal?.data.EventSource ?? '',
+      DurationInSeconds: terminal?.data.DurationInSeconds ?? -1,
+    };
+    const record = terminal ?? {
+      subject: entry.eventId,
+      transition: 'completed',
+      data: { EventId: entry.eventId, EventType: entry.eventType },
+    };
+    const common = this.#hookRun(entry, this.#o.identity());
+    for (const hook of recoverHooks(this.#o.config, entry.eventType, entry.affectsThisVm)) {
+      await runHook(hook, {
+        ...common,
+        phase: 'recover',
+        event,
+        record,
+        timeoutMs: hook.timeoutMs,
+        deadline: null,
+      });
+      if (this.#abort.signal.aborted) return; // recover hooks run again after the restart
+    }
+    this.#progress = phaseDone(this.#progress, key, 'recover');
+    this.#persist();
+  }
+
+  #schedulePost(): void {
+    if (this.#abort.signal.aborted) return;
+    if (this.#poster !== undefined) {
+      this.#postAgain = true;
+      return;
+    }
+    this.#poster = this.#postLoop()
+      .catch((error: unknown) => this.#o.logger.error({ err: error }, 'approval POST loop failed'))
+      .finally(() => {
+        this.#poster = undefined;
+        if (this.#postAgain) {
+          this.#postAgain = false;
+          if (this.#progress.some((e) => e.post === 'pending')) this.#schedulePost();
+        }
+      });
+  }
+
+  /** POSTs every pending approval in one StartRequests request, as planPost says, until none is left. */
+  async #postLoop(): Promise<void> {
+    const { client, pollIntervalMs } = this.#o;
+    const signal = this.#abort.signal;
+    // Let approvals that become ready in the same turn join one request.
+    await sleep(0, undefined, { signal }).catch(() => {});
+    while (!signal.aborted) {
+      const nowMs = this.#now();
+      const round = planPost(this.#progress, {
+        tracked: this.#tracked,
+        nowMs,
+        hasClient: client !== undefined,
+        lastPostAtMs: this.#lastPostAtMs,
+        pollIntervalMs,
+      });
+      this.apply(round);
+      const next = round.next;
+      if (next.kind === 'done') return;
+      if (next.kind === 'wait') {
+        await sleep(next.ms, undefined, { signal }).catch(() => {});
+        continue; // re-check: events may have started or lapsed meanwhile
+      }
+      this.#lastPostAtMs = nowMs;
+      this.#o.logger.info({ eventIds: next.eventIds }, 'posting StartRequests');
+      try {
+        await client!.approve(next.eventIds, signal);
+      } catch (error) {
+        if (signal.aborted) return;
+        const failed = postFailed(this.#progress, next, postFailure(error), {
+          nowMs: this.#now(),
+          pollIntervalMs,
+        });
+        this.apply(failed);
+        if (failed.retry === null) return;
+        this.#lastPostAtMs = failed.retry.lastPostAtMs;
+        continue;
+      }
+      this.apply(postAccepted(this.#progress, next, this.#now()));
+    }
+  }
+}
+
+/** The client's error as the plan sees it: an IMDS rejection is final, anything else is retried. */
+function postFailure(error: unknown): PostFailure {
+  if (!(error instanceof ImdsError)) return { message: (error as Error).message, retryable: true };
+  return { message: error.message, retryable: error.retryable, retryAfterMs: error.retryAfterMs };
+}
