@@ -3,15 +3,16 @@
  * Rows are removed only after the sink confirmed, in a transaction. Retryable failures back off (full jitter,
  * capped, no time limit) with attempts and next-attempt time persisted in the row; permanent failures go to
  * dead letters. Wake-up is event-driven (notify() after each commit), with a slow rescan as a safety net.
+ * Events go to the observer given in the options.
  */
-import { EventEmitter } from 'node:events';
 import { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from '../backoff.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import { childLogger, type Logger } from '../log.ts';
 import { redactedMessage } from '../redact.ts';
 import { DeliveryError, type Sink } from '../sinks/types.ts';
-import type { Caps, DeadLetterReason, Outbox, OutboxRow } from '../store/index.ts';
+import type { Caps, Outbox, OutboxRow } from '../store/index.ts';
 import { StoreWriteError } from '../store/index.ts';
+import type { DeliveryEngineEvent, DeliveryObserver } from './events.ts';
 
 export interface EngineSink {
   sink: Sink;
@@ -29,6 +30,8 @@ export interface DeliveryEngineOptions {
   clock?: Clock;
   random?: () => number;
   logger: Logger;
+  /** Receives every engine event (the pipeline passes its PipelineObserver's delivery callback on). */
+  observer?: DeliveryObserver;
   /** Safety-net rescan while idle (rows added by another process, e.g. `deadletters replay`). Default 2000 ms. */
   rescanIntervalMs?: number;
   /** Wait between retries of a failed store write (ack, bookkeeping). Default 1000 ms. */
@@ -37,61 +40,22 @@ export interface DeliveryEngineOptions {
   closeSinks?: boolean;
 }
 
-export interface DeliveredEvent {
-  sink: string;
-  count: number;
-  /** Per record: now − createdAt (commit time), in ms. */
-  latenciesMs: number[];
-  recordIds: string[];
-}
-export interface RetryEvent {
-  sink: string;
-  /** Failed attempts so far for the head of the queue. */
-  attempts: number;
-  delayMs: number;
-  /** DeliveryError.code, or 'error' for other throws. */
-  code: string;
-  message: string;
-}
-export interface DeadLetteredEvent {
-  sink: string;
-  count: number;
-  reason: DeadLetterReason;
-  code?: string;
-}
-export interface StoreErrorEvent {
-  sink: string;
-  full: boolean;
-  message: string;
-}
-
-/** Typed events for metrics and tests. */
-export interface DeliveryEngineEvents {
-  delivered: [DeliveredEvent];
-  retry: [RetryEvent];
-  deadLettered: [DeadLetteredEvent];
-  /** The worker found its queue empty and is waiting for work. */
-  idle: [{ sink: string }];
-  /** The queue became empty after having work. */
-  drained: [{ sink: string }];
-  storeError: [StoreErrorEvent];
-}
-
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const ABORT_GRACE_MS = 1000;
 
 /** Delivers committed outbox rows to every configured sink. */
-export class DeliveryEngine extends EventEmitter<DeliveryEngineEvents> {
+export class DeliveryEngine {
   readonly #workers: SinkWorker[];
   readonly #clock: Clock;
   readonly #closeSinks: boolean;
+  readonly #observer: DeliveryObserver | undefined;
   #started = false;
   #stopped: Promise<void> | undefined;
 
   constructor(options: DeliveryEngineOptions) {
-    super();
     this.#clock = options.clock ?? systemClock;
     this.#closeSinks = options.closeSinks ?? true;
+    this.#observer = options.observer;
     const names = new Set<string>();
     for (const s of options.sinks) {
       if (names.has(s.sink.name))
@@ -107,16 +71,16 @@ export class DeliveryEngine extends EventEmitter<DeliveryEngineEvents> {
           logger: childLogger(options.logger, { component: 'delivery', sink: config.sink.name }),
           rescanIntervalMs: options.rescanIntervalMs ?? 2000,
           storeRetryMs: options.storeRetryMs ?? 1000,
-          emit: (event, ...args) => this.#emit(event, ...args),
+          report: (event) => this.#report(event),
         }),
     );
   }
 
-  #emit<K extends keyof DeliveryEngineEvents>(event: K, ...args: DeliveryEngineEvents[K]): void {
+  #report(event: DeliveryEngineEvent): void {
     try {
-      (this.emit as (e: K, ...a: DeliveryEngineEvents[K]) => boolean)(event, ...args);
+      this.#observer?.delivery?.(event);
     } catch {
-      // a faulty listener must never break delivery
+      // a faulty observer must never break delivery
     }
   }
 
@@ -181,7 +145,7 @@ interface WorkerDeps {
   logger: Logger;
   rescanIntervalMs: number;
   storeRetryMs: number;
-  emit<K extends keyof DeliveryEngineEvents>(event: K, ...args: DeliveryEngineEvents[K]): void;
+  report(event: DeliveryEngineEvent): void;
 }
 
 /** Drains one sink's queue. */
@@ -265,9 +229,9 @@ class SinkWorker {
         if (this.#hadWork) {
           this.#hadWork = false;
           store.compact();
-          this.#deps.emit('drained', { sink: this.sink.name });
+          this.#deps.report({ type: 'drained', sink: this.sink.name });
         }
-        this.#deps.emit('idle', { sink: this.sink.name });
+        this.#deps.report({ type: 'idle', sink: this.sink.name });
         await this.#sleep(this.#deps.rescanIntervalMs, true);
         continue;
       }
@@ -294,9 +258,19 @@ class SinkWorker {
     if (this.#caps === undefined) return;
     const moved = this.#deps.store.enforceCapsByReason(this.sink.name, this.#caps, this.#deps.clock.now());
     if (moved.overflow > 0)
-      this.#deps.emit('deadLettered', { sink: this.sink.name, count: moved.overflow, reason: 'overflow' });
+      this.#deps.report({
+        type: 'deadLettered',
+        sink: this.sink.name,
+        count: moved.overflow,
+        reason: 'overflow',
+      });
     if (moved.expired > 0)
-      this.#deps.emit('deadLettered', { sink: this.sink.name, count: moved.expired, reason: 'expired' });
+      this.#deps.report({
+        type: 'deadLettered',
+        sink: this.sink.name,
+        count: moved.expired,
+        reason: 'expired',
+      });
   }
 
   async #deliver(rows: OutboxRow[]): Promise<void> {
@@ -340,7 +314,8 @@ class SinkWorker {
     if (!ok) return;
     const now = this.#deps.clock.now();
     this.#logRecovery(rows[0] as OutboxRow, now);
-    this.#deps.emit('delivered', {
+    this.#deps.report({
+      type: 'delivered',
       sink: this.sink.name,
       count: rows.length,
       latenciesMs: rows.map((r) => now - r.createdAt),
@@ -402,7 +377,7 @@ class SinkWorker {
       { code, attempts, delayMs, pendingInBatch: rows.length, err: message },
       'delivery failed; will retry',
     );
-    this.#deps.emit('retry', { sink: this.sink.name, attempts, delayMs, code, message });
+    this.#deps.report({ type: 'retry', sink: this.sink.name, attempts, delayMs, code, message });
   }
 
   async #deadLetter(rows: OutboxRow[], code: string, message: string): Promise<void> {
@@ -418,7 +393,13 @@ class SinkWorker {
       { code, recordIds: rows.map((r) => r.recordId), err: message },
       'permanent delivery failure: record moved to dead letters (see `deadletters list`)',
     );
-    this.#deps.emit('deadLettered', { sink: this.sink.name, count: rows.length, reason: 'permanent', code });
+    this.#deps.report({
+      type: 'deadLettered',
+      sink: this.sink.name,
+      count: rows.length,
+      reason: 'permanent',
+      code,
+    });
   }
 
   /** Retry a store write until it succeeds or the worker stops; false if it never succeeded. */
@@ -438,7 +419,7 @@ class SinkWorker {
   #storeError(error: unknown, what: string): void {
     const full = error instanceof StoreWriteError && error.full;
     this.#deps.logger.error({ err: describe(error), full }, `store error while ${what}; retrying`);
-    this.#deps.emit('storeError', { sink: this.sink.name, full, message: describe(error) });
+    this.#deps.report({ type: 'storeError', sink: this.sink.name, full, message: describe(error) });
   }
 
   /** Sleep on the injected clock; woken early by stop() and, when `wakeOnNotify`, by notify(). */

@@ -1,14 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { retryDelayMs } from '../../../src/backoff.ts';
-import {
-  type DeadLetteredEvent,
-  type DeliveredEvent,
-  DeliveryEngine,
-  type EngineSink,
-  type RetryEvent,
-} from '../../../src/delivery/engine.ts';
+import { DeliveryEngine, type EngineSink } from '../../../src/delivery/engine.ts';
 import { type Logger, silentLogger } from '../../../src/log.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
+import { DeliveryEventRecorder } from '../../support/delivery-events.ts';
 import { FakeClock } from '../../support/fake-clock.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { captureLogger, flush, makeRecord, permanent, retryable, ScriptedSink } from './helpers.ts';
@@ -17,19 +12,24 @@ let tmp: { dir: string; cleanup: () => void };
 let clock: FakeClock;
 let store: Store;
 let engine: DeliveryEngine | undefined;
+let recorder: DeliveryEventRecorder;
 const events = {
-  delivered: [] as DeliveredEvent[],
-  retry: [] as RetryEvent[],
-  dead: [] as DeadLetteredEvent[],
+  get delivered() {
+    return recorder.of('delivered');
+  },
+  get retry() {
+    return recorder.of('retry');
+  },
+  get dead() {
+    return recorder.of('deadLettered');
+  },
 };
 
 beforeEach(() => {
   tmp = makeTempDir('sef-engine-');
   clock = new FakeClock(Date.UTC(2026, 0, 1));
   store = openStore({ stateDir: tmp.dir, logger: silentLogger(), now: () => clock.now() });
-  events.delivered = [];
-  events.retry = [];
-  events.dead = [];
+  recorder = new DeliveryEventRecorder();
 });
 afterEach(async () => {
   if (engine !== undefined) {
@@ -53,10 +53,8 @@ function startEngine(
     random: options.random ?? (() => 1),
     logger: options.logger ?? silentLogger(),
     rescanIntervalMs: options.rescanIntervalMs ?? 60_000,
+    observer: recorder.observer,
   });
-  engine.on('delivered', (e) => events.delivered.push(e));
-  engine.on('retry', (e) => events.retry.push(e));
-  engine.on('deadLettered', (e) => events.dead.push(e));
   engine.start();
   return engine;
 }
