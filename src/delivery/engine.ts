@@ -2,8 +2,9 @@
  * The delivery engine: one worker per sink draining that sink's outbox queue in commit order, at least once.
  * Rows are removed only after the sink confirmed, in a transaction. Retryable failures back off (full jitter,
  * capped, no time limit) with attempts and next-attempt time persisted in the row; permanent failures go to
- * dead letters. Wake-up is event-driven (notify() after each commit), with a slow rescan as a safety net.
- * Events go to the observer given in the options.
+ * dead letters. Wake-up is event-driven: an idle worker sleeps until notify() (called after each commit), with
+ * one coarse rescan as a safety net (DEFAULT_RESCAN_INTERVAL_MS); a waiting worker's only other timers are its
+ * next retry and the next expiry (caps.maxAgeMs). Events go to the observer given in the options.
  */
 import { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from '../backoff.ts';
 import { type Clock, systemClock } from '../clock.ts';
@@ -32,13 +33,24 @@ export interface DeliveryEngineOptions {
   logger: Logger;
   /** Receives every engine event (the pipeline passes its PipelineObserver's delivery callback on). */
   observer?: DeliveryObserver;
-  /** Safety-net rescan while idle (rows added by another process, e.g. `deadletters replay`). Default 2000 ms. */
+  /**
+   * Safety-net rescan of an idle worker's queue, for rows another process added (`deadletters replay`): nothing
+   * notifies this process of those. Default DEFAULT_RESCAN_INTERVAL_MS; Infinity: none (idle means no timer).
+   */
   rescanIntervalMs?: number;
   /** Wait between retries of a failed store write (ack, bookkeeping). Default 1000 ms. */
   storeRetryMs?: number;
   /** Call sink.close() in stop(). Default true. */
   closeSinks?: boolean;
 }
+
+/**
+ * An idle worker sleeps until a commit notifies it. Its only timer is this coarse rescan, kept for one reason:
+ * `deadletters replay` (another process) moves rows back into the outbox and cannot notify a running forwarder.
+ * Everything else that makes work is in this process: commits call notify(), retries and expiry have timers of
+ * their own (see SinkWorker.#run).
+ */
+export const DEFAULT_RESCAN_INTERVAL_MS = 60_000;
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const ABORT_GRACE_MS = 1000;
@@ -69,7 +81,7 @@ export class DeliveryEngine {
           clock: this.#clock,
           random: options.random ?? Math.random,
           logger: childLogger(options.logger, { component: 'delivery', sink: config.sink.name }),
-          rescanIntervalMs: options.rescanIntervalMs ?? 2000,
+          rescanIntervalMs: options.rescanIntervalMs ?? DEFAULT_RESCAN_INTERVAL_MS,
           storeRetryMs: options.storeRetryMs ?? 1000,
           report: (event) => this.#report(event),
         }),
@@ -232,6 +244,7 @@ class SinkWorker {
           this.#deps.report({ type: 'drained', sink: this.sink.name });
         }
         this.#deps.report({ type: 'idle', sink: this.sink.name });
+        // Nothing pending, so nothing can expire or be retried: sleep until a commit notifies (or the rescan).
         await this.#sleep(this.#deps.rescanIntervalMs, true);
         continue;
       }
@@ -240,14 +253,26 @@ class SinkWorker {
         this.#isolateThrough = 0; // isolation done: back to full batches
         continue;
       }
-      const wait = head.nextAttemptAt - clock.now();
-      if (wait > 0) {
-        await this.#sleep(wait, false);
+      const now = clock.now();
+      if (head.nextAttemptAt > now) {
+        // Waiting for the retry; wake earlier when a row expires (caps.maxAgeMs), so it is dead-lettered on time.
+        await this.#sleep(Math.min(head.nextAttemptAt, this.#expiresAt(rows)) - now, false);
         continue;
       }
       await this.#deliver(rows);
     }
     logger.debug('delivery worker stopped');
+  }
+
+  /**
+   * The first instant at which one of `rows` is past caps.maxAgeMs (the store expires created_at < now − maxAge).
+   * Rows are read in commit order and created_at is the commit (or replay) time, so the head rows are the oldest;
+   * the min only guards against a wall clock stepped back between commits.
+   */
+  #expiresAt(rows: readonly OutboxRow[]): number {
+    const maxAgeMs = this.#caps?.maxAgeMs;
+    if (maxAgeMs === undefined) return Number.POSITIVE_INFINITY;
+    return Math.min(...rows.map((r) => r.createdAt)) + maxAgeMs + 1;
   }
 
   #batchSize(): number {
@@ -422,17 +447,21 @@ class SinkWorker {
     this.#deps.report({ type: 'storeError', sink: this.sink.name, full, message: describe(error) });
   }
 
-  /** Sleep on the injected clock; woken early by stop() and, when `wakeOnNotify`, by notify(). */
+  /**
+   * Sleep on the injected clock; woken early by stop() and, when `wakeOnNotify`, by notify(). An infinite `ms`
+   * sets no timer at all (only a wake-up ends the sleep).
+   */
   #sleep(ms: number, wakeOnNotify: boolean): Promise<void> {
     if (this.#stopping || (wakeOnNotify && this.#notified)) return Promise.resolve();
     return new Promise((resolve) => {
       let timer: unknown;
       const done = (): void => {
-        this.#deps.clock.clearTimeout(timer);
+        if (timer !== undefined) this.#deps.clock.clearTimeout(timer);
         this.#wake = undefined;
         resolve();
       };
-      timer = this.#deps.clock.setTimeout(done, Math.max(0, Math.min(ms, MAX_TIMER_MS)));
+      if (ms !== Number.POSITIVE_INFINITY)
+        timer = this.#deps.clock.setTimeout(done, Math.max(0, Math.min(ms, MAX_TIMER_MS)));
       this.#wake = wakeOnNotify
         ? done
         : () => {

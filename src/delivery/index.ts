@@ -1,5 +1,6 @@
 /** Public API of the delivery engine. */
 export {
+  DEFAULT_RESCAN_INTERVAL_MS,
   DeliveryEngine,
   type DeliveryEngineOptions,
   type EngineSink,
