@@ -56,11 +56,7 @@ export async function drainOnce(kind: SinkKind, profile: HeapProfile, total: num
       const records = Array.from({ length: total }, (_, i) => makeRecord(i));
       for (let i = 0; i < total; i += 1000) harness.commit(records.slice(i, i + 1000));
       const bytes = harness.store.stats().find((q) => q.sink === kind)?.pendingBytes ?? 0;
-      const drained = new Promise<number>((resolve) =>
-        harness.engine.on('drained', (e) => {
-          if (e.sink === kind) resolve(performance.now());
-        }),
-      );
+      const drained = harness.drained(kind);
       // As in `run`: start-up is over when the delivery engine starts (the pipeline is ready).
       if (profile === 'as-shipped') endStartup();
       const t0 = performance.now();

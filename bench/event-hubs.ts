@@ -62,11 +62,18 @@ async function runVariant(clientNoDelay: boolean, VMS: number): Promise<VariantR
         })),
       );
     }
+    const latencies: number[] = []; // steady state only
+    let steady = false;
     const engine = new DeliveryEngine({
       store,
       sinks: [{ sink }],
       logger: silentLogger(),
       closeSinks: false,
+      observer: {
+        delivery: (e) => {
+          if (steady && e.type === 'delivered') latencies.push(...e.latenciesMs);
+        },
+      },
     });
     const transfersBefore = double.stats().transfers;
     const started = performance.now();
@@ -83,8 +90,7 @@ async function runVariant(clientNoDelay: boolean, VMS: number): Promise<VariantR
     const transfers = double.stats().transfers - transfersBefore;
 
     // 2. steady state
-    const latencies: number[] = [];
-    engine.on('delivered', (e) => latencies.push(...e.latenciesMs));
+    steady = true;
     for (let i = 0; i < STEADY; i++) {
       store.commit({ steady: i }, [
         { record: makeRecord(BACKLOG + i, { vm: `vm-${i % VMS}` }), sinks: ['eventhubs'] },

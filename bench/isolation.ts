@@ -77,11 +77,7 @@ export const isolation: Benchmark = {
       serverA.setDefault({ status: 200, body: 'ok' });
       const backlog = harness.store.stats().find((q) => q.sink === A)?.pending ?? 0;
       const drainStart = performance.now();
-      const drained = new Promise<number>((resolve) =>
-        harness.engine.on('drained', (e) => {
-          if (e.sink === A) resolve(performance.now());
-        }),
-      );
+      const drained = harness.drained(A);
       const recovering = await phase(harness, count, false, 4000);
       const drainedAt = await withTimeout(drained, 120_000, 'sink A draining its backlog');
       results['A recovering (drains its backlog)'] = {

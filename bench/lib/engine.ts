@@ -1,9 +1,14 @@
 /**
  * In-process delivery harness: a real SQLite outbox (openStore) in a temporary directory, real sinks and the
- * real DeliveryEngine. Records are committed like the pipeline commits them; 'delivered' events tell when each
- * sink acknowledged which record (timestamps from performance.now()).
+ * real DeliveryEngine. Records are committed like the pipeline commits them; the engine's 'delivered' events (to
+ * its observer) tell when each sink acknowledged which record (timestamps from performance.now()).
  */
-import { DeliveryEngine, type DeliveryEngine as Engine, type EngineSink } from '../../src/delivery/index.ts';
+import {
+  type DeliveredEvent,
+  DeliveryEngine,
+  type DeliveryEngine as Engine,
+  type EngineSink,
+} from '../../src/delivery/index.ts';
 import type { LifecycleRecord } from '../../src/domain/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { Sink } from '../../src/sinks/types.ts';
@@ -22,6 +27,8 @@ export interface DeliveryHarness {
   acked(sink: string, recordId: string): Promise<number>;
   /** Records acknowledged so far per sink. */
   deliveredCount(sink: string): number;
+  /** Resolves with performance.now() the next time `sink`'s queue becomes empty after having work. */
+  drained(sink: string): Promise<number>;
   start(): void;
   close(): Promise<void>;
 }
@@ -37,15 +44,27 @@ export async function createDeliveryHarness(options: HarnessOptions): Promise<De
   const tmp = makeTempDir('sef-bench-engine-');
   const store = openStore({ stateDir: tmp.dir, logger: silentLogger() });
   const sinks = await createSinks(options.entries(tmp.dir), tmp.dir);
+  const waiting = new Map<string, (at: number) => void>();
+  const arrived = new Map<string, number>();
+  const counts = new Map<string, number>();
+  const drainWaiters = new Map<string, Array<(at: number) => void>>();
   const engine = new DeliveryEngine({
     store,
     logger: silentLogger(),
     sinks: sinks.map((sink) => ({ sink, ...options.engineOverrides?.[sink.name] })),
+    observer: {
+      delivery: (event) => {
+        if (event.type === 'delivered') onDelivered(event);
+        else if (event.type === 'drained') {
+          const at = performance.now();
+          const waiters = drainWaiters.get(event.sink) ?? [];
+          drainWaiters.delete(event.sink);
+          for (const resolve of waiters) resolve(at);
+        }
+      },
+    },
   });
-  const waiting = new Map<string, (at: number) => void>();
-  const arrived = new Map<string, number>();
-  const counts = new Map<string, number>();
-  engine.on('delivered', (event) => {
+  const onDelivered = (event: DeliveredEvent): void => {
     const at = performance.now();
     counts.set(event.sink, (counts.get(event.sink) ?? 0) + event.count);
     for (const id of event.recordIds) {
@@ -58,7 +77,7 @@ export async function createDeliveryHarness(options: HarnessOptions): Promise<De
         resolve(at);
       }
     }
-  });
+  };
   let state = 0;
   let started = false;
   return {
@@ -87,6 +106,9 @@ export async function createDeliveryHarness(options: HarnessOptions): Promise<De
       return new Promise((resolve) => waiting.set(key, resolve));
     },
     deliveredCount: (sink) => counts.get(sink) ?? 0,
+    drained(sink) {
+      return new Promise((resolve) => drainWaiters.set(sink, [...(drainWaiters.get(sink) ?? []), resolve]));
+    },
     start() {
       started = true;
       engine.start();

@@ -48,19 +48,18 @@ export async function startInProcessForwarder(options: InProcessOptions): Promis
     config,
     logger: silentLogger(),
     observer: {
-      ready: () => {
-        forwarder.engine?.on('delivered', (event) => {
-          const at = performance.now();
-          for (const id of event.recordIds) {
-            const key = `${event.sink}|${id}`;
-            const resolve = ackWaiters.get(key);
-            if (resolve === undefined) acks.set(key, at);
-            else {
-              ackWaiters.delete(key);
-              resolve(at);
-            }
+      delivery: (event) => {
+        if (event.type !== 'delivered') return;
+        const at = performance.now();
+        for (const id of event.recordIds) {
+          const key = `${event.sink}|${id}`;
+          const resolve = ackWaiters.get(key);
+          if (resolve === undefined) acks.set(key, at);
+          else {
+            ackWaiters.delete(key);
+            resolve(at);
           }
-        });
+        }
       },
       outcome: () => {
         outcomes++;

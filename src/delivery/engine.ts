@@ -2,16 +2,18 @@
  * The delivery engine: one worker per sink draining that sink's outbox queue in commit order, at least once.
  * Rows are removed only after the sink confirmed, in a transaction. Retryable failures back off (full jitter,
  * capped, no time limit) with attempts and next-attempt time persisted in the row; permanent failures go to
- * dead letters. Wake-up is event-driven (notify() after each commit), with a slow rescan as a safety net.
+ * dead letters. Wake-up is event-driven: an idle worker sleeps until notify() (called after each commit), with
+ * one coarse rescan as a safety net (DEFAULT_RESCAN_INTERVAL_MS); a waiting worker's only other timers are its
+ * next retry and the next expiry (caps.maxAgeMs). Events go to the observer given in the options.
  */
-import { EventEmitter } from 'node:events';
 import { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from '../backoff.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import { childLogger, type Logger } from '../log.ts';
 import { redactedMessage } from '../redact.ts';
 import { DeliveryError, type Sink } from '../sinks/types.ts';
-import type { Caps, DeadLetterReason, Outbox, OutboxRow } from '../store/index.ts';
+import type { Caps, Outbox, OutboxRow } from '../store/index.ts';
 import { StoreWriteError } from '../store/index.ts';
+import type { DeliveryEngineEvent, DeliveryObserver } from './events.ts';
 
 export interface EngineSink {
   sink: Sink;
@@ -29,7 +31,12 @@ export interface DeliveryEngineOptions {
   clock?: Clock;
   random?: () => number;
   logger: Logger;
-  /** Safety-net rescan while idle (rows added by another process, e.g. `deadletters replay`). Default 2000 ms. */
+  /** Receives every engine event (the pipeline passes its PipelineObserver's delivery callback on). */
+  observer?: DeliveryObserver;
+  /**
+   * Safety-net rescan of an idle worker's queue, for rows another process added (`deadletters replay`): nothing
+   * notifies this process of those. Default DEFAULT_RESCAN_INTERVAL_MS; Infinity: none (idle means no timer).
+   */
   rescanIntervalMs?: number;
   /** Wait between retries of a failed store write (ack, bookkeeping). Default 1000 ms. */
   storeRetryMs?: number;
@@ -37,61 +44,30 @@ export interface DeliveryEngineOptions {
   closeSinks?: boolean;
 }
 
-export interface DeliveredEvent {
-  sink: string;
-  count: number;
-  /** Per record: now − createdAt (commit time), in ms. */
-  latenciesMs: number[];
-  recordIds: string[];
-}
-export interface RetryEvent {
-  sink: string;
-  /** Failed attempts so far for the head of the queue. */
-  attempts: number;
-  delayMs: number;
-  /** DeliveryError.code, or 'error' for other throws. */
-  code: string;
-  message: string;
-}
-export interface DeadLetteredEvent {
-  sink: string;
-  count: number;
-  reason: DeadLetterReason;
-  code?: string;
-}
-export interface StoreErrorEvent {
-  sink: string;
-  full: boolean;
-  message: string;
-}
-
-/** Typed events for metrics and tests. */
-export interface DeliveryEngineEvents {
-  delivered: [DeliveredEvent];
-  retry: [RetryEvent];
-  deadLettered: [DeadLetteredEvent];
-  /** The worker found its queue empty and is waiting for work. */
-  idle: [{ sink: string }];
-  /** The queue became empty after having work. */
-  drained: [{ sink: string }];
-  storeError: [StoreErrorEvent];
-}
+/**
+ * An idle worker sleeps until a commit notifies it. Its only timer is this coarse rescan, kept for one reason:
+ * `deadletters replay` (another process) moves rows back into the outbox and cannot notify a running forwarder.
+ * Everything else that makes work is in this process: commits call notify(), retries and expiry have timers of
+ * their own (see SinkWorker.#run).
+ */
+export const DEFAULT_RESCAN_INTERVAL_MS = 60_000;
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const ABORT_GRACE_MS = 1000;
 
 /** Delivers committed outbox rows to every configured sink. */
-export class DeliveryEngine extends EventEmitter<DeliveryEngineEvents> {
+export class DeliveryEngine {
   readonly #workers: SinkWorker[];
   readonly #clock: Clock;
   readonly #closeSinks: boolean;
+  readonly #observer: DeliveryObserver | undefined;
   #started = false;
   #stopped: Promise<void> | undefined;
 
   constructor(options: DeliveryEngineOptions) {
-    super();
     this.#clock = options.clock ?? systemClock;
     this.#closeSinks = options.closeSinks ?? true;
+    this.#observer = options.observer;
     const names = new Set<string>();
     for (const s of options.sinks) {
       if (names.has(s.sink.name))
@@ -105,18 +81,18 @@ export class DeliveryEngine extends EventEmitter<DeliveryEngineEvents> {
           clock: this.#clock,
           random: options.random ?? Math.random,
           logger: childLogger(options.logger, { component: 'delivery', sink: config.sink.name }),
-          rescanIntervalMs: options.rescanIntervalMs ?? 2000,
+          rescanIntervalMs: options.rescanIntervalMs ?? DEFAULT_RESCAN_INTERVAL_MS,
           storeRetryMs: options.storeRetryMs ?? 1000,
-          emit: (event, ...args) => this.#emit(event, ...args),
+          report: (event) => this.#report(event),
         }),
     );
   }
 
-  #emit<K extends keyof DeliveryEngineEvents>(event: K, ...args: DeliveryEngineEvents[K]): void {
+  #report(event: DeliveryEngineEvent): void {
     try {
-      (this.emit as (e: K, ...a: DeliveryEngineEvents[K]) => boolean)(event, ...args);
+      this.#observer?.delivery?.(event);
     } catch {
-      // a faulty listener must never break delivery
+      // a faulty observer must never break delivery
     }
   }
 
@@ -181,7 +157,7 @@ interface WorkerDeps {
   logger: Logger;
   rescanIntervalMs: number;
   storeRetryMs: number;
-  emit<K extends keyof DeliveryEngineEvents>(event: K, ...args: DeliveryEngineEvents[K]): void;
+  report(event: DeliveryEngineEvent): void;
 }
 
 /** Drains one sink's queue. */
@@ -265,9 +241,10 @@ class SinkWorker {
         if (this.#hadWork) {
           this.#hadWork = false;
           store.compact();
-          this.#deps.emit('drained', { sink: this.sink.name });
+          this.#deps.report({ type: 'drained', sink: this.sink.name });
         }
-        this.#deps.emit('idle', { sink: this.sink.name });
+        this.#deps.report({ type: 'idle', sink: this.sink.name });
+        // Nothing pending, so nothing can expire or be retried: sleep until a commit notifies (or the rescan).
         await this.#sleep(this.#deps.rescanIntervalMs, true);
         continue;
       }
@@ -276,14 +253,26 @@ class SinkWorker {
         this.#isolateThrough = 0; // isolation done: back to full batches
         continue;
       }
-      const wait = head.nextAttemptAt - clock.now();
-      if (wait > 0) {
-        await this.#sleep(wait, false);
+      const now = clock.now();
+      if (head.nextAttemptAt > now) {
+        // Waiting for the retry; wake earlier when a row expires (caps.maxAgeMs), so it is dead-lettered on time.
+        await this.#sleep(Math.min(head.nextAttemptAt, this.#expiresAt(rows)) - now, false);
         continue;
       }
       await this.#deliver(rows);
     }
     logger.debug('delivery worker stopped');
+  }
+
+  /**
+   * The first instant at which one of `rows` is past caps.maxAgeMs (the store expires created_at < now − maxAge).
+   * Rows are read in commit order and created_at is the commit (or replay) time, so the head rows are the oldest;
+   * the min only guards against a wall clock stepped back between commits.
+   */
+  #expiresAt(rows: readonly OutboxRow[]): number {
+    const maxAgeMs = this.#caps?.maxAgeMs;
+    if (maxAgeMs === undefined) return Number.POSITIVE_INFINITY;
+    return Math.min(...rows.map((r) => r.createdAt)) + maxAgeMs + 1;
   }
 
   #batchSize(): number {
@@ -294,9 +283,19 @@ class SinkWorker {
     if (this.#caps === undefined) return;
     const moved = this.#deps.store.enforceCapsByReason(this.sink.name, this.#caps, this.#deps.clock.now());
     if (moved.overflow > 0)
-      this.#deps.emit('deadLettered', { sink: this.sink.name, count: moved.overflow, reason: 'overflow' });
+      this.#deps.report({
+        type: 'deadLettered',
+        sink: this.sink.name,
+        count: moved.overflow,
+        reason: 'overflow',
+      });
     if (moved.expired > 0)
-      this.#deps.emit('deadLettered', { sink: this.sink.name, count: moved.expired, reason: 'expired' });
+      this.#deps.report({
+        type: 'deadLettered',
+        sink: this.sink.name,
+        count: moved.expired,
+        reason: 'expired',
+      });
   }
 
   async #deliver(rows: OutboxRow[]): Promise<void> {
@@ -340,7 +339,8 @@ class SinkWorker {
     if (!ok) return;
     const now = this.#deps.clock.now();
     this.#logRecovery(rows[0] as OutboxRow, now);
-    this.#deps.emit('delivered', {
+    this.#deps.report({
+      type: 'delivered',
       sink: this.sink.name,
       count: rows.length,
       latenciesMs: rows.map((r) => now - r.createdAt),
@@ -402,7 +402,7 @@ class SinkWorker {
       { code, attempts, delayMs, pendingInBatch: rows.length, err: message },
       'delivery failed; will retry',
     );
-    this.#deps.emit('retry', { sink: this.sink.name, attempts, delayMs, code, message });
+    this.#deps.report({ type: 'retry', sink: this.sink.name, attempts, delayMs, code, message });
   }
 
   async #deadLetter(rows: OutboxRow[], code: string, message: string): Promise<void> {
@@ -418,7 +418,13 @@ class SinkWorker {
       { code, recordIds: rows.map((r) => r.recordId), err: message },
       'permanent delivery failure: record moved to dead letters (see `deadletters list`)',
     );
-    this.#deps.emit('deadLettered', { sink: this.sink.name, count: rows.length, reason: 'permanent', code });
+    this.#deps.report({
+      type: 'deadLettered',
+      sink: this.sink.name,
+      count: rows.length,
+      reason: 'permanent',
+      code,
+    });
   }
 
   /** Retry a store write until it succeeds or the worker stops; false if it never succeeded. */
@@ -438,20 +444,24 @@ class SinkWorker {
   #storeError(error: unknown, what: string): void {
     const full = error instanceof StoreWriteError && error.full;
     this.#deps.logger.error({ err: describe(error), full }, `store error while ${what}; retrying`);
-    this.#deps.emit('storeError', { sink: this.sink.name, full, message: describe(error) });
+    this.#deps.report({ type: 'storeError', sink: this.sink.name, full, message: describe(error) });
   }
 
-  /** Sleep on the injected clock; woken early by stop() and, when `wakeOnNotify`, by notify(). */
+  /**
+   * Sleep on the injected clock; woken early by stop() and, when `wakeOnNotify`, by notify(). An infinite `ms`
+   * sets no timer at all (only a wake-up ends the sleep).
+   */
   #sleep(ms: number, wakeOnNotify: boolean): Promise<void> {
     if (this.#stopping || (wakeOnNotify && this.#notified)) return Promise.resolve();
     return new Promise((resolve) => {
       let timer: unknown;
       const done = (): void => {
-        this.#deps.clock.clearTimeout(timer);
+        if (timer !== undefined) this.#deps.clock.clearTimeout(timer);
         this.#wake = undefined;
         resolve();
       };
-      timer = this.#deps.clock.setTimeout(done, Math.max(0, Math.min(ms, MAX_TIMER_MS)));
+      if (ms !== Number.POSITIVE_INFINITY)
+        timer = this.#deps.clock.setTimeout(done, Math.max(0, Math.min(ms, MAX_TIMER_MS)));
       this.#wake = wakeOnNotify
         ? done
         : () => {

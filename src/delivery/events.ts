@@ -1,51 +1,50 @@
 /**
- * The delivery engine's events as one tagged union, and a subscription helper. The pipeline forwards them to
- * its observer (PipelineObserver.delivery, src/pipeline/observer.ts), the one mechanism telemetry observes by.
+ * What the delivery engine reports, as one tagged union, and the observer it reports to. The engine calls its
+ * observer's `delivery(event)` directly (there is no EventEmitter); the pipeline passes the events on to its
+ * PipelineObserver.delivery (src/pipeline/observer.ts), the one mechanism telemetry observes by.
  */
-import type {
-  DeadLetteredEvent,
-  DeliveredEvent,
-  DeliveryEngineEvents,
-  RetryEvent,
-  StoreErrorEvent,
-} from './engine.ts';
+import type { DeadLetterReason } from '../store/index.ts';
 
-/** A DeliveryEngine event, tagged with its name. */
+export interface DeliveredEvent {
+  sink: string;
+  count: number;
+  /** Per record: now − createdAt (commit time), in ms. */
+  latenciesMs: number[];
+  recordIds: string[];
+}
+export interface RetryEvent {
+  sink: string;
+  /** Failed attempts so far for the head of the queue. */
+  attempts: number;
+  delayMs: number;
+  /** DeliveryError.code, or 'error' for other throws. */
+  code: string;
+  message: string;
+}
+export interface DeadLetteredEvent {
+  sink: string;
+  count: number;
+  reason: DeadLetterReason;
+  code?: string;
+}
+export interface StoreErrorEvent {
+  sink: string;
+  full: boolean;
+  message: string;
+}
+
+/** A delivery engine event, tagged with its name. */
 export type DeliveryEngineEvent =
   | ({ type: 'delivered' } & DeliveredEvent)
   | ({ type: 'retry' } & RetryEvent)
   | ({ type: 'deadLettered' } & DeadLetteredEvent)
-  | ({ type: 'storeError' } & StoreErrorEvent);
+  | ({ type: 'storeError' } & StoreErrorEvent)
+  /** The sink's queue became empty after having work. */
+  | { type: 'drained'; sink: string }
+  /** The sink's worker found its queue empty and waits for a commit notification. */
+  | { type: 'idle'; sink: string };
 
-/** Minimal view of the DeliveryEngine's typed EventEmitter. */
-export interface DeliveryEventSource {
-  on<K extends keyof DeliveryEngineEvents>(
-    event: K,
-    listener: (...args: DeliveryEngineEvents[K]) => void,
-  ): unknown;
-  off<K extends keyof DeliveryEngineEvents>(
-    event: K,
-    listener: (...args: DeliveryEngineEvents[K]) => void,
-  ): unknown;
-}
-
-/** Subscribe `listener` to every delivery event of `engine`; returns an unsubscribe function. */
-export function onDeliveryEvents(
-  engine: DeliveryEventSource,
-  listener: (event: DeliveryEngineEvent) => void,
-): () => void {
-  const delivered = (e: DeliveredEvent): void => listener({ type: 'delivered', ...e });
-  const retry = (e: RetryEvent): void => listener({ type: 'retry', ...e });
-  const deadLettered = (e: DeadLetteredEvent): void => listener({ type: 'deadLettered', ...e });
-  const storeError = (e: StoreErrorEvent): void => listener({ type: 'storeError', ...e });
-  engine.on('delivered', delivered);
-  engine.on('retry', retry);
-  engine.on('deadLettered', deadLettered);
-  engine.on('storeError', storeError);
-  return () => {
-    engine.off('delivered', delivered);
-    engine.off('retry', retry);
-    engine.off('deadLettered', deadLettered);
-    engine.off('storeError', storeError);
-  };
+/** Receives the engine's events, synchronously, on the engine's own turn; a throw is ignored. */
+export interface DeliveryObserver {
+  delivery?(event: DeliveryEngineEvent): void;
 }

@@ -1,12 +1,15 @@
 /** Public API of the delivery engine. */
 export {
-  type DeadLetteredEvent,
-  type DeliveredEvent,
+  DEFAULT_RESCAN_INTERVAL_MS,
   DeliveryEngine,
-  type DeliveryEngineEvents,
   type DeliveryEngineOptions,
   type EngineSink,
-  type RetryEvent,
-  type StoreErrorEvent,
 } from './engine.ts';
-export { type DeliveryEngineEvent, type DeliveryEventSource, onDeliveryEvents } from './events.ts';
+export type {
+  DeadLetteredEvent,
+  DeliveredEvent,
+  DeliveryEngineEvent,
+  DeliveryObserver,
+  RetryEvent,
+  StoreErrorEvent,
+} from './events.ts';

@@ -16,7 +16,7 @@
  * retried on later polls.
  */
 import type { Config } from '../config/index.ts';
-import { DeliveryEngine, onDeliveryEvents } from '../delivery/index.ts';
+import { DeliveryEngine, type DeliveryEngineEvent } from '../delivery/index.ts';
 import type { Logger } from '../log.ts';
 import { findSinkFactory } from '../sinks/registry.ts';
 import type { Sink, SinkFactory } from '../sinks/types.ts';
@@ -88,7 +88,7 @@ export class Forwarder {
     return this.#store;
   }
 
-  /** The delivery engine while running (telemetry subscribes to its events). */
+  /** The delivery engine while running (its events reach the observer's delivery callback). */
   get engine(): DeliveryEngine | undefined {
     return this.#engine;
   }
@@ -123,7 +123,18 @@ export class Forwarder {
     let approval: ApprovalParticipant | undefined;
     let step: PipelineStep | undefined;
     let stopping = false;
-    let unsubscribe: (() => void) | undefined;
+    // The engine's events go to the observer until shutdown begins; 'idle' also wakes waitUntilDrained.
+    let reporting = true;
+    let idleWaiters: Array<() => void> = [];
+    const onDelivery = (event: DeliveryEngineEvent): void => {
+      if (event.type === 'idle' && idleWaiters.length > 0) {
+        const waiters = idleWaiters;
+        idleWaiters = [];
+        for (const wake of waiters) wake();
+      }
+      if (reporting) observer?.delivery?.(event);
+    };
+    const nextIdle = (): Promise<void> => new Promise((resolve) => idleWaiters.push(resolve));
     try {
       const state = loadState(store, logger);
       stall.setFine(state.events.length > 0);
@@ -205,11 +216,9 @@ export class Forwarder {
         store,
         sinks: enabled.map((s, i) => engineSink(s, sinks[i]!)),
         logger, // the engine adds component: delivery and the sink name itself
+        observer: { delivery: onDelivery },
       });
       this.#engine = engine;
-      const delivery = observer?.delivery;
-      if (delivery !== undefined)
-        unsubscribe = onDeliveryEvents(engine, (event) => delivery.call(observer, event));
       engine.start();
       logger.info(
         {
@@ -229,7 +238,7 @@ export class Forwarder {
       if (!internal.signal.aborted && (this.#options.drainWhenSourceEnds ?? true)) {
         if (pipeline.aheadOfStore && pipeline.commit({ final: true })) engine.notify();
         logger.info('source finished; waiting for pending deliveries');
-        await waitUntilDrained(store, routed, internal.signal);
+        await waitUntilDrained(store, routed, internal.signal, nextIdle);
       }
     } finally {
       stopping = true;
@@ -242,7 +251,7 @@ export class Forwarder {
           logger.error({ err: (error as Error).message }, 'cannot commit the in-memory state at shutdown');
         }
       }
-      unsubscribe?.();
+      reporting = false;
       observer?.stopping?.();
       stall.stop();
       await approval?.stop(); // approval: ends running hooks / POST retries; progress stays persisted
@@ -274,26 +283,24 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** Resolves when no enabled sink has pending rows, or when `signal` aborts. */
+/**
+ * Resolves when no enabled sink has pending rows, or when `signal` aborts. Checked now and whenever a delivery
+ * worker reports its queue empty ('idle', through `nextIdle`): no timer.
+ */
 async function waitUntilDrained(
   store: Store,
   sinks: readonly RoutedSink[],
   signal: AbortSignal,
+  nextIdle: () => Promise<void>,
 ): Promise<void> {
   const names = new Set(sinks.map((s) => s.name));
+  const aborted = new Promise<void>((resolve) =>
+    signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
   while (!signal.aborted) {
+    const idle = nextIdle(); // before the check, so that an idle report right after it is not missed
     const pending = store.stats().filter((q) => names.has(q.sink) && q.pending > 0);
     if (pending.length === 0) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, 100);
-      signal.addEventListener(
-        'abort',
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
-      );
-    });
+    await Promise.race([idle, aborted]);
   }
 }

@@ -1,14 +1,15 @@
 /**
  * What the pipeline reports as it runs: the ONE hook the telemetry module (metrics, /healthz, /readyz) attaches
- * to, including the delivery engine's events (the pipeline forwards them while running). Every method is
- * optional; the pipeline never depends on an observer being present.
+ * to, including the delivery engine's events (the engine reports to the same kind of observer, DeliveryObserver,
+ * and the pipeline passes its events on while running). Every method is optional; the pipeline never depends on
+ * an observer being present.
  */
 
-import type { DeliveryEngineEvent } from '../delivery/events.ts';
+import type { DeliveryEngineEvent, DeliveryObserver } from '../delivery/events.ts';
 import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
 import type { StoreDamage } from '../store/index.ts';
 
-export interface PipelineObserver {
+export interface PipelineObserver extends DeliveryObserver {
   /** The state store cannot be opened yet (disk full, I/O error); opening is retried. */
   storeUnavailable?(info: { message: string }): void;
   /**
@@ -23,7 +24,10 @@ export interface PipelineObserver {
   committed?(info: { records: readonly LifecycleRecord[]; rows: number; outcome: PollOutcome }): void;
   /** A commit failed (disk full, I/O error); the transitions wait in memory and every poll retries them. */
   commitFailed?(info: { message: string; full: boolean; consecutive: number }): void;
-  /** A delivery engine event (delivered, retry, deadLettered, storeError), from the engine's start to shutdown. */
+  /**
+   * A delivery engine event (delivered, retry, deadLettered, storeError, drained, idle), from the engine's start
+   * to shutdown.
+   */
   delivery?(event: DeliveryEngineEvent): void;
   /** Shutdown began (no delivery event is reported after this). */
   stopping?(): void;

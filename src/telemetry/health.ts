@@ -4,9 +4,9 @@
  * success since). HealthTracker collects these facts from the pipeline; evaluateHealth() is the pure rule.
  */
 
+import type { DeliveryEngineEvent } from '../delivery/events.ts';
 import type { PollFailureReason, PollOutcome } from '../domain/index.ts';
 import type { SinkQueueStats, StoreDamage } from '../store/index.ts';
-import type { DeliveryEngineEvent } from './metrics.ts';
 
 export interface HealthThresholds {
   /** The poll interval in ms (1000 for IMDS). */
@@ -136,7 +136,7 @@ export interface HealthTrackerOptions extends HealthThresholds {
 
 /**
  * Collects health facts from the pipeline. Wire: recordPoll(outcome) per poll outcome;
- * recordDeliveryEvent(event) for engine events (or onDeliveryEvents(engine, e => tracker.recordDeliveryEvent(e)));
+ * recordDeliveryEvent(event) for delivery engine events (the engine's observer, DeliveryObserver.delivery);
  * recordStoreWrite(ok, error?) after each outbox commit. snapshot() evaluates readiness now.
  */
 export class HealthTracker {

@@ -16,15 +16,11 @@ export {
   bindOutboxStats,
   type CreateMetricsOptions,
   createMetrics,
-  type DeliveryEngineEvent,
-  type DeliveryEventSource,
   type ForwarderMetrics,
   METRIC_PREFIX,
-  observeDeliveryEngine,
   observeDeliveryEvent,
   observePollOutcome,
   observeRecords,
-  onDeliveryEvents,
 } from './metrics.ts';
 export { createTelemetryObserver, type TelemetryObserverOptions } from './observer.ts';
 export { routeOtelDiagnostics } from './otel-diag.ts';

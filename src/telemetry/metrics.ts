@@ -5,12 +5,9 @@
  * Feed functions (observe*) keep the wiring in the pipeline to one line per source of events.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { type DeliveryEngineEvent, type DeliveryEventSource, onDeliveryEvents } from '../delivery/events.ts';
+import type { DeliveryEngineEvent } from '../delivery/events.ts';
 import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
 import type { SinkQueueStats } from '../store/index.ts';
-
-// The delivery events moved to src/delivery/events.ts (the pipeline forwards them to its observer).
-export { type DeliveryEngineEvent, type DeliveryEventSource, onDeliveryEvents };
 
 export const METRIC_PREFIX = 'sef_';
 /** Sampling interval (ms) of the `sef_nodejs_eventloop_lag_*` histogram. */
@@ -235,7 +232,8 @@ export function observeRecords(metrics: ForwarderMetrics, records: readonly Life
 
 /**
  * Feed one DeliveryEngine event: delivered → deliveries + latency; retry → failure{code} + retry;
- * deadLettered → dead letters{reason} (+ failure{code} for permanent failures); storeError → store errors.
+ * deadLettered → dead letters{reason} (+ failure{code} for permanent failures); storeError → store errors;
+ * drained and idle count nothing.
  */
 export function observeDeliveryEvent(metrics: ForwarderMetrics, event: DeliveryEngineEvent): void {
   switch (event.type) {
@@ -256,9 +254,4 @@ export function observeDeliveryEvent(metrics: ForwarderMetrics, event: DeliveryE
       metrics.storeErrors.inc({ sink: event.sink, full: String(event.full) });
       break;
   }
-}
-
-/** Feed every delivery event of `engine` into the metrics; returns an unsubscribe function. */
-export function observeDeliveryEngine(metrics: ForwarderMetrics, engine: DeliveryEventSource): () => void {
-  return onDeliveryEvents(engine, (event) => observeDeliveryEvent(metrics, event));
 }

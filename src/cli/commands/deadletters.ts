@@ -1,7 +1,8 @@
 /**
  * `deadletters list` and `deadletters replay`: records a sink rejected permanently or that went over a sink's
  * caps, kept with the error; replay moves them back to the end of their sink's queue (attempts reset). A running
- * forwarder picks replayed records up within its rescan interval (2 s by default).
+ * forwarder picks replayed records up at its delivery engine's next rescan, within a minute (nothing notifies
+ * it of another process's writes).
  *
  * An unknown --id or --sink is a usage error (exit 2). A replay that would push a sink's queue over its caps
  * (the oldest rows would go straight back to dead letters) is refused (exit 1) with the cap to raise and how many

@@ -4,7 +4,7 @@
  * everything drains in commit order.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryEngine, type RetryEvent } from '../../../src/delivery/engine.ts';
+import { DeliveryEngine, type RetryEvent } from '../../../src/delivery/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
 import { FakeClock } from '../../support/fake-clock.ts';
@@ -42,8 +42,12 @@ describe('72 h outage with 10,000 pending records', () => {
         logger: silentLogger(),
         rescanIntervalMs: HOUR,
         closeSinks: false,
+        observer: {
+          delivery: (e) => {
+            if (e.type === 'retry') retries.push(e);
+          },
+        },
       });
-      engine.on('retry', (e) => retries.push(e));
       engine.start();
       return engine;
     };

@@ -1,14 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { retryDelayMs } from '../../../src/backoff.ts';
-import {
-  type DeadLetteredEvent,
-  type DeliveredEvent,
-  DeliveryEngine,
-  type EngineSink,
-  type RetryEvent,
-} from '../../../src/delivery/engine.ts';
+import { DEFAULT_RESCAN_INTERVAL_MS, DeliveryEngine, type EngineSink } from '../../../src/delivery/engine.ts';
 import { type Logger, silentLogger } from '../../../src/log.ts';
-import { openStore, type Store } from '../../../src/store/index.ts';
+import { type Outbox, openStore, type Store } from '../../../src/store/index.ts';
+import { DeliveryEventRecorder } from '../../support/delivery-events.ts';
 import { FakeClock } from '../../support/fake-clock.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { captureLogger, flush, makeRecord, permanent, retryable, ScriptedSink } from './helpers.ts';
@@ -17,19 +12,24 @@ let tmp: { dir: string; cleanup: () => void };
 let clock: FakeClock;
 let store: Store;
 let engine: DeliveryEngine | undefined;
+let recorder: DeliveryEventRecorder;
 const events = {
-  delivered: [] as DeliveredEvent[],
-  retry: [] as RetryEvent[],
-  dead: [] as DeadLetteredEvent[],
+  get delivered() {
+    return recorder.of('delivered');
+  },
+  get retry() {
+    return recorder.of('retry');
+  },
+  get dead() {
+    return recorder.of('deadLettered');
+  },
 };
 
 beforeEach(() => {
   tmp = makeTempDir('sef-engine-');
   clock = new FakeClock(Date.UTC(2026, 0, 1));
   store = openStore({ stateDir: tmp.dir, logger: silentLogger(), now: () => clock.now() });
-  events.delivered = [];
-  events.retry = [];
-  events.dead = [];
+  recorder = new DeliveryEventRecorder();
 });
 afterEach(async () => {
   if (engine !== undefined) {
@@ -44,19 +44,17 @@ afterEach(async () => {
 
 function startEngine(
   sinks: EngineSink[],
-  options: { random?: () => number; rescanIntervalMs?: number; logger?: Logger } = {},
+  options: { random?: () => number; rescanIntervalMs?: number; logger?: Logger; outbox?: Outbox } = {},
 ) {
   engine = new DeliveryEngine({
-    store,
+    store: options.outbox ?? store,
     sinks,
     clock,
     random: options.random ?? (() => 1),
     logger: options.logger ?? silentLogger(),
-    rescanIntervalMs: options.rescanIntervalMs ?? 60_000,
+    ...(options.rescanIntervalMs === undefined ? {} : { rescanIntervalMs: options.rescanIntervalMs }),
+    observer: recorder.observer,
   });
-  engine.on('delivered', (e) => events.delivered.push(e));
-  engine.on('retry', (e) => events.retry.push(e));
-  engine.on('deadLettered', (e) => events.dead.push(e));
   engine.start();
   return engine;
 }
@@ -66,6 +64,25 @@ function commit(from: number, to: number, sinks: string[]): void {
   for (let i = from; i <= to; i++) deliveries.push({ record: makeRecord(i), sinks });
   store.commit({ upTo: to }, deliveries);
   engine?.notify();
+}
+
+/** The store as the engine sees it (Outbox), counting the engine's reads of the queues. */
+function countingOutbox(s: Store): { outbox: Outbox; reads: () => number } {
+  let reads = 0;
+  return {
+    outbox: {
+      pending: (sink, limit) => {
+        reads++;
+        return s.pending(sink, limit);
+      },
+      ack: (sink, seqs) => s.ack(sink, seqs),
+      recordFailure: (sink, seqs, failure) => s.recordFailure(sink, seqs, failure),
+      deadLetter: (sink, seqs, why) => s.deadLetter(sink, seqs, why),
+      enforceCapsByReason: (sink, caps, nowMs) => s.enforceCapsByReason(sink, caps, nowMs),
+      compact: () => s.compact(),
+    },
+    reads: () => reads,
+  };
 }
 
 const ids = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `rec-${from + i}`);
@@ -320,5 +337,92 @@ describe('DeliveryEngine', () => {
     expect(store.pending('a', 10)).toEqual([]);
     expect(sink.calls).toHaveLength(1); // no new work taken after stop()
     engine = undefined;
+  });
+
+  describe('idle cost: event-driven, no polling', () => {
+    it('an idle worker sets only the coarse rescan timer and reads its queue once a minute, not every 2 s', async () => {
+      const { outbox, reads } = countingOutbox(store);
+      startEngine([{ sink: new ScriptedSink('a', clock) }, { sink: new ScriptedSink('b', clock) }], {
+        outbox,
+      });
+      await clock.advance(0);
+      expect(DEFAULT_RESCAN_INTERVAL_MS).toBeGreaterThanOrEqual(60_000);
+      expect(reads()).toBe(2); // one look at each queue at start
+      expect(clock.pendingTimers).toBe(2); // each worker's rescan, nothing else
+      await clock.advance(DEFAULT_RESCAN_INTERVAL_MS - 1);
+      expect(reads()).toBe(2);
+      await clock.advance(1);
+      expect(reads()).toBe(4);
+      await clock.advance(10 * DEFAULT_RESCAN_INTERVAL_MS);
+      expect(reads()).toBe(24); // 2 sinks × 10 rescans; at the old 2 s interval it would be 600 more
+      expect(clock.pendingTimers).toBe(2);
+    });
+
+    it('without the rescan an idle engine has no timer at all, and a commit alone wakes it', async () => {
+      const sink = new ScriptedSink('a', clock);
+      startEngine([{ sink }], { rescanIntervalMs: Number.POSITIVE_INFINITY });
+      await clock.advance(0);
+      expect(clock.pendingTimers).toBe(0);
+      commit(1, 2, ['a']);
+      await flush(); // no clock advance: the commit notification wakes the worker
+      expect(sink.delivered).toEqual(ids(1, 2));
+      expect(recorder.of('drained')).toEqual([{ sink: 'a' }]);
+      expect(clock.pendingTimers).toBe(0); // idle again, still no timer
+      commit(3, 3, ['a']);
+      await flush();
+      expect(sink.delivered).toEqual(ids(1, 3));
+    });
+
+    it('the coarse rescan picks up rows another process added without notifying (deadletters replay)', async () => {
+      const sink = new ScriptedSink('a', clock);
+      startEngine([{ sink }]);
+      await clock.advance(1000);
+      // What `deadletters replay` does from another process: rows appear, nobody calls notify().
+      store.commit({ upTo: 1 }, [{ record: makeRecord(1), sinks: ['a'] }]);
+      await clock.advance(DEFAULT_RESCAN_INTERVAL_MS - 1001);
+      expect(sink.delivered).toEqual([]);
+      await clock.advance(1);
+      expect(sink.delivered).toEqual(['rec-1']);
+    });
+
+    it('dead-letters expired rows (caps.maxAgeMs) at their expiry while waiting for a far retry, not at the retry', async () => {
+      const sink = new ScriptedSink('a', clock);
+      sink.failWith = () => retryable();
+      const maxAgeMs = 10 * 60_000;
+      startEngine(
+        [
+          {
+            sink,
+            caps: { maxAgeMs },
+            backoff: { initialMs: 3_600_000, maxMs: 3_600_000 }, // next attempt 1 h after each failure
+          },
+        ],
+        { rescanIntervalMs: Number.POSITIVE_INFINITY },
+      );
+      const t0 = clock.now();
+      commit(1, 1, ['a']);
+      await clock.advance(5 * 60_000);
+      commit(2, 2, ['a']); // committed 5 min later; the worker sleeps until rec-1's retry or expiry
+      await clock.advance(5 * 60_000); // t0 + maxAge: not yet older than maxAge
+      expect(store.pending('a', 10).map((r) => r.recordId)).toEqual(['rec-1', 'rec-2']);
+      expect(events.dead).toEqual([]);
+      await clock.advance(1); // t0 + maxAge + 1 ms: rec-1 expires, rec-2 gets its first attempt
+      expect(events.dead).toEqual([{ sink: 'a', count: 1, reason: 'expired' }]);
+      expect(store.listDeadLetters().map((d) => `${d.recordId}:${d.reason}`)).toEqual(['rec-1:expired']);
+      expect(sink.calls.map((c) => [c.ids, c.at - t0])).toEqual([
+        [['rec-1'], 0],
+        [['rec-2'], maxAgeMs + 1],
+      ]);
+      await clock.advance(5 * 60_000 - 1); // rec-2 committed at t0 + 5 min: not yet
+      expect(events.dead).toHaveLength(1);
+      await clock.advance(1);
+      expect(events.dead).toEqual([
+        { sink: 'a', count: 1, reason: 'expired' },
+        { sink: 'a', count: 1, reason: 'expired' },
+      ]);
+      expect(store.pending('a', 10)).toEqual([]);
+      expect(sink.calls).toHaveLength(2); // no retry was due: the expiry alone woke the worker
+      expect(clock.pendingTimers).toBe(0); // empty queue, no rescan configured: no timer left
+    });
   });
 });

@@ -277,6 +277,8 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
   }
 
   function engineFor(sink: Sink, deliveryTimeoutMs?: number) {
+    const messages: string[] = [];
+    const codes: string[] = [];
     const engine = new DeliveryEngine({
       store,
       sinks: [
@@ -284,12 +286,13 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
       ],
       logger: silentLogger(),
       rescanIntervalMs: 50,
-    });
-    const messages: string[] = [];
-    const codes: string[] = [];
-    engine.on('retry', (e: { message: string; code: string }) => {
-      messages.push(e.message);
-      codes.push(e.code);
+      observer: {
+        delivery: (e) => {
+          if (e.type !== 'retry') return;
+          messages.push(e.message);
+          codes.push(e.code);
+        },
+      },
     });
     cleanups.push(() => engine.stop(1000));
     return { engine, messages, codes };

@@ -2,16 +2,13 @@
  * The telemetry listener over real HTTP on 127.0.0.1: /healthz, /readyz reflecting a dead IMDS (stale last
  * poll) and a dead sink, /metrics scraped and parsed. Time comes from an injected clock.
  */
-import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { DeliveryEngineEvents } from '../../../src/delivery/engine.ts';
 import type { PollOutcome } from '../../../src/domain/index.ts';
 import {
   createMetrics,
   createTelemetryObserver,
   type ForwarderMetrics,
   HealthTracker,
-  onDeliveryEvents,
   startTelemetryServer,
   type TelemetryServer,
 } from '../../../src/telemetry/index.ts';
@@ -38,11 +35,8 @@ describe('telemetry server', () => {
   let metrics: ForwarderMetrics;
   let tracker: HealthTracker;
   let server: TelemetryServer;
-  // The DeliveryEngine is a typed EventEmitter; a bare one stands in for it here.
-  let engine: EventEmitter<DeliveryEngineEvents>;
 
   beforeEach(async () => {
-    engine = new EventEmitter<DeliveryEngineEvents>();
     now = T0;
     metrics = createMetrics({ processMetrics: false, now: () => now });
     tracker = new HealthTracker({
@@ -75,7 +69,6 @@ describe('telemetry server', () => {
 
   it('/readyz: ready after a poll, 503 once IMDS is dead (no success for 5 intervals), ready again after recovery', async () => {
     const observer = createTelemetryObserver({ metrics, health: tracker });
-    onDeliveryEvents(engine, (event) => observer.delivery?.(event)); // as the pipeline does
     observer.ready?.({ stateDir: '.', sinks: ['otel'] });
     observer.outcome?.(poll(now));
     observer.committed?.({ records: [], rows: 0, outcome: poll(now) });
@@ -109,11 +102,11 @@ describe('telemetry server', () => {
 
   it('/readyz: 503 for a dead sink (3 consecutive failed attempts), ready again after a delivery', async () => {
     const observer = createTelemetryObserver({ metrics, health: tracker });
-    const detach = onDeliveryEvents(engine, (event) => observer.delivery?.(event)); // as the pipeline does
     observer.ready?.({ stateDir: '.', sinks: ['otel', 'hook'] });
     observer.outcome?.(poll(now));
     for (let attempts = 1; attempts <= 3; attempts++) {
-      engine.emit('retry', {
+      observer.delivery?.({
+        type: 'retry', // the engine reports to the observer directly, as the pipeline wires it
         sink: 'otel',
         attempts,
         delayMs: 1000,
@@ -132,10 +125,10 @@ describe('telemetry server', () => {
     });
     expect(body.sinks.hook).toMatchObject({ ok: true, state: 'ok' });
 
-    engine.emit('delivered', { sink: 'otel', count: 1, latenciesMs: [5000], recordIds: ['x'] });
+    observer.delivery?.({ type: 'idle', sink: 'otel' }); // a worker waiting for work changes nothing
+    expect((await get('/readyz')).status).toBe(503);
+    observer.delivery?.({ type: 'delivered', sink: 'otel', count: 1, latenciesMs: [5000], recordIds: ['x'] });
     expect((await get('/readyz')).status).toBe(200);
-    detach();
-    expect(engine.listenerCount('delivered') + engine.listenerCount('retry')).toBe(0);
   });
 
   it('/readyz: 503 while the store cannot be written', async () => {
@@ -151,7 +144,6 @@ describe('telemetry server', () => {
 
   it('/metrics serves the Prometheus text of everything the observer saw', async () => {
     const observer = createTelemetryObserver({ metrics, health: tracker });
-    onDeliveryEvents(engine, (event) => observer.delivery?.(event)); // as the pipeline does
     observer.ready?.({ stateDir: '.', sinks: ['otel'] });
     observer.outcome?.(poll(now));
     observer.outcome?.(failedPoll(now, 1));
@@ -160,8 +152,23 @@ describe('telemetry server', () => {
       rows: 2,
       outcome: poll(now),
     });
-    engine.emit('delivered', { sink: 'otel', count: 2, latenciesMs: [100, 200], recordIds: ['a', 'b'] });
-    engine.emit('retry', { sink: 'otel', attempts: 1, delayMs: 1000, code: 'timeout', message: 'x' });
+    observer.delivery?.({
+      type: 'delivered',
+      sink: 'otel',
+      count: 2,
+      latenciesMs: [100, 200],
+      recordIds: ['a', 'b'],
+    });
+    observer.delivery?.({
+      type: 'retry',
+      sink: 'otel',
+      attempts: 1,
+      delayMs: 1000,
+      code: 'timeout',
+      message: 'x',
+    });
+    observer.delivery?.({ type: 'drained', sink: 'otel' }); // counts nothing
+    observer.delivery?.({ type: 'idle', sink: 'otel' });
     const res = await get('/metrics');
     expect(res.status).toBe(200);
     expect(res.type).toContain('text/plain');

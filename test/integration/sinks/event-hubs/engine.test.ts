@@ -4,7 +4,7 @@
  * SDK's error; nothing is lost.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryEngine, type RetryEvent } from '../../../../src/delivery/engine.ts';
+import { DeliveryEngine, type RetryEvent } from '../../../../src/delivery/index.ts';
 import { silentLogger } from '../../../../src/log.ts';
 import { openStore, type Store } from '../../../../src/store/index.ts';
 import {
@@ -41,14 +41,18 @@ describe('engine + outbox + Event Hubs sink under faults', () => {
       maxBatch: 20,
       retry: { maxRetries: 0, retryDelayMs: 10, maxRetryDelayMs: 20, timeoutMs: 400 },
     });
+    const retries: RetryEvent[] = [];
     const engine = new DeliveryEngine({
       store,
       sinks: [{ sink, backoff: { initialMs: 10, maxMs: 50 } }],
       logger: silentLogger(),
       rescanIntervalMs: 50,
+      observer: {
+        delivery: (e) => {
+          if (e.type === 'retry') retries.push(e);
+        },
+      },
     });
-    const retries: RetryEvent[] = [];
-    engine.on('retry', (e) => retries.push(e));
     // Faults are consumed in this order by the transfers that follow.
     double.setFault({ kind: 'server-busy', times: 3 });
     double.setFault({ kind: 'never-settle', times: 1 });

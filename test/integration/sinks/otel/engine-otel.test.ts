@@ -12,9 +12,8 @@ import { openStore, type Store } from '../../../../src/store/index.ts';
 import {
   bindOutboxStats,
   createMetrics,
+  createTelemetryObserver,
   HealthTracker,
-  observeDeliveryEngine,
-  onDeliveryEvents,
   startTelemetryServer,
 } from '../../../../src/telemetry/index.ts';
 import { type OtlpHttpReceiver, startOtlpHttpReceiver } from '../../../support/otlp-receiver.ts';
@@ -46,17 +45,16 @@ describe('otel sink behind the delivery engine', () => {
       makeContext(),
       {},
     );
+    const metrics = createMetrics({ processMetrics: false });
+    bindOutboxStats(metrics, () => store.stats());
+    const health = new HealthTracker({ pollIntervalMs: 1000, sinks: ['otel'], sinkFailingAfterAttempts: 3 });
     const engine = new DeliveryEngine({
       store,
       sinks: [{ sink, backoff: { initialMs: 5, maxMs: 20 } }],
       logger: silentLogger(),
       rescanIntervalMs: 50,
+      observer: createTelemetryObserver({ metrics, health }), // as `run` wires it (through the pipeline)
     });
-    const metrics = createMetrics({ processMetrics: false });
-    bindOutboxStats(metrics, () => store.stats());
-    observeDeliveryEngine(metrics, engine);
-    const health = new HealthTracker({ pollIntervalMs: 1000, sinks: ['otel'], sinkFailingAfterAttempts: 3 });
-    onDeliveryEvents(engine, (e) => health.recordDeliveryEvent(e));
     health.recordPoll({
       kind: 'document',
       document: { DocumentIncarnation: 1, Events: [] },

@@ -158,18 +158,22 @@ describe('DeliveryEngine + SQLite store + slack sink', () => {
       slackOptionsSchema.parse({ url: server.url(SLACK_PATH), minIntervalMs: 0 }),
       context(logger),
     );
+    const delivered: string[] = [];
+    const retries: string[] = [];
+    const dead: string[] = [];
     const engine = new DeliveryEngine({
       store,
       sinks: [{ sink, backoff: { initialMs: 20, maxMs: 50 } }],
       logger,
       rescanIntervalMs: 50,
+      observer: {
+        delivery: (e) => {
+          if (e.type === 'delivered') delivered.push(...e.recordIds);
+          else if (e.type === 'retry') retries.push(`${e.code} ${e.message}`);
+          else if (e.type === 'deadLettered') dead.push(e.code ?? e.reason);
+        },
+      },
     });
-    const delivered: string[] = [];
-    const retries: string[] = [];
-    const dead: string[] = [];
-    engine.on('delivered', (e) => delivered.push(...e.recordIds));
-    engine.on('retry', (e) => retries.push(`${e.code} ${e.message}`));
-    engine.on('deadLettered', (e) => dead.push(e.code ?? e.reason));
     try {
       const before = server.requests.length;
       server.enqueue(
