@@ -129,6 +129,7 @@ export class ImdsPoller implements Source {
 
         let outcome: PollOutcome;
         let retryAfterFailure: ImdsError | undefined;
+        let captureDocument: (() => Promise<void>) | undefined;
         try {
           const answer = await this.#client.getScheduledEvents(signal, previous);
           const observed = { wallMs: clock.now(), monotonicMs: clock.monotonic() };
@@ -150,7 +151,10 @@ export class ImdsPoller implements Source {
           consecutiveTransientFailures = 0;
           failureState = undefined;
           previous = answer;
-          if (changed) await this.#captureDocument(observed.wallMs, body);
+          // Captured once the outcome was handled: the pipeline holds the first outcome until the VM identity
+          // request settled, so the first captured document carries the identity too (the first GET may be
+          // answered before the identity request).
+          if (changed) captureDocument = () => this.#captureDocument(observed.wallMs, body);
         } catch (error) {
           if (signal.aborted) break;
           const failure = toImdsError(error);
@@ -173,6 +177,7 @@ export class ImdsPoller implements Source {
         }
 
         await onOutcome(outcome);
+        await captureDocument?.();
 
         let earliest = clock.monotonic();
         if (retryAfterFailure) {
