@@ -150,7 +150,13 @@ async function measureStart(
           timeoutMs: 60_000,
         },
       );
-      const identity = requestsOf(setup.sim, vm, 'instance')[0];
+      // The forwarder sends its first Scheduled Events GET before anything else, the identity request soon after.
+      const identity =
+        subject === 'poller'
+          ? undefined
+          : await waitFor(() => requestsOf(setup.sim, vm, 'instance')[0], `first identity GET of ${vm}`, {
+              timeoutMs: 60_000,
+            });
       return {
         firstGetMs: Date.parse(first.at) - spawnedAt,
         identityMs: identity === undefined ? null : Date.parse(identity.at) - spawnedAt,
