@@ -292,18 +292,19 @@ function settleEntry(p: Planner, i: number, nowMs: number): EventProgress {
 function notPosted(p: Planner, i: number, why: string, nowMs: number): void {
   const entry = p.progress[i]!;
   p.log('warn', 'approval not POSTed', { eventId: entry.eventId, why });
-  p.update(i, {
-    post: 'failed',
-    approval: {
-      eventId: entry.eventId,
-      approvedAtMs: nowMs,
-      rule: entry.rule,
-      leader: true,
-      hooks: [...entry.hooks],
-      posted: false,
-    },
-    recorded: false,
-  });
+  p.update(i, { post: 'failed', approval: leaderApproval(entry, nowMs, false), recorded: false });
+}
+
+/** The approval the leader records for an event it POSTed (`posted`) or could not POST. */
+function leaderApproval(entry: EventProgress, nowMs: number, posted: boolean): ApprovalInput {
+  return {
+    eventId: entry.eventId,
+    approvedAtMs: nowMs,
+    rule: entry.rule,
+    leader: true,
+    hooks: [...entry.hooks],
+    posted,
+  };
 }
 
 function sameApproval(a: ApprovalInput, b: ApprovalInput): boolean {
@@ -426,18 +427,7 @@ export function postAccepted(progress: readonly EventProgress[], batch: PostBatc
   const p = new Planner(progress);
   p.progress.forEach((entry, i) => {
     if (!batch.keys.includes(entry.key)) return;
-    p.update(i, {
-      post: 'posted',
-      approval: {
-        eventId: entry.eventId,
-        approvedAtMs: nowMs,
-        rule: entry.rule,
-        leader: true,
-        hooks: [...entry.hooks],
-        posted: true,
-      },
-      recorded: false,
-    });
+    p.update(i, { post: 'posted', approval: leaderApproval(entry, nowMs, true), recorded: false });
   });
   p.log('info', 'approved: StartRequests accepted', { eventIds: batch.eventIds });
   return p.plan();

@@ -20,24 +20,13 @@ import {
   initialState,
   transform,
 } from '../../../src/transform/index.ts';
+import { scheduledEvent } from './fixtures.ts';
 
 const T0 = Date.parse('2022-04-11T22:10:00Z');
 const VM = { name: 'WestNO_0', vmId: 'vm-0' } as VmIdentity;
 
 function event(fields: Partial<ScheduledEvent> = {}): ScheduledEvent {
-  return {
-    EventId: 'E1',
-    EventType: 'Reboot',
-    ResourceType: 'VirtualMachine',
-    Resources: ['WestNO_0', 'WestNO_1'],
-    EventStatus: 'Scheduled',
-    NotBefore: 'Mon, 11 Apr 2022 22:25:00 GMT',
-    notBeforeUtc: '2022-04-11T22:25:00.000Z',
-    Description: '',
-    EventSource: 'User',
-    DurationInSeconds: -1,
-    ...fields,
-  };
+  return scheduledEvent({ Resources: ['WestNO_0', 'WestNO_1'], ...fields });
 }
 
 function step(

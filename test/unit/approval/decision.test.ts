@@ -5,6 +5,7 @@ import { cannotPost, newProgress, type Settlement, settle } from '../../../src/a
 import type { EventProgress } from '../../../src/approval/progress.ts';
 import type { ScheduledEvent, VmIdentity } from '../../../src/domain/index.ts';
 import type { TrackedEvent } from '../../../src/transform/index.ts';
+import { scheduledEvent } from './fixtures.ts';
 
 const VM = { name: 'vm0', vmId: 'id0' } as VmIdentity;
 const NB = Date.parse('2022-04-11T22:25:00Z');
@@ -13,19 +14,7 @@ function tracked(fields: Partial<ScheduledEvent> = {}, tracking: Partial<Tracked
   return {
     eventId: 'E1',
     occurrence: 1,
-    last: {
-      EventId: 'E1',
-      EventType: 'Reboot',
-      ResourceType: 'VirtualMachine',
-      Resources: ['vm0', 'vm1'],
-      EventStatus: 'Scheduled',
-      NotBefore: 'Mon, 11 Apr 2022 22:25:00 GMT',
-      notBeforeUtc: '2022-04-11T22:25:00.000Z',
-      Description: '',
-      EventSource: 'Platform',
-      DurationInSeconds: -1,
-      ...fields,
-    },
+    last: scheduledEvent({ EventSource: 'Platform', ...fields }),
     lastNotBeforeUtc: '2022-04-11T22:25:00.000Z',
     ...tracking,
   } as TrackedEvent;

@@ -23,6 +23,7 @@ import {
 import type { EventProgress } from '../../../src/approval/progress.ts';
 import type { LifecycleRecord, ScheduledEvent, VmIdentity } from '../../../src/domain/index.ts';
 import type { ApprovalInput, TrackedEvent } from '../../../src/transform/index.ts';
+import { scheduledEvent } from './fixtures.ts';
 
 const VM = { name: 'vm0', vmId: 'id0' } as VmIdentity;
 const NB = Date.parse('2022-04-11T22:25:00Z');
@@ -33,19 +34,7 @@ function tracked(fields: Partial<ScheduledEvent> = {}, tracking: Partial<Tracked
   return {
     eventId,
     occurrence: 1,
-    last: {
-      EventId: eventId,
-      EventType: 'Reboot',
-      ResourceType: 'VirtualMachine',
-      Resources: ['vm0', 'vm1'],
-      EventStatus: 'Scheduled',
-      NotBefore: 'Mon, 11 Apr 2022 22:25:00 GMT',
-      notBeforeUtc: '2022-04-11T22:25:00.000Z',
-      Description: '',
-      EventSource: 'User',
-      DurationInSeconds: -1,
-      ...fields,
-    },
+    last: scheduledEvent({ EventId: eventId, ...fields }),
     firstSeenStatus: 'Scheduled',
     firstSeenAtMs: NOW - 1000,
     startedAtMs: null,

@@ -10,26 +10,16 @@ import { approvalSection } from '../../../src/approval/config.ts';
 import { reconcile } from '../../../src/approval/plan.ts';
 import { type EventProgress, PROGRESS_META_KEY } from '../../../src/approval/progress.ts';
 import { type ApprovalClient, ApprovalRunner } from '../../../src/approval/runner.ts';
-import type { ScheduledEvent, VmIdentity } from '../../../src/domain/index.ts';
+import type { VmIdentity } from '../../../src/domain/index.ts';
 import { ImdsError } from '../../../src/sources/shared/errors.ts';
 import { type ForwarderState, initialState, transform } from '../../../src/transform/index.ts';
+import { scheduledEvent } from './fixtures.ts';
 
 const T0 = Date.parse('2022-04-11T22:10:00Z');
 const VM = { name: 'vm0', vmId: 'id0' } as VmIdentity;
 
 function scheduled(): ForwarderState {
-  const event: ScheduledEvent = {
-    EventId: 'E1',
-    EventType: 'Reboot',
-    ResourceType: 'VirtualMachine',
-    Resources: ['vm0'],
-    EventStatus: 'Scheduled',
-    NotBefore: 'Mon, 11 Apr 2022 22:25:00 GMT',
-    notBeforeUtc: '2022-04-11T22:25:00.000Z',
-    Description: '',
-    EventSource: 'User',
-    DurationInSeconds: -1,
-  };
+  const event = scheduledEvent({ Resources: ['vm0'] });
   return transform(initialState(), {
     outcome: {
       kind: 'document',
