@@ -17,12 +17,21 @@ export interface BackoffOptions {
 }
 
 /**
+ * The plain exponential delay min(maxMs, initialMs · 2^(attempt−1)) for retry number `attempt` (1 = the first
+ * retry): the ceiling of the jittered delays below, and the delay itself where a local resource is retried
+ * (opening the state store, committing a fleet batch) and no other client competes for it.
+ */
+export function exponentialBackoffMs(attempt: number, options: BackoffOptions): number {
+  const exponent = Math.min(Math.max(attempt - 1, 0), 30);
+  return Math.min(options.maxMs, options.initialMs * 2 ** exponent);
+}
+
+/**
  * A uniformly random delay in [0, min(maxMs, initialMs · 2^(attempt−1))) for retry number `attempt`
  * (1 = the first retry), rounded down to whole milliseconds.
  */
 export function fullJitterBackoffMs(attempt: number, options: BackoffOptions, random: () => number): number {
-  const exponent = Math.min(Math.max(attempt - 1, 0), 30);
-  const ceiling = Math.min(options.maxMs, options.initialMs * 2 ** exponent);
+  const ceiling = exponentialBackoffMs(attempt, options);
   const r = Math.min(Math.max(random(), 0), 1);
   return Math.floor(r * ceiling);
 }

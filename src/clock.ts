@@ -20,8 +20,12 @@ export const systemClock: Clock = {
 };
 
 /** Resolve after `ms` on `clock`, or at once when `signal` aborts (never rejects). */
-export function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (signal === undefined) {
+      clock.setTimeout(resolve, Math.max(0, ms));
+      return;
+    }
     if (signal.aborted) return resolve();
     const onAbort = (): void => {
       clock.clearTimeout(handle);

@@ -68,12 +68,37 @@ export async function buildProgram(only?: readonly string[]): Promise<Command> {
   return program;
 }
 
+/**
+ * The long-running services: `run` and `fleet run` (fleet's default subcommand). Their stdout going away is not
+ * "the reader has seen enough": run's stdout sink treats a failed write as a retryable delivery, and a service
+ * must not end with success behind its supervisor's back.
+ */
+export function isService(argv: readonly string[]): boolean {
+  const [command, sub] = argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) return false;
+  if (command === 'run') return true;
+  return command === 'fleet' && (sub === undefined || sub === 'run' || sub.startsWith('-'));
+}
+
+/**
+ * Every other command prints a list, a document or a status: when the reader of stdout closes early
+ * (`... | head -1`), the next write fails with EPIPE; the command then ends quietly with exit code 0, like
+ * any Unix tool, instead of crashing with a stack trace. Other stdout errors stay fatal.
+ */
+export function exitQuietlyWhenStdoutCloses(stdout: NodeJS.WriteStream = process.stdout): void {
+  stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    throw error;
+  });
+}
+
 export async function main(argv: string[]): Promise<number> {
   const command = requestedCommand(argv);
   if (command === 'run') {
     sizeHeapForLongRun();
     await sendFirstPoll(argv.slice(3));
   }
+  if (!isService(argv)) exitQuietlyWhenStdoutCloses();
   const program = await buildProgram(command === undefined ? undefined : [command]);
   const { CommanderError } = await import('commander');
   try {

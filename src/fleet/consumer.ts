@@ -21,9 +21,14 @@ import {
 } from '@azure/event-hubs';
 import type { BlobCheckpointStore } from '@azure/eventhubs-checkpointstore-blob';
 import { createCredential } from '../azure/credentials.ts';
+import { type BackoffOptions, exponentialBackoffMs } from '../backoff.ts';
+import { sleep, systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetStore, IngestResult, RawFleetEvent } from './store.ts';
+
+/** Retrying a failed SQLite commit of a batch: 200 ms doubling to 10 s. */
+const FLEET_COMMIT_BACKOFF: BackoffOptions = { initialMs: 200, maxMs: 10_000 };
 
 /** Live counters of this consumer instance. */
 export interface FleetConsumerStats {
@@ -220,19 +225,18 @@ export class FleetConsumer {
 
   /** Commits the batch, retrying with backoff while SQLite fails (busy, disk full); undefined when closing. */
   async #commitWithRetry(batch: RawFleetEvent[], partitionId: string): Promise<IngestResult | undefined> {
-    let delay = 200;
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       if (this.#closing) return undefined;
       try {
         return this.#options.store.ingest(batch);
       } catch (error) {
         this.stats.commitRetries++;
+        const delay = exponentialBackoffMs(attempt, FLEET_COMMIT_BACKOFF);
         this.#options.logger.error(
           { err: (error as Error).message, partition: partitionId, retryInMs: delay },
           'cannot commit the batch to the fleet database; holding the partition and retrying (no checkpoint)',
         );
-        await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(delay * 2, 10_000);
+        await sleep(systemClock, delay);
       }
     }
   }

@@ -2,21 +2,30 @@
  * Virtual time for the simulator. Scheduled Events timings (15-minute notices, 10 minutes Started) play
  * faster with a time scale, or move only when told to (time scale 0) for deterministic tests.
  */
+import { type Clock, systemClock } from '../clock.ts';
 
-/** The simulator's notion of "now" (epoch milliseconds of simulated time). */
-export interface SimClock {
-  now(): number;
+/**
+ * The simulator's clock: a src/clock.ts Clock whose time is simulated. `now()` is simulated epoch ms,
+ * `monotonic()` simulated ms since creation, and timers fire at simulated times; `advance(ms)` jumps
+ * simulated time forward (firing every timer that became due).
+ */
+export interface SimClock extends Clock {
   /** Jump simulated time forward by `ms`. */
   advance(ms: number): void;
 }
 
 export interface VirtualClockOptions {
-  /** Simulated epoch ms at creation; default the real time at creation. */
+  /** Simulated epoch ms at creation; default the real wall time at creation. */
   startMs?: number;
   /** Simulated milliseconds per real millisecond; 0 freezes time (only advance() moves it). Default 1. */
   timeScale?: number;
-  /** Real clock used to measure elapsed time; default Date.now. */
-  realNow?: () => number;
+  /** Real clock: its monotonic time measures elapsed time, its timers wake simulated ones. Default systemClock. */
+  realClock?: Clock;
+}
+
+interface SimTimer {
+  at: number;
+  fn: () => void;
 }
 
 /** A clock running `timeScale` times faster than real time, plus any explicit advances. */
@@ -24,13 +33,17 @@ export class VirtualClock implements SimClock {
   readonly timeScale: number;
   readonly #startMs: number;
   readonly #realStart: number;
-  readonly #realNow: () => number;
+  readonly #real: Clock;
   #offsetMs = 0;
+  readonly #timers = new Map<number, SimTimer>();
+  #nextTimerId = 1;
+  /** The real timer armed for the earliest simulated timer (none while time is frozen). */
+  #wake: unknown;
 
   constructor(options: VirtualClockOptions = {}) {
-    this.#realNow = options.realNow ?? Date.now;
-    this.#realStart = this.#realNow();
-    this.#startMs = options.startMs ?? this.#realStart;
+    this.#real = options.realClock ?? systemClock;
+    this.#realStart = this.#real.monotonic();
+    this.#startMs = options.startMs ?? this.#real.now();
     this.timeScale = options.timeScale ?? 1;
     if (!Number.isFinite(this.timeScale) || this.timeScale < 0) {
       throw new RangeError(`timeScale must be a finite number >= 0, got ${String(options.timeScale)}`);
@@ -38,12 +51,55 @@ export class VirtualClock implements SimClock {
   }
 
   now(): number {
-    return this.#startMs + this.#offsetMs + (this.#realNow() - this.#realStart) * this.timeScale;
+    return this.#startMs + this.monotonic();
+  }
+
+  monotonic(): number {
+    return this.#offsetMs + (this.#real.monotonic() - this.#realStart) * this.timeScale;
+  }
+
+  /** Runs `fn` once `ms` of simulated time have passed (by real time scaled, or by advance()). */
+  setTimeout(fn: () => void, ms: number): unknown {
+    const id = this.#nextTimerId++;
+    this.#timers.set(id, { at: this.monotonic() + Math.max(0, ms), fn });
+    this.#arm();
+    return id;
+  }
+
+  clearTimeout(handle: unknown): void {
+    if (typeof handle === 'number' && this.#timers.delete(handle)) this.#arm();
   }
 
   advance(ms: number): void {
     if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`advance needs ms >= 0, got ${String(ms)}`);
     this.#offsetMs += ms;
+    this.#fireDue();
+  }
+
+  /** Fires due timers in time order (a callback may add or clear timers), then re-arms the real timer. */
+  #fireDue(): void {
+    for (;;) {
+      const now = this.monotonic();
+      let next: [number, SimTimer] | undefined;
+      for (const entry of this.#timers) if (next === undefined || entry[1].at < next[1].at) next = entry;
+      if (next === undefined || next[1].at > now) break;
+      this.#timers.delete(next[0]);
+      next[1].fn();
+    }
+    this.#arm();
+  }
+
+  #arm(): void {
+    if (this.#wake !== undefined) this.#real.clearTimeout(this.#wake);
+    this.#wake = undefined;
+    if (this.timeScale === 0 || this.#timers.size === 0) return;
+    let at = Number.POSITIVE_INFINITY;
+    for (const timer of this.#timers.values()) at = Math.min(at, timer.at);
+    const realMs = Math.max(0, Math.ceil((at - this.monotonic()) / this.timeScale));
+    this.#wake = this.#real.setTimeout(() => {
+      this.#wake = undefined;
+      this.#fireDue();
+    }, realMs);
   }
 }
 

@@ -5,6 +5,7 @@
  * one VM, to one endpoint or all, optionally for the next N matching requests only.
  */
 import { z } from 'zod';
+import { type Clock, systemClock } from '../clock.ts';
 
 export const FAULT_KINDS = [
   'latency',
@@ -136,10 +137,11 @@ function describeFaultIssue(issue: z.core.$ZodIssue, fields: Record<string, unkn
 export class FaultController {
   #active: ActiveFault[] = [];
   readonly #windows = new Map<string, number[]>();
-  readonly #realNow: () => number;
+  readonly #realClock: Clock;
 
-  constructor(realNow: () => number = Date.now) {
-    this.#realNow = realNow;
+  /** `realClock` measures the rate-limit window (real time, not simulated). */
+  constructor(realClock: Clock = systemClock) {
+    this.#realClock = realClock;
   }
 
   /** Replaces every fault with `faults`. */
@@ -212,7 +214,7 @@ export class FaultController {
 
   /** Sliding one-second window per VM; true when this request is within the allowed rate. */
   #withinRate(vm: string, perSecond: number): boolean {
-    const now = this.#realNow();
+    const now = this.#realClock.monotonic();
     const window = (this.#windows.get(vm) ?? []).filter((t) => now - t < 1000);
     const allowed = window.length < perSecond;
     if (allowed) window.push(now);

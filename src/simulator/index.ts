@@ -5,6 +5,7 @@
  */
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import { type Clock, systemClock } from '../clock.ts';
 import type { VmIdentity } from '../domain/index.ts';
 import { type Logger, silentLogger } from '../log.ts';
 import { createAdmin, type RequestLogEntry, type SimulatorAdmin } from './admin.ts';
@@ -52,8 +53,11 @@ export interface SimulatorOptions {
   initialIncarnation?: number;
   /** Faults active from the start. */
   faults?: FaultInput[];
-  /** Real clock for the rate-limit window (default Date.now); inject a fixed one for deterministic tests. */
-  realNow?: () => number;
+  /**
+   * Real (not simulated) time: the rate-limit window, injected latency, and the default VirtualClock's
+   * elapsed time. Default systemClock; inject test/support/fake-clock.ts for deterministic tests.
+   */
+  realClock?: Clock;
   /** How often (real ms) due transitions are applied without requests (default 20). */
   syncIntervalMs?: number;
   logger?: Logger;
@@ -75,8 +79,10 @@ const REQUEST_LOG_LIMIT = 10_000;
 export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
   const logger = (options.logger ?? silentLogger()).child({ component: 'simulator' });
   const scenario = typeof options.scenario === 'string' ? loadScenario(options.scenario) : options.scenario;
+  const realClock = options.realClock ?? systemClock;
   const clock =
-    options.clock ?? new VirtualClock({ timeScale: options.timeScale ?? scenario?.timeScale ?? 1 });
+    options.clock ??
+    new VirtualClock({ timeScale: options.timeScale ?? scenario?.timeScale ?? 1, realClock });
   const primaryVmName = options.vmName ?? options.vm?.name ?? scenario?.primaryVm ?? DEFAULT_VM_NAME;
   const state = new SimulatorState({
     clock,
@@ -88,7 +94,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
       : {}),
     onChange: (change) => logger.info({ simTime: new Date(change.at).toISOString() }, change.what),
   });
-  const faults = new FaultController(options.realNow);
+  const faults = new FaultController(realClock);
   if (options.faults) faults.set(options.faults);
 
   let scenarioEnd: { endMs: number | null } | null = null;
@@ -135,6 +141,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     admin,
     sync,
     logger,
+    realClock,
     record: (entry) => {
       count++;
       log.push({ seq: count, at: new Date().toISOString(), ...entry });

@@ -4,6 +4,7 @@
  * request rules and the configured faults, plus the JSON admin API under /admin.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type Clock, sleep } from '../clock.ts';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { RequestLogEntry, SimulatorAdmin } from './admin.ts';
@@ -35,6 +36,8 @@ export interface HandlerDeps {
   sync(): void;
   record(entry: Omit<RequestLogEntry, 'seq' | 'at'>): void;
   logger: Logger;
+  /** Real time for injected latency (not simulated time). */
+  realClock: Clock;
 }
 
 const json = (status: number, value: unknown, headers?: Record<string, string>): Answer => ({
@@ -129,7 +132,7 @@ async function handle(deps: HandlerDeps, req: IncomingMessage, res: ServerRespon
   const endpoint = found;
   deps.sync();
   const decision = deps.faults.decide({ vm: vmName, endpoint, method });
-  if (decision.delayMs > 0) await new Promise((r) => setTimeout(r, decision.delayMs));
+  if (decision.delayMs > 0) await sleep(deps.realClock, decision.delayMs);
   const terminal = decision.terminal;
   if (terminal?.kind === 'reset') {
     log(null, decision.applied);

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ScheduledEventsDocument } from '../../src/domain/index.ts';
 import { listScenarios, type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
 import { ImdsClient, type ImdsClientOptions, ImdsError } from '../../src/sources/imds/index.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 
 let sim: RunningSimulator | undefined;
 let client: ImdsClient | undefined;
@@ -269,7 +270,11 @@ describe('client x simulator: faults', () => {
   });
 
   it('rate limiting at 5 requests/s -> throttled after five', async () => {
-    sim = await startSimulator({ timeScale: 0, realNow: () => 42_000, faults: [{ kind: 'rate-limit' }] });
+    sim = await startSimulator({
+      timeScale: 0,
+      realClock: new FakeClock(),
+      faults: [{ kind: 'rate-limit' }],
+    });
     client = new ImdsClient({ endpoint: sim.url });
     for (let i = 0; i < 5; i++) await client.getScheduledEvents();
     const error = await expectImdsError(client.getScheduledEvents());

@@ -34,6 +34,7 @@ export class HttpSinkServer {
   readonly #script: ScriptedResponse[] = [];
   readonly #sockets = new Set<Socket>();
   #default: ScriptedResponse;
+  #responder: ((request: RecordedRequest) => ScriptedResponse | undefined) | undefined;
 
   private constructor(defaultResponse: ScriptedResponse) {
     this.#default = defaultResponse;
@@ -72,6 +73,14 @@ export class HttpSinkServer {
     this.#default = response;
   }
 
+  /**
+   * Answers by content: `responder` sees each request first; what it returns wins over the script and the
+   * default (undefined: not this one). E.g. reject the request that carries one particular record.
+   */
+  setResponder(responder: ((request: RecordedRequest) => ScriptedResponse | undefined) | undefined): void {
+    this.#responder = responder;
+  }
+
   /** Resolves once at least `count` requests have been recorded. */
   async waitForRequests(count: number, timeoutMs = 10_000): Promise<RecordedRequest[]> {
     await waitFor(() => this.requests.length >= count, `${count} request(s) at the sink server`, {
@@ -95,13 +104,14 @@ export class HttpSinkServer {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      this.requests.push({
+      const request: RecordedRequest = {
         method: req.method ?? '',
         url: req.url ?? '',
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
-      });
-      const response = this.#script.shift() ?? this.#default;
+      };
+      this.requests.push(request);
+      const response = this.#responder?.(request) ?? this.#script.shift() ?? this.#default;
       if (response.hang) return;
       if (response.drop) {
         req.socket.destroy();

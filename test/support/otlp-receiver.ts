@@ -166,12 +166,15 @@ export interface OtlpHttpReceiver {
   enqueue(...replies: HttpReply[]): void;
   /** Reply used when the queue is empty (default 200). */
   setDefault(reply: HttpReply): void;
+  /** Answers by content: consulted first for each decoded request; undefined lets the queue/default answer. */
+  setResponder(responder: ((records: ReceivedLogRecord[]) => HttpReply | undefined) | undefined): void;
   close(): Promise<void>;
 }
 
 export async function startOtlpHttpReceiver(): Promise<OtlpHttpReceiver> {
   const queue: HttpReply[] = [];
   let fallback: HttpReply = { status: 200 };
+  let responder: ((records: ReceivedLogRecord[]) => HttpReply | undefined) | undefined;
   const accepted: ReceivedRequest[] = [];
   const attempts: ReceivedRequest[] = [];
   const hanging = new Set<ServerResponse>();
@@ -197,7 +200,7 @@ export async function startOtlpHttpReceiver(): Promise<OtlpHttpReceiver> {
     }
     const received: ReceivedRequest = { contentType, headers: req.headers, records };
     attempts.push(received);
-    const reply = queue.shift() ?? fallback;
+    const reply = responder?.(records) ?? queue.shift() ?? fallback;
     if ('hang' in reply) {
       hanging.add(res);
       return;
@@ -230,6 +233,9 @@ export async function startOtlpHttpReceiver(): Promise<OtlpHttpReceiver> {
     enqueue: (...replies) => queue.push(...replies),
     setDefault: (reply) => {
       fallback = reply;
+    },
+    setResponder: (fn) => {
+      responder = fn;
     },
     close: async () => {
       for (const res of hanging) res.destroy();

@@ -7,6 +7,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import { sleep, systemClock } from '../../clock.ts';
 import { errorMessage, UsageError } from '../../errors.ts';
 import type { LogLevel } from '../../log.ts';
 import { handleShutdownSignals } from './run.ts';
@@ -88,7 +89,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
       while (!controller.signal.aborted) {
         const pending = forwarder.store?.stats().reduce((n, q) => n + q.pending, 0) ?? 0;
         if (forwarder.stats.outcomes >= seen + 2 && pending === 0) break;
-        await new Promise((r) => setTimeout(r, config.imds.pollIntervalMs));
+        await sleep(systemClock, config.imds.pollIntervalMs, controller.signal);
       }
       process.stderr.write('demo: scenario finished\n');
       controller.abort();

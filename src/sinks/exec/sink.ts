@@ -38,7 +38,17 @@ export function createExecSink(name: string, options: ExecSinkOptions): Sink {
     name,
     maxBatch: 1,
     async deliver(batch, signal) {
-      for (const record of batch) await runOne(name, options, record, signal);
+      for (let i = 0; i < batch.length; i++) {
+        try {
+          await runOne(name, options, batch[i]!, signal);
+        } catch (error) {
+          // One run per record: a permanent failure names its record; the runs before it delivered theirs.
+          if (error instanceof DeliveryError && !error.retryable && batch.length > 1) {
+            throw new DeliveryError(error.message, { retryable: false, code: error.code, failedIndex: i });
+          }
+          throw error;
+        }
+      }
     },
   };
 }

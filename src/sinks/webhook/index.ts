@@ -12,5 +12,4 @@ export {
   type WebhookOptions,
   webhookOptionsSchema,
 } from './options.ts';
-export type { Clock } from './rate-limiter.ts';
 export { createGenericWebhookSink, createSlackSink, createTeamsSink, type WebhookSinkDeps } from './sink.ts';

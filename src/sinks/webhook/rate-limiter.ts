@@ -1,36 +1,9 @@
 /**
  * Per-sink rate limiter: at most one request start per `minIntervalMs`, plus a pause requested by the
- * server (Retry-After). Time comes from an injected Clock, so tests drive it without real waiting.
+ * server (Retry-After). Time comes from the injected project Clock (src/clock.ts), so tests drive it with
+ * test/support/fake-clock.ts without real waiting.
  */
-
-/** Wall clock and sleeping, injectable for tests. */
-export interface Clock {
-  /** Epoch milliseconds. */
-  now(): number;
-  /** Resolves after `ms`; rejects with the signal's reason when aborted. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
-
-/** The real clock (Date.now and timers). */
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(signal.reason);
-        return;
-      }
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-    }),
-};
+import { type Clock, sleep } from '../../clock.ts';
 
 export class RateLimiter {
   readonly #minIntervalMs: number;
@@ -55,7 +28,9 @@ export class RateLimiter {
     const slot = Math.max(now, this.#nextSlot);
     this.#nextSlot = slot + this.#minIntervalMs;
     const wait = slot - now;
-    if (wait > 0) await this.#clock.sleep(wait, signal);
+    if (wait <= 0) return;
+    await sleep(this.#clock, wait, signal);
+    if (signal?.aborted) throw signal.reason;
   }
 
   /** Holds back every later request until `epochMs` (used for a server's Retry-After). */

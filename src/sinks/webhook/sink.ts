@@ -4,6 +4,7 @@
  * one record per request, proxy-aware, rate limited, classified into DeliveryError.
  */
 
+import type { Clock } from '../../clock.ts';
 import type { LifecycleRecord } from '../../domain/index.ts';
 import { childLogger } from '../../log.ts';
 import type { Secret } from '../../secret.ts';
@@ -15,7 +16,6 @@ import {
   type TeamsOptions,
   type WebhookOptions,
 } from './options.ts';
-import type { Clock } from './rate-limiter.ts';
 import { buildSlackMessage, enforceBlockKitLimits, type SlackMessage } from './slack.ts';
 import { cloudEventRequest, decodeSigningSecret, standardWebhookHeaders } from './standard-webhooks.ts';
 import {
@@ -27,8 +27,6 @@ import {
 } from './teams.ts';
 import { loadTemplate, renderJsonTemplate, type WebhookTemplate } from './template.ts';
 import { type OutgoingRequest, WebhookTransport } from './transport.ts';
-
-export type { Clock } from './rate-limiter.ts';
 
 /** Test seams: a fake clock and an explicit undici dispatcher. */
 export interface WebhookSinkDeps {

@@ -7,13 +7,14 @@
  */
 import type { Dispatcher } from 'undici';
 import { parseRetryAfter } from '../../backoff.ts';
+import { type Clock, systemClock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import type { Secret } from '../../secret.ts';
 import { proxyFor } from '../proxy.ts';
 import { DeliveryError } from '../types.ts';
 import { classifyNetworkError, classifyResponse, safeOrigin, sanitizeBody } from './classify.ts';
 import { parseWebhookUrl } from './options.ts';
-import { type Clock, RateLimiter, systemClock } from './rate-limiter.ts';
+import { RateLimiter } from './rate-limiter.ts';
 
 export { DEFAULT_TIMEOUT_MS, parseWebhookUrl } from './options.ts';
 

@@ -4,6 +4,7 @@ import {
   SCHEDULED_EVENTS_API_VERSIONS,
   startSimulator,
 } from '../../../src/simulator/index.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
 import { API, getDocument, http, MD, postApproval } from './helpers.ts';
 
 let sim: RunningSimulator;
@@ -306,8 +307,12 @@ describe('admin HTTP API', () => {
 
 describe('faults', () => {
   it('rate limits at 5 requests per second per VM (429 with Retry-After beyond)', async () => {
-    const fixedNow = () => 1_000_000; // the one-second window never elapses: deterministic
-    sim = await startSimulator({ timeScale: 0, realNow: fixedNow, faults: [{ kind: 'rate-limit' }] });
+    // Real time only moves when the test says: the one-second window never elapses (deterministic).
+    sim = await startSimulator({
+      timeScale: 0,
+      realClock: new FakeClock(),
+      faults: [{ kind: 'rate-limit' }],
+    });
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) {
       statuses.push((await http(`${sim.url}/metadata/scheduledevents?${API}`, { headers: MD })).status);

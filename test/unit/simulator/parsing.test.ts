@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { type Clock, sleep } from '../../../src/clock.ts';
 import { parseDuration, parseFaultSpec, parseScenario, VirtualClock } from '../../../src/simulator/index.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
 
 describe('parseDuration', () => {
   it('reads seconds, units and compound durations', () => {
@@ -55,13 +57,56 @@ describe('parseScenario', () => {
 });
 
 describe('VirtualClock', () => {
-  it('scales real time and adds advances', () => {
-    let real = 1000;
-    const clock = new VirtualClock({ startMs: 0, timeScale: 60, realNow: () => real });
-    real += 1000;
+  it('scales real time and adds advances', async () => {
+    const real = new FakeClock();
+    const clock = new VirtualClock({ startMs: 0, timeScale: 60, realClock: real });
+    await real.advance(1000);
     expect(clock.now()).toBe(60_000);
+    expect(clock.monotonic()).toBe(60_000);
     clock.advance(5000);
     expect(clock.now()).toBe(65_000);
     expect(() => new VirtualClock({ timeScale: -1 })).toThrow('timeScale');
+    expect(() => clock.advance(-1)).toThrow('advance');
+  });
+
+  it('is a src/clock.ts Clock: timers fire in simulated time, by scaled real time or by advance()', async () => {
+    const real = new FakeClock();
+    const clock: Clock = new VirtualClock({ startMs: 0, timeScale: 60, realClock: real });
+    const fired: string[] = [];
+    clock.setTimeout(() => fired.push('1 min'), 60_000);
+    const cancelled = clock.setTimeout(() => fired.push('cancelled'), 30_000);
+    clock.clearTimeout(cancelled);
+    await real.advance(999);
+    expect(fired).toEqual([]);
+    await real.advance(1); // 1000 real ms x 60 = one simulated minute
+    expect(fired).toEqual(['1 min']);
+    expect(real.pendingTimers).toBe(0);
+
+    // sleep() from src/clock.ts works on it unchanged
+    let woke = false;
+    void sleep(clock, 120_000).then(() => {
+      woke = true;
+    });
+    await real.advance(1999);
+    expect(woke).toBe(false);
+    await real.advance(1);
+    expect(woke).toBe(true);
+  });
+
+  it('with time frozen (timeScale 0) only advance() fires timers, in time order', () => {
+    const real = new FakeClock();
+    const clock = new VirtualClock({ startMs: 1_000, timeScale: 0, realClock: real });
+    const fired: number[] = [];
+    clock.setTimeout(() => fired.push(2), 2_000);
+    clock.setTimeout(() => {
+      fired.push(1);
+      clock.setTimeout(() => fired.push(3), 0); // added by a callback: due at once (after 2, already due)
+    }, 1_000);
+    expect(real.pendingTimers).toBe(0); // nothing armed on the real clock while frozen
+    clock.advance(999);
+    expect(fired).toEqual([]);
+    clock.advance(2_000);
+    expect(fired).toEqual([1, 2, 3]);
+    expect(clock.now()).toBe(3_999);
   });
 });

@@ -4,7 +4,10 @@
  * and a real SQLite outbox. A registered type without a harness fails the suite, so a new sink cannot skip it.
  *
  * Rules checked for each type: ordered at-least-once delivery across a retryable outage; retryable failures
- * retried, permanent ones dead-lettered (where the destination has a permanent failure); a delivery that hangs
+ * retried, permanent ones dead-lettered (where the destination has a permanent failure); a permanent failure of
+ * the k-th record of a batch reported with failedIndex k (records before it acknowledged, it dead-lettered, the
+ * rest delivered in order; one-record-per-request sinks: the first failing record's index; a sink whose protocol
+ * is all-or-nothing declares it and the engine isolates the record); a delivery that hangs
  * is aborted by the engine's delivery timeout and retried (the sink honours the signal); a deliver() with an
  * aborted signal rejects; close() twice is fine; configured secrets appear in no retry message and no
  * dead-letter error, even when the receiver echoes them back.
@@ -18,7 +21,7 @@ import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { SINK_FACTORIES } from '../../../src/sinks/registry.ts';
 import { createStdoutSink } from '../../../src/sinks/stdout/index.ts';
-import type { Sink, SinkContext } from '../../../src/sinks/types.ts';
+import { DeliveryError, type Sink, type SinkContext } from '../../../src/sinks/types.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
 import { makeRecord } from '../../integration/sinks/otel/records.ts';
 import { type EventHubsDouble, startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
@@ -44,6 +47,18 @@ interface Harness {
   permanent: boolean;
   /** Make the destination stop answering (undefined: a local write that cannot hang, file and stdout). */
   hang?(): void;
+  /**
+   * Make the destination permanently reject this one record and accept every other (the receiver fails the
+   * request, or the part of a batch, that carries it). Returns the record to commit: Event Hubs gets an oversized
+   * copy, which the hub's message size limit rejects. Undefined where the destination has no permanent failure
+   * (file, stdout). repair() lifts it.
+   */
+  poison?(record: LifecycleRecord): LifecycleRecord;
+  /**
+   * Why this batch sink cannot name the failing record (its protocol accepts or rejects a request as a whole):
+   * it leaves failedIndex unset and the engine isolates the record. Unset: the sink must report failedIndex.
+   */
+  failedIndexUnknown?: string;
   close(): Promise<void>;
 }
 
@@ -77,6 +92,7 @@ function httpHarness(type: 'webhook' | 'slack' | 'teams') {
     const server = await HttpSinkServer.start({ status: 200, body: 'ok' });
     const options: Record<string, unknown> = { url: server.url(`/hook/${SECRET}`) };
     if (type === 'webhook') options.headers = { 'X-Api-Key': `\${${ENV_SECRET}}` };
+    const poisoned = new Set<string>();
     const ok = () => server.requests.filter((_, i) => !failed.has(i)).map((r) => r.body);
     const failed = new Set<number>();
     let broken = false;
@@ -97,6 +113,17 @@ function httpHarness(type: 'webhook' | 'slack' | 'teams') {
         if (broken) for (let i = 0; i < server.requests.length; i++) failed.add(i);
         broken = false;
         server.setDefault({ status: 200, body: 'ok' });
+        server.setResponder(undefined);
+        poisoned.clear();
+      },
+      poison(record) {
+        poisoned.add(record.data.EventId);
+        server.setResponder((request) => {
+          if (![...poisoned].some((id) => request.body.includes(id))) return undefined;
+          failed.add(server.requests.indexOf(request)); // answered 400: not delivered
+          return { status: 400, body: `rejected record ${record.data.EventId} ${SECRET}` };
+        });
+        return record;
       },
       permanent: true,
       hang() {
@@ -123,7 +150,19 @@ const HARNESSES: Record<string, () => Promise<Harness>> = {
           kind === 'retryable' ? { status: 503, body: SECRET } : { status: 400, body: `bad token ${SECRET}` },
         );
       },
-      repair: () => receiver.setDefault({ status: 200 }),
+      repair() {
+        receiver.setDefault({ status: 200 });
+        receiver.setResponder(undefined);
+      },
+      poison(record) {
+        receiver.setResponder((received) =>
+          received.some((r) => r.attributes['cloudevents.event_id'] === record.id)
+            ? { status: 400, body: `invalid log record ${record.id} ${SECRET}` }
+            : undefined,
+        );
+        return record;
+      },
+      failedIndexUnknown: 'an OTLP export request is accepted or rejected as a whole',
       permanent: true,
       hang: () => receiver.setDefault({ hang: true }),
       close: () => receiver.close(),
@@ -143,6 +182,9 @@ const HARNESSES: Record<string, () => Promise<Harness>> = {
         double.setFault({ kind: kind === 'retryable' ? 'server-busy' : 'message-too-large', hub });
       },
       repair: () => double.clearFaults(),
+      // Larger than the hub's message size limit (1 MiB on the double): the sink sends the records before it in
+      // their own batch, then reports the oversized one's index.
+      poison: (record) => ({ ...record, data: { ...record.data, Description: 'x'.repeat(1_100_000) } }),
       permanent: true,
       hang: () => double.setFault({ kind: 'never-settle', hub }),
       close: async () => {},
@@ -211,26 +253,40 @@ const HARNESSES: Record<string, () => Promise<Harness>> = {
   async exec(): Promise<Harness> {
     const control = join(tmp.dir, `mode-${Math.random().toString(36).slice(2)}`);
     const out = `${control}.out`;
+    const reject = `${control}.reject`;
     writeFileSync(control, 'ok');
     writeFileSync(out, '');
+    writeFileSync(reject, '');
     const script = [
       "const fs = require('node:fs');",
-      'const [control, out] = process.argv.slice(1);',
+      'const [control, out, reject] = process.argv.slice(1);',
       "let input = ''; process.stdin.on('data', (d) => { input += d; });",
       "process.stdin.on('end', () => {",
       "  const mode = fs.readFileSync(control, 'utf8');",
       "  if (mode === 'retryable') { process.stderr.write('busy'); process.exit(3); }",
       "  if (mode === 'permanent') { process.stderr.write('rejected'); process.exit(4); }",
       "  if (mode === 'hang') { setTimeout(() => {}, 600000); return; }",
+      "  if (JSON.parse(input).id === fs.readFileSync(reject, 'utf8')) { process.stderr.write('rejected'); process.exit(4); }",
       "  fs.appendFileSync(out, JSON.parse(input).id + '\\n');",
       '});',
     ].join('\n');
     return {
-      options: { command: process.execPath, args: ['-e', script, control, out], permanentExitCodes: [4] },
+      options: {
+        command: process.execPath,
+        args: ['-e', script, control, out, reject],
+        permanentExitCodes: [4],
+      },
       secrets: [],
       arrived: () => readFileSync(out, 'utf8').split('\n').filter(Boolean),
       breakDestination: (kind) => writeFileSync(control, kind),
-      repair: () => writeFileSync(control, 'ok'),
+      repair() {
+        writeFileSync(control, 'ok');
+        writeFileSync(reject, '');
+      },
+      poison(record) {
+        writeFileSync(reject, record.id);
+        return record;
+      },
       permanent: true,
       hang: () => writeFileSync(control, 'hang'),
       close: async () => {},
@@ -375,6 +431,113 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     expect(dead[0]!.reason).toBe('permanent');
     expect(messages).toEqual([]);
     for (const s of harness.secrets) expect(dead[0]!.error).not.toContain(s);
+  });
+
+  it('a permanent failure of the k-th record of a batch names it (failedIndex): records before it acknowledged, it dead-lettered, the rest retried in order', async () => {
+    freshStore();
+    const K = 2;
+    const arrivedOf = (batch: readonly LifecycleRecord[]) => {
+      const mine = new Set(batch.map((r) => r.id));
+      return harness.arrived().filter((id) => mine.has(id));
+    };
+    if (harness.poison === undefined) {
+      // A local write (file, stdout) has no permanent failure: a failed batch write is retryable and claims no
+      // part of the batch, so the engine re-delivers all of it (the outage test above shows it end to end).
+      expect(['file', 'stdout']).toContain(type);
+      const sink = await build(`k-${type}`);
+      const batch = records(5);
+      allRecords = [...allRecords, ...batch];
+      harness.breakDestination('retryable');
+      const error = await sink.deliver(batch, new AbortController().signal).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      harness.repair();
+      expect(error).toBeInstanceOf(DeliveryError);
+      expect(error).toMatchObject({ retryable: true, failedIndex: undefined });
+      expect(arrivedOf(batch)).toEqual([]);
+      return;
+    }
+
+    // 1. deliver() called directly with a batch whose k-th record the receiver rejects. Sinks that send one
+    //    record per request loop over the batch: the equivalent is the index of the first failing record.
+    const direct = await build(`d-${type}`);
+    const first = records(5);
+    first[K] = harness.poison(first[K]!);
+    allRecords = [...allRecords, ...first];
+    const error = await direct.deliver(first, new AbortController().signal).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    harness.repair();
+    expect(error).toBeInstanceOf(DeliveryError);
+    expect((error as DeliveryError).retryable).toBe(false);
+    for (const s of harness.secrets) expect((error as DeliveryError).message).not.toContain(s);
+    if (harness.failedIndexUnknown === undefined) {
+      expect((error as DeliveryError).failedIndex).toBe(K);
+      // The index is truthful: the records before it reached the destination, the ones after it did not.
+      expect(arrivedOf(first)).toEqual(first.slice(0, K).map((r) => r.id));
+    } else {
+      expect((error as DeliveryError).failedIndex).toBeUndefined();
+      expect(arrivedOf(first)).toEqual([]); // all or nothing, as the sink says
+    }
+
+    // 2. The same through the real engine and outbox: every deliver() call observed.
+    const calls: Array<{ ids: string[]; failedIndex?: number | undefined; retryable?: boolean }> = [];
+    const real = await build(`e-${type}`);
+    const observed: Sink = {
+      name: real.name,
+      maxBatch: real.maxBatch,
+      async deliver(batch, signal) {
+        try {
+          await real.deliver(batch, signal);
+          calls.push({ ids: batch.map((r) => r.id) });
+        } catch (e) {
+          calls.push({
+            ids: batch.map((r) => r.id),
+            ...(e instanceof DeliveryError ? { failedIndex: e.failedIndex, retryable: e.retryable } : {}),
+          });
+          throw e;
+        }
+      },
+    };
+    const batch = records(5);
+    batch[K] = harness.poison(batch[K]!);
+    allRecords = [...allRecords, ...batch];
+    const ids = batch.map((r) => r.id);
+    const { engine, messages } = engineFor(observed);
+    store.commit(
+      { v: 1 },
+      batch.map((record) => ({ record, sinks: [observed.name] })),
+    );
+    engine.start();
+    engine.notify();
+    await waitFor(
+      () =>
+        (store.stats().find((s) => s.sink === observed.name)?.pending ?? 0) === 0 &&
+        store.listDeadLetters({ sink: observed.name }).length > 0,
+      'the outbox to drain around the dead letter',
+    );
+    harness.repair();
+
+    const dead = store.listDeadLetters({ sink: observed.name });
+    expect(dead.map((d) => [d.recordId, d.reason])).toEqual([[ids[K], 'permanent']]);
+    for (const s of harness.secrets) expect(dead[0]!.error).not.toContain(s);
+    expect(messages).toEqual([]); // nothing was retried as a failure: the rest simply followed
+    // Every other record arrived exactly once (those before K were acknowledged, not re-sent), in commit order.
+    expect(arrivedOf(batch)).toEqual(ids.filter((_, i) => i !== K));
+    if (observed.maxBatch === 1) {
+      // one record per request: each a batch of one; the k-th is the only failure
+      expect(calls.map((c) => c.ids)).toEqual(ids.map((id) => [id]));
+      expect(calls.filter((c) => c.retryable === false).map((c) => c.ids)).toEqual([[ids[K]]]);
+    } else if (harness.failedIndexUnknown === undefined) {
+      // one batch, failing at K with failedIndex K; then the rest in one batch
+      expect(calls).toEqual([{ ids, failedIndex: K, retryable: false }, { ids: ids.slice(K + 1) }]);
+    } else {
+      // the sink cannot name the record: the engine re-delivers one record at a time to isolate it
+      expect(calls[0]).toEqual({ ids, failedIndex: undefined, retryable: false });
+      expect(calls.slice(1).map((c) => c.ids)).toEqual(ids.map((id) => [id]));
+    }
   });
 
   it('a delivery that hangs is aborted by the engine timeout and retried; nothing is lost', async () => {

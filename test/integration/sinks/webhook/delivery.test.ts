@@ -16,7 +16,7 @@ import {
 import { RateLimiter } from '../../../../src/sinks/webhook/rate-limiter.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
 import { makeRecord, SIGNING_SECRET, SIGNING_SECRET_2 } from './fixtures.ts';
-import { context, FakeClock, signal } from './helpers.ts';
+import { context, fakeClock, signal } from './helpers.ts';
 
 let server: HttpSinkServer;
 beforeAll(async () => {
@@ -24,7 +24,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-function slackSink(path: string, extra: Record<string, unknown> = {}, clock = new FakeClock()) {
+function slackSink(path: string, extra: Record<string, unknown> = {}, clock = fakeClock()) {
   return createSlackSink(
     'alerts',
     slackOptionsSchema.parse({ url: server.url(path), minIntervalMs: 0, ...extra }),
@@ -121,7 +121,7 @@ describe('status-code matrix', () => {
 
 describe('Retry-After and rate limiting', () => {
   it('passes Retry-After seconds to the engine and holds the sink back until then', async () => {
-    const clock = new FakeClock();
+    const clock = fakeClock();
     const sink = slackSink('/ra', {}, clock);
     server.enqueue({ status: 429, body: 'rate_limited', headers: { 'retry-after': '30' } });
     const error = await sink
@@ -129,13 +129,24 @@ describe('Retry-After and rate limiting', () => {
       .catch((e: unknown) => e as DeliveryError);
     expect(error).toMatchObject({ retryable: true, retryAfterMs: 30_000, code: 'http-429' });
     // The next attempt (e.g. the engine's retry) waits for the rest of the Retry-After on the sink's clock.
-    await sink.deliver([makeRecord('scheduled')], signal());
-    expect(clock.sleeps).toEqual([30_000]);
+    const before = server.requests.length;
+    const start = clock.monotonic();
+    let sent = false;
+    const next = sink.deliver([makeRecord('scheduled')], signal()).then(() => {
+      sent = true;
+    });
+    await clock.advance(29_999);
+    expect(sent).toBe(false);
+    expect(server.requests.length).toBe(before);
+    await clock.runUntil(() => sent);
+    await next;
+    expect(clock.monotonic() - start).toBe(30_000);
+    expect(server.requests.length).toBe(before + 1);
     await sink.close?.();
   });
 
   it('understands Retry-After as an HTTP date', async () => {
-    const clock = new FakeClock(Date.parse('2025-09-19T18:00:00Z'));
+    const clock = fakeClock(Date.parse('2025-09-19T18:00:00Z'));
     const sink = slackSink('/ra-date', {}, clock);
     server.enqueue({ status: 503, headers: { 'retry-after': 'Fri, 19 Sep 2025 18:02:00 GMT' } });
     const error = await sink
@@ -146,28 +157,54 @@ describe('Retry-After and rate limiting', () => {
   });
 
   it('spaces Slack requests about 1 s apart by default (injected clock, no real waiting)', async () => {
-    const clock = new FakeClock();
+    const clock = fakeClock();
     const sink = createSlackSink('alerts', slackOptionsSchema.parse({ url: server.url('/rl') }), context(), {
       clock,
     });
     const before = server.requests.length;
     const start = clock.now();
-    for (const t of ['scheduled', 'started', 'completed'] as const)
-      await sink.deliver([makeRecord(t)], signal());
+    const sentAt: number[] = [];
+    const all = (async () => {
+      for (const t of ['scheduled', 'started', 'completed'] as const) {
+        await sink.deliver([makeRecord(t)], signal());
+        sentAt.push(clock.now() - start);
+      }
+    })();
+    await clock.runUntil(() => sentAt.length === 3);
+    await all;
     expect(server.requests.length - before).toBe(3);
-    expect(clock.sleeps).toEqual([1000, 1000]);
-    expect(clock.now() - start).toBe(2000);
+    expect(sentAt).toEqual([0, 1000, 2000]);
     await sink.close?.();
   });
 
   it('reserves slots for concurrent callers in call order', async () => {
-    const clock = new FakeClock(0);
+    const clock = fakeClock(0);
     const limiter = new RateLimiter(250, clock);
-    await Promise.all([limiter.acquire(), limiter.acquire(), limiter.acquire()]);
-    // The fake clock advances while sleeping: slots at 0, 250 and 500.
-    expect(clock.sleeps).toEqual([250, 250]);
-    expect(clock.now()).toBe(500);
+    const granted: Array<[number, number]> = [];
+    const all = Promise.all(
+      [1, 2, 3].map((caller) => limiter.acquire().then(() => granted.push([caller, clock.now()]))),
+    );
+    await clock.runUntil(() => granted.length === 3);
+    await all;
+    // Slots at 0, 250 and 500, in call order.
+    expect(granted).toEqual([
+      [1, 0],
+      [2, 250],
+      [3, 500],
+    ]);
     expect(() => new RateLimiter(-1, clock)).toThrow(/minIntervalMs/);
+  });
+
+  it('an abort while waiting for a slot rejects with the reason and frees the timer', async () => {
+    const clock = fakeClock(0);
+    const limiter = new RateLimiter(1000, clock);
+    await limiter.acquire();
+    const controller = new AbortController();
+    const waiting = limiter.acquire(controller.signal);
+    expect(clock.pendingTimers).toBe(1);
+    controller.abort(new Error('shutting down'));
+    await expect(waiting).rejects.toThrow('shutting down');
+    expect(clock.pendingTimers).toBe(0);
   });
 });
 

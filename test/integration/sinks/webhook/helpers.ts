@@ -1,24 +1,16 @@
-/** Shared helpers for the webhook sink tests: a fake clock and a sink context. */
+/** Shared helpers for the webhook sink tests: a fake clock at a fixed time and a sink context. */
 import { Writable } from 'node:stream';
 import { createLogger, type Logger, silentLogger } from '../../../../src/log.ts';
 import { resolveSecret } from '../../../../src/secret.ts';
 import type { SinkContext } from '../../../../src/sinks/types.ts';
-import type { Clock } from '../../../../src/sinks/webhook/rate-limiter.ts';
+import { FakeClock } from '../../../support/fake-clock.ts';
 
-/** A clock that only moves when slept on; records every sleep. */
-export class FakeClock implements Clock {
-  nowMs: number;
-  readonly sleeps: number[] = [];
-  constructor(startMs = Date.parse('2025-09-19T18:15:50.000Z')) {
-    this.nowMs = startMs;
-  }
-  now(): number {
-    return this.nowMs;
-  }
-  async sleep(ms: number): Promise<void> {
-    this.sleeps.push(ms);
-    this.nowMs += ms;
-  }
+/** The webhook tests' fixed wall time (the payload snapshots' timestamps). */
+export const T0 = Date.parse('2025-09-19T18:15:50.000Z');
+
+/** The one FakeClock (test/support/fake-clock.ts) at `startMs`: time moves only when the test drives it. */
+export function fakeClock(startMs = T0): FakeClock {
+  return new FakeClock(startMs);
 }
 
 export function context(logger: Logger = silentLogger()): SinkContext {

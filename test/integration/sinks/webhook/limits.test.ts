@@ -19,7 +19,7 @@ import { adaptiveCardProblems } from '../../../support/adaptive-card.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { ALL_TRANSITIONS, makeRecord } from './fixtures.ts';
-import { context, FakeClock, signal } from './helpers.ts';
+import { context, fakeClock, signal } from './helpers.ts';
 
 /** Valid Adaptive Card 1.4 per Microsoft's adaptivecards library (see test/support/adaptive-card.ts). */
 function validateCard(card: Record<string, unknown>): boolean {
@@ -89,7 +89,7 @@ describe('Slack Block Kit limits', () => {
       slackOptionsSchema.parse({ url: server.url('/limits'), minIntervalMs: 0 }),
       context(),
       {
-        clock: new FakeClock(),
+        clock: fakeClock(),
       },
     );
     await sink.deliver([record], signal());
@@ -126,7 +126,7 @@ describe('Slack Block Kit limits', () => {
       slackOptionsSchema.parse({ url: server.url('/tpl'), template: file, minIntervalMs: 0 }),
       context(),
       {
-        clock: new FakeClock(),
+        clock: fakeClock(),
       },
     );
     await sink.deliver([record], signal());
@@ -182,7 +182,7 @@ describe('Teams Adaptive Card', () => {
       teamsOptionsSchema.parse({ url: server.url('/teams-big'), minIntervalMs: 0 }),
       context(),
       {
-        clock: new FakeClock(),
+        clock: fakeClock(),
       },
     );
     await sink.deliver([record], signal());
@@ -216,7 +216,7 @@ describe('Teams Adaptive Card', () => {
       teamsOptionsSchema.parse({ url: server.url('/teams-tpl'), template: file, minIntervalMs: 0 }),
       context(),
       {
-        clock: new FakeClock(),
+        clock: fakeClock(),
       },
     );
     await sink.deliver([record], signal());

@@ -14,7 +14,7 @@ import {
 } from '../../../../src/sinks/webhook/index.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
 import { ALL_TRANSITIONS, makeRecord, SIGNING_SECRET } from './fixtures.ts';
-import { context, FakeClock, signal } from './helpers.ts';
+import { context, fakeClock, signal } from './helpers.ts';
 
 let server: HttpSinkServer;
 beforeAll(async () => {
@@ -26,7 +26,7 @@ async function deliverOne(
   kind: 'slack' | 'teams' | 'structured' | 'binary',
   transition: (typeof ALL_TRANSITIONS)[number],
 ) {
-  const clock = new FakeClock();
+  const clock = fakeClock();
   const deps = { clock };
   const url = server.url(`/${kind}/${transition}`);
   const sink =

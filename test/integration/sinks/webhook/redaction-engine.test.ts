@@ -23,7 +23,7 @@ import { HttpSinkServer } from '../../../support/http-sink-server.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { waitFor } from '../../../support/wait.ts';
 import { makeRecord, SIGNING_SECRET } from './fixtures.ts';
-import { capturingLogger, context, FakeClock, signal } from './helpers.ts';
+import { capturingLogger, context, fakeClock, signal } from './helpers.ts';
 
 const SLACK_PATH = '/services/T0SECRET1/B0SECRET2/XoXsEcReTtOkEnValue123';
 const TEAMS_QUERY =
@@ -81,11 +81,11 @@ describe('redaction', () => {
     // Each sink with what a hostile server could echo back of its own request: the URL, parts of it, headers.
     const sinks = [
       {
-        sink: createSlackSink('alerts', slackOptions, context(logger), { clock: new FakeClock() }),
+        sink: createSlackSink('alerts', slackOptions, context(logger), { clock: fakeClock() }),
         echoes: [env.SLACK_URL, SLACK_PATH, 'token XoXsEcReTtOkEnValue123 rejected'],
       },
       {
-        sink: createTeamsSink('teams', teamsOptions, context(logger), { clock: new FakeClock() }),
+        sink: createTeamsSink('teams', teamsOptions, context(logger), { clock: fakeClock() }),
         echoes: [
           env.TEAMS_URL,
           TEAMS_QUERY,
@@ -94,7 +94,7 @@ describe('redaction', () => {
         ],
       },
       {
-        sink: createGenericWebhookSink('events', genericOptions, context(logger), { clock: new FakeClock() }),
+        sink: createGenericWebhookSink('events', genericOptions, context(logger), { clock: fakeClock() }),
         echoes: [`authorization: ${HEADER_SECRET}`, `key ${SECRET_KEY_PART}`, server.url(SLACK_PATH)],
       },
     ];

@@ -1,0 +1,53 @@
+/** Opening an existing store for the CLI (inspection, dead-letter replay) beside a running forwarder. */
+import { DatabaseSync } from 'node:sqlite';
+import type { Logger } from '../log.ts';
+import { statePath } from '../platform.ts';
+import { BUSY_TIMEOUT_MS, DATABASE_FILE } from './database.ts';
+import { StoreOpenError } from './errors.ts';
+import { SCHEMA_VERSION } from './schema.ts';
+import { resolveStateDir } from './state-dir.ts';
+import { SqliteStore } from './store.ts';
+import type { Store } from './types.ts';
+
+const { existsSync } = process.getBuiltinModule('node:fs');
+
+/**
+ * Open an existing store for CLI inspection or replay while a forwarder may be running: no lock, no
+ * directory or database creation. Returns undefined when there is no database (nothing pending).
+ * Writes (replay) go through SQLite's own locking with the busy timeout.
+ */
+export function openStoreForInspection(options: {
+  stateDir?: string;
+  logger: Logger;
+  platform?: NodeJS.Platform;
+  readOnly?: boolean;
+}): Store | undefined {
+  const platform = options.platform ?? process.platform;
+  const stateDir = resolveStateDir(options.stateDir, platform);
+  const databasePath = statePath(stateDir, DATABASE_FILE);
+  if (!existsSync(databasePath)) return undefined;
+  const db = new DatabaseSync(databasePath, {
+    timeout: BUSY_TIMEOUT_MS,
+    readOnly: options.readOnly ?? false,
+  });
+  try {
+    const row = db.prepare('PRAGMA user_version').get() as { user_version: number };
+    if (row.user_version > SCHEMA_VERSION) {
+      throw new StoreOpenError(
+        `the database ${databasePath} has schema version ${row.user_version}, newer than this tool supports ` +
+          `(${SCHEMA_VERSION})`,
+      );
+    }
+    if (row.user_version < SCHEMA_VERSION) {
+      db.close();
+      return undefined; // never written by a forwarder of this version: nothing pending we can read
+    }
+  } catch (error) {
+    if (db.isOpen) db.close();
+    if (error instanceof StoreOpenError) throw error;
+    throw new StoreOpenError(`cannot read the database ${databasePath}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  return new SqliteStore({ db, stateDir, databasePath, logger: options.logger, now: Date.now });
+}
