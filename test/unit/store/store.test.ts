@@ -129,7 +129,8 @@ describe('state-directory lock', () => {
     const script =
       `const { openStore } = await import(${JSON.stringify(storeModule)});` +
       `const { silentLogger } = await import(${JSON.stringify(logModule)});` +
-      `openStore({ stateDir: ${JSON.stringify(tmp.dir)}, logger: silentLogger() });` +
+      // Held in a global: an unreachable store (and its lock connection) may be garbage-collected and closed.
+      `globalThis.store = openStore({ stateDir: ${JSON.stringify(tmp.dir)}, logger: silentLogger() });` +
       `process.stdout.write('ready\\n'); setInterval(() => {}, 1000);`;
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
       stdio: ['ignore', 'pipe', 'inherit'],
