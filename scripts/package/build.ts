@@ -4,13 +4,15 @@
  *   1. bundle the CLI with esbuild (bundle.ts) → release/bundle/scheduled-events-forwarder.cjs;
  *   2. one SEA preparation blob from it (`node --experimental-sea-config`, Node 24's flow; no code cache and no
  *      snapshot, both of which are tied to the building machine's CPU architecture, so one blob serves all);
- *   3. inject the blob into each target's official binary with postject → release/bin/<target>/…;
+ *   3. strip the Linux binaries' symbol tables and debug sections, then inject the blob into each target's
+ *      official binary with postject → release/bin/<target>/…;
  *   4. archives: a tar.gz per Linux target, a zip for win-x64, a .deb per Linux target (deb.ts).
  * Usage: node scripts/package/build.ts [--targets linux-x64,win-x64] [--no-archives]
  * Requires: the `node` on PATH is the pinned version (npm scripts put node_modules/.bin first); tar, gzip, zip,
- * dpkg-deb (Debian packages: dpkg-dev, zip; .ci/run installs them).
+ * dpkg-deb, x86_64-linux-gnu-strip and aarch64-linux-gnu-strip (Debian packages: dpkg-dev, zip, binutils,
+ * binutils-aarch64-linux-gnu; llvm-strip serves too; .ci/run installs them).
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -69,6 +71,23 @@ async function tarGz(cwd: string, dir: string, out: string): Promise<void> {
       out,
     ],
     cwd,
+  );
+}
+
+/**
+ * The strip program for a Linux target: binutils' for that architecture (Debian: binutils for the host,
+ * binutils-aarch64-linux-gnu for arm64), else llvm-strip, which handles both.
+ */
+function stripTool(target: 'linux-x64' | 'linux-arm64'): string {
+  const triplet = target === 'linux-x64' ? 'x86_64-linux-gnu' : 'aarch64-linux-gnu';
+  const candidates = [`${triplet}-strip`, 'llvm-strip'];
+  for (const tool of candidates) {
+    const found = spawnSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' });
+    if (found.status === 0) return tool;
+  }
+  throw new Error(
+    `no strip program for ${target}: install Debian's binutils-${triplet.replace('_', '-')} (or llvm), ` +
+      `which provides ${candidates.join(' or ')}`,
   );
 }
 
@@ -140,6 +159,13 @@ async function main(): Promise<void> {
       const tarball = tarballs.get(target.id)!;
       const exe = join(RELEASE, files.executable(target.id));
       extractNodeBinary(tarball, target, exe);
+      if (target.id !== 'win-x64') {
+        // Before injection (stripping after it breaks the ELF file that postject laid out). Removes only the
+        // symbol table and DWARF sections, which are not loaded (.dynsym stays, so native stack traces in
+        // Node.js reports still name exported functions): about 18 MB less per executable and 5 MB per
+        // archive, and no change in memory (docs/performance.md). node.exe carries no debug info (PDBs are apart).
+        await runQuiet(stripTool(target.id), ['--strip-all', exe]);
+      }
       const license = nodeLicense(target.id === 'win-x64' ? licenseTarball : tarball);
       // postject (LIEF) warns about every note section of the ELF binaries: keep its output for failures only.
       await runQuiet(process.execPath, [
