@@ -50,11 +50,11 @@ afterAll(async () => {
 });
 
 /** Rows of a read-only query on the fleet database; [] while it or its schema does not exist yet. */
-function query(database: string, sql: string): Array<Record<string, unknown>> {
+function query(database: string, sql: string, ...params: string[]): Array<Record<string, unknown>> {
   try {
     const db = new DatabaseSync(database, { readOnly: true, timeout: 5000 });
     try {
-      return db.prepare(sql).all() as Array<Record<string, unknown>>;
+      return db.prepare(sql).all(...params) as Array<Record<string, unknown>>;
     } finally {
       db.close();
     }
@@ -135,7 +135,7 @@ describe('fleet from the linux-x64 executable without Node.js', () => {
       resources: ['sim-vm-0'],
     });
     const transitions = () =>
-      query(database, `SELECT transition FROM records WHERE event_id = '${event.id}' ORDER BY time`).map(
+      query(database, 'SELECT transition FROM records WHERE event_id = ? ORDER BY time', event.id).map(
         (r) => r.transition,
       );
     await waitFor(() => transitions().length === 1, 'the scheduled record in the fleet history', {
