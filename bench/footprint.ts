@@ -4,7 +4,16 @@
  * figure is also reported as a ratio to the poller, so load from other work on the machine mostly cancels out.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  writeFileSync,
+} from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningSimulator, startSimulator } from '../src/simulator/index.ts';
@@ -49,6 +58,36 @@ function ensureExecutable(ctx: BenchContext): string | undefined {
   );
   return EXECUTABLE;
 }
+/**
+ * File-backed RSS depends on how a binary's pages came into the page cache, not only on its bytes: the kernel
+ * maps a whole page-cache folio at each fault, and a file written in large writes (postject writes the
+ * executable in one; npm's extraction writes node in large chunks) sits in large folios. The same single
+ * executable measured 60 MiB file-backed right after a copy in 1 MiB writes and 37 MiB after a copy in 64 KiB
+ * writes or after being read back from disk, the same as plain node (docs/install.md, "Footprint"). So the
+ * Node binary and the executable run from copies made the same way and dropped from the page cache
+ * (`dd iflag=nocache count=0`, after fsync), both read from disk as after a reboot — a sidecar's steady state.
+ */
+function coldCopies(dir: string, executable: string | undefined): { node: string; executable?: string } {
+  const copy = (from: string, to: string): string => {
+    mkdirSync(dirname(to), { recursive: true });
+    copyFileSync(from, to);
+    chmodSync(to, 0o755);
+    const fd = openSync(to, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    execFileSync('dd', [`if=${to}`, 'iflag=nocache', 'count=0', 'status=none']);
+    return to;
+  };
+  return {
+    node: copy(process.execPath, join(dir, 'node', 'bin', 'node')),
+    ...(executable === undefined
+      ? {}
+      : { executable: copy(executable, join(dir, 'executable', 'scheduled-events-forwarder')) }),
+  };
+}
 const EH_ENV = 'SEF_BENCH_EH_CONNECTION';
 const SCHEDULED_EVENTS_PATH = '/metadata/scheduledevents?api-version=2020-07-01';
 
@@ -83,6 +122,8 @@ interface Setup {
   /** The linux-x64 single executable, when measured. */
   executable: string | undefined;
   pollerFile: string;
+  /** The Node binary the poller and the package bin run on (a cold copy of this one: coldCopies). */
+  node: string;
   targets: Targets;
   sim: RunningSimulator;
 }
@@ -93,14 +134,14 @@ function spawnSubject(subject: Subject, setup: Setup, vm: string, dir: string): 
   const stdio: ['ignore', 'ignore', number] = ['ignore', 'ignore', log];
   const endpoint = setup.sim.vmUrl(vm);
   if (subject === 'poller') {
-    return spawn(process.execPath, [setup.pollerFile, `${endpoint}${SCHEDULED_EVENTS_PATH}`], { stdio });
+    return spawn(setup.node, [setup.pollerFile, `${endpoint}${SCHEDULED_EVENTS_PATH}`], { stdio });
   }
   const args = ['run', '--imds-endpoint', endpoint, '--poll-interval', '1000'];
   args.push('--state-dir', join(dir, 'state'));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     // The bin's `#!/usr/bin/env node` finds this Node binary first, as the poller's.
-    PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`,
+    PATH: `${dirname(setup.node)}${delimiter}${process.env.PATH ?? ''}`,
   };
   if (subject === 'executable') {
     // The executable carries its own Node.js: no PATH entry for node, no node flags.
@@ -222,7 +263,7 @@ export const footprint: Benchmark = {
     'What ships: `npm pack` builds the tarball as `npm publish` would (the `prepare` script compiles dist/), ' +
     'the benchmark unpacks it into a temporary prefix as `npm install` does and runs its bin ' +
     '(`node_modules/.bin/scheduled-events-forwarder run --sink stdout` or `--config FILE`, `#!/usr/bin/env node` resolving to the same Node ' +
-    "binary as the benchmark), with no node flags. Dependencies are linked from this repository's " +
+    "binary as the poller), with no node flags. Dependencies are linked from this repository's " +
     "node_modules (the lockfile's versions), so no registry is needed. Beside it, in the same run and on the " +
     'same Node binary, runs a minimal poller written in the benchmark (`node:http` GET every second, ' +
     "`JSON.parse`, nothing else). All poll the project's IMDS simulator on 127.0.0.1 (each as its own VM; " +
@@ -238,7 +279,11 @@ export const footprint: Benchmark = {
     'directory and log file on the same disk). Start: spawn → the first Scheduled Events GET in the ' +
     "simulator's request log, fresh state directory each time, the four subjects started in turn in each " +
     'round; median over the rounds. Ratios are to the poller of the same run, so load from other work on the ' +
-    'machine largely cancels out; absolute numbers move with the load.',
+    'machine largely cancels out; absolute numbers move with the load. Page cache: file-backed RSS depends on ' +
+    'how a binary came into the page cache (a file written in large writes is mapped in large folios: the ' +
+    'same executable measured 37 or 60 MiB file-backed), so the benchmark runs the Node binary (poller and ' +
+    'package bin) and the executable from copies made the same way and dropped from the page cache first, ' +
+    'both read from disk as after a reboot.',
   async run(ctx: BenchContext): Promise<BenchOutput> {
     if (!canReadProcessUsage()) throw new Error('footprint needs /proc (Linux) to read RSS, CPU and I/O');
     const sampleCount = ctx.smoke ? 3 : Math.max(2, Math.round((ctx.durationMs ?? 60_000) / 1000));
@@ -253,8 +298,9 @@ export const footprint: Benchmark = {
       const pkg = installPackage(join(work.dir, 'prefix'), ctx.packageTarball);
       const pollerFile = join(work.dir, 'minimal-poller.mjs');
       writeFileSync(pollerFile, MINIMAL_POLLER);
-      const executable = ensureExecutable(ctx);
-      const setup: Setup = { pkg, executable, pollerFile, targets, sim };
+      const binaries = coldCopies(work.dir, ensureExecutable(ctx));
+      const executable = binaries.executable;
+      const setup: Setup = { pkg, executable, pollerFile, node: binaries.node, targets, sim };
       const SUBJECTS = ALL_SUBJECTS.filter((x) => x !== 'executable' || executable !== undefined);
 
       const starts: Record<Subject, Array<{ firstGetMs: number; identityMs: number | null }>> = {
@@ -439,7 +485,7 @@ export const footprint: Benchmark = {
             tarballSha256: pkg.tarballSha256,
             command: 'node_modules/.bin/scheduled-events-forwarder run … (no node flags)',
             executable: executable ?? 'not measured (smoke run without release/: npm run package)',
-            nodeBinary: process.execPath,
+            nodeBinary: `${process.execPath} (run from a cold copy)`,
           },
           minimalPoller: MINIMAL_POLLER,
           idle,

@@ -2,15 +2,19 @@
  * `npm run package`: builds the release into release/ (gitignored), from this checkout and, over the network,
  * only the npm registry (the official Node.js binaries, see node-binaries.ts). Steps:
  *   1. bundle the CLI with esbuild (bundle.ts) → release/bundle/scheduled-events-forwarder.cjs;
- *   2. one SEA preparation blob from it (`node --experimental-sea-config`, Node 24's flow; no code cache and no
- *      snapshot, both of which are tied to the building machine's CPU architecture, so one blob serves all);
- *   3. inject the blob into each target's official binary with postject → release/bin/<target>/…;
+ *   2. SEA preparation blobs from it (`node --experimental-sea-config`, Node 24's flow): one without code cache
+ *      or snapshot (both are tied to the platform that makes them) for every target, and one with the code
+ *      cache for the target of the building machine (linux-x64 here and in CI), which then starts without
+ *      compiling the main bundle and idles with less memory;
+ *   3. strip the Linux binaries' symbol tables and debug sections, then inject the blob into each target's
+ *      official binary with postject → release/bin/<target>/…;
  *   4. archives: a tar.gz per Linux target, a zip for win-x64, a .deb per Linux target (deb.ts).
  * Usage: node scripts/package/build.ts [--targets linux-x64,win-x64] [--no-archives]
  * Requires: the `node` on PATH is the pinned version (npm scripts put node_modules/.bin first); tar, gzip, zip,
- * dpkg-deb (Debian packages: dpkg-dev, zip; .ci/run installs them).
+ * dpkg-deb, x86_64-linux-gnu-strip and aarch64-linux-gnu-strip (Debian packages: dpkg-dev, zip, binutils,
+ * binutils-aarch64-linux-gnu; llvm-strip serves too; .ci/run installs them).
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -72,6 +76,29 @@ async function tarGz(cwd: string, dir: string, out: string): Promise<void> {
   );
 }
 
+/**
+ * The strip program for a Linux target: binutils' for that architecture (Debian: binutils for the host,
+ * binutils-aarch64-linux-gnu for arm64), else llvm-strip, which handles both.
+ */
+function stripTool(target: 'linux-x64' | 'linux-arm64'): string {
+  const triplet = target === 'linux-x64' ? 'x86_64-linux-gnu' : 'aarch64-linux-gnu';
+  const candidates = [`${triplet}-strip`, 'llvm-strip'];
+  for (const tool of candidates) {
+    const found = spawnSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' });
+    if (found.status === 0) return tool;
+  }
+  throw new Error(
+    `no strip program for ${target}: install Debian's binutils-${triplet.replace('_', '-')} (or llvm), ` +
+      `which provides ${candidates.join(' or ')}`,
+  );
+}
+
+/** The release target this machine is, if any (its executables can carry a code cache made here). */
+function hostTarget(): string | undefined {
+  const id = `${process.platform === 'win32' ? 'win' : process.platform}-${process.arch}`;
+  return TARGETS.some((t) => t.id === id) ? id : undefined;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: { targets: { type: 'string' }, 'no-archives': { type: 'boolean', default: false } },
@@ -101,29 +128,37 @@ async function main(): Promise<void> {
       bundled_.chunks.map((c) => `${c.name} (${statSync(c.file).size})`).join(', '),
   );
 
-  // 2. One blob for every target.
-  const blob = join(work, 'sea-prep.blob');
-  const seaConfig = join(work, 'sea-config.json');
-  writeFileSync(
-    seaConfig,
-    JSON.stringify(
-      {
-        main: bundled,
-        output: blob,
-        disableExperimentalSEAWarning: true,
-        useSnapshot: false,
-        useCodeCache: false,
-        execArgv: SEA_EXEC_ARGV,
-        assets: Object.fromEntries([
-          ...EMBEDDED_ASSETS.map((key) => [key, join(ROOT, key)]),
-          ...bundled_.chunks.map((c) => [c.assetKey, c.file]),
-        ]),
-      },
-      null,
-      2,
-    ),
-  );
-  run(process.execPath, ['--experimental-sea-config', seaConfig], work);
+  // 2. The SEA preparation blobs: a portable one (no code cache) for every target, and one with V8's code
+  // cache for the target this machine runs (the cache is only valid on the platform that made it). The code
+  // cache saves compiling the main bundle at start-up and measured 7 MiB less anonymous memory at idle.
+  const host = hostTarget();
+  const blobs = new Map<boolean, string>();
+  for (const useCodeCache of [false, ...(targets.some((t) => t.id === host) ? [true] : [])]) {
+    const name = useCodeCache ? `sea-prep-${host}` : 'sea-prep';
+    const blob = join(work, `${name}.blob`);
+    const seaConfig = join(work, `${name}.json`);
+    writeFileSync(
+      seaConfig,
+      JSON.stringify(
+        {
+          main: bundled,
+          output: blob,
+          disableExperimentalSEAWarning: true,
+          useSnapshot: false,
+          useCodeCache,
+          execArgv: SEA_EXEC_ARGV,
+          assets: Object.fromEntries([
+            ...EMBEDDED_ASSETS.map((key) => [key, join(ROOT, key)]),
+            ...bundled_.chunks.map((c) => [c.assetKey, c.file]),
+          ]),
+        },
+        null,
+        2,
+      ),
+    );
+    run(process.execPath, ['--experimental-sea-config', seaConfig], work);
+    blobs.set(useCodeCache, blob);
+  }
 
   // 3 and 4, every target at once (postject, gzip and dpkg-deb are single-threaded; the machine has cores).
   const notices = Buffer.from(bundled_.legal);
@@ -140,13 +175,20 @@ async function main(): Promise<void> {
       const tarball = tarballs.get(target.id)!;
       const exe = join(RELEASE, files.executable(target.id));
       extractNodeBinary(tarball, target, exe);
+      if (target.id !== 'win-x64') {
+        // Before injection (stripping after it breaks the ELF file that postject laid out). Removes only the
+        // symbol table and DWARF sections, which are not loaded (.dynsym stays, so native stack traces in
+        // Node.js reports still name exported functions): about 18 MB less per executable and 5 MB per
+        // archive, and no change in memory (docs/performance.md). node.exe carries no debug info (PDBs are apart).
+        await runQuiet(stripTool(target.id), ['--strip-all', exe]);
+      }
       const license = nodeLicense(target.id === 'win-x64' ? licenseTarball : tarball);
       // postject (LIEF) warns about every note section of the ELF binaries: keep its output for failures only.
       await runQuiet(process.execPath, [
         join(ROOT, 'node_modules', 'postject', 'dist', 'cli.js'),
         exe,
         'NODE_SEA_BLOB',
-        blob,
+        blobs.get(target.id === host)!,
         '--sentinel-fuse',
         'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2',
       ]);

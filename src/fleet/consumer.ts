@@ -72,9 +72,11 @@ async function loadStoragePackages(): Promise<{
     const code = (error as { code?: string }).code;
     if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
     throw new Error(
-      'the fleet consumer needs the Azure Storage packages, which the forwarder does not install by default: ' +
-        'npm install -g @azure/storage-blob@12 @azure/eventhubs-checkpointstore-blob@2 (beside a global ' +
-        'scheduled-events-forwarder), or use the release executable, which includes them',
+      'the fleet consumer needs the Azure Storage packages @azure/storage-blob and ' +
+        '@azure/eventhubs-checkpointstore-blob, optional peer dependencies that npm does not install: run ' +
+        '`npm install -g @azure/storage-blob@12 @azure/eventhubs-checkpointstore-blob@2` beside a global ' +
+        'scheduled-events-forwarder (in a project, the same without -g), or use the release executable, ' +
+        'which includes them',
     );
   }
 }

@@ -2,7 +2,7 @@
  * The npm package works when installed from its tarball into an empty directory, and the Linux install
  * script installs it (into a DESTDIR, with a recording stand-in for systemctl).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -61,6 +61,66 @@ describe('npm package', () => {
     const version = execFileSync(bin, ['--version'], { env, encoding: 'utf8' }).trim();
     expect(version).toBe(JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).version);
   }, 180_000);
+
+  it('fleet names the missing optional Storage packages and the install command, which then works', () => {
+    // A global install into a temporary prefix, as `npm i -g` does it: the optional peers are not installed.
+    const prefix = join(tmp.dir, 'global');
+    const npmGlobal = (args: string[]) =>
+      execFileSync(
+        'npm',
+        ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', '--prefer-offline', ...args],
+        { env, stdio: 'pipe' },
+      );
+    npmGlobal(['--omit=dev', tarball]);
+    const modules = join(prefix, 'lib', 'node_modules');
+    expect(existsSync(join(modules, '@azure', 'storage-blob'))).toBe(false);
+    expect(
+      existsSync(join(modules, 'scheduled-events-forwarder', 'node_modules', '@azure', 'storage-blob')),
+    ).toBe(false);
+    const bin = join(prefix, 'bin', 'scheduled-events-forwarder');
+    const fleetEnv = {
+      ...env,
+      SEF_TEST_EH:
+        'Endpoint=sb://127.0.0.1:9/;SharedAccessKeyName=listen;SharedAccessKey=not-a-real-key;EntityPath=lifecycle',
+      // Port 9 (discard): nothing listens there, so a consumer that got past loading its packages fails to connect.
+      SEF_TEST_BLOB:
+        'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=bm90LWEta2V5;' +
+        'BlobEndpoint=http://127.0.0.1:9/devstoreaccount1;',
+    };
+    const fleet = () =>
+      spawnSync(
+        bin,
+        [
+          'fleet',
+          'run',
+          '--connection-string-env',
+          'SEF_TEST_EH',
+          '--checkpoint-connection-string-env',
+          'SEF_TEST_BLOB',
+          '--database',
+          join(tmp.dir, 'fleet.db'),
+          '--no-dashboard',
+        ],
+        { env: fleetEnv, encoding: 'utf8', timeout: 120_000 },
+      );
+    const missing = fleet();
+    expect(missing.stderr).toContain(
+      'the fleet consumer needs the Azure Storage packages @azure/storage-blob and ' +
+        '@azure/eventhubs-checkpointstore-blob, optional peer dependencies that npm does not install: run ' +
+        '`npm install -g @azure/storage-blob@12 @azure/eventhubs-checkpointstore-blob@2`',
+    );
+    expect(missing.stderr).not.toMatch(/\n\s+at /); // a message, not a stack trace
+    expect(missing.stdout).toBe('');
+    expect(missing.status).toBe(1);
+
+    // The fix the message gives, run as given (into the same prefix): the packages load, and the consumer gets
+    // as far as Blob storage, where nothing listens.
+    npmGlobal(['@azure/storage-blob@12', '@azure/eventhubs-checkpointstore-blob@2']);
+    const fixed = fleet();
+    expect(fixed.stderr).not.toContain('Azure Storage packages');
+    expect(fixed.stderr).toMatch(/ECONNREFUSED 127\.0\.0\.1:9/);
+    expect(fixed.status).toBe(1);
+  }, 300_000);
 
   it('installs with packaging/linux/install.sh into a DESTDIR and enables the unit', () => {
     const dest = join(tmp.dir, 'root');
