@@ -65,9 +65,13 @@ module.exports = {
         "Value imports of node:http, node:util, node:fs and node:crypto build Node's ESM facade of the module, which " +
         'reads every export, lazy getters included: node:http then loads undici and the web streams (~70 internal ' +
         'modules), node:fs its promises API, node:crypto WebCrypto — resident for the life of the sidecar. Take them ' +
-        "with process.getBuiltinModule('node:http') (the CommonJS object); type-only imports are fine (docs/performance.md).",
+        "with process.getBuiltinModule('node:http') (the CommonJS object); type-only imports are fine (docs/dependencies.md, Loading cost).",
       from: { path: '^src/' },
-      to: { dependencyTypes: ['core'], path: '^(node:)?(http|util|fs|crypto)$', dependencyTypesNot: ['type-only'] },
+      to: {
+        dependencyTypes: ['core'],
+        path: '^(node:)?(http|util|fs|crypto)$',
+        dependencyTypesNot: ['type-only'],
+      },
     },
     {
       name: 'not-to-unresolvable',
