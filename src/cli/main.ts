@@ -6,7 +6,7 @@
  * parsing the other eight); otherwise (`--help`, `--version`, `help`, a typo) every module is loaded so help and
  * suggestions list them all. A command module imports only light modules at the top (commander types, option
  * helpers) and loads everything else inside its action (`await import(...)`): `--version` and `--help` stay
- * fast, and `run` loads what the configuration needs (test/integration/run/startup-imports.test.ts).
+ * fast, and `run` loads what the configuration needs (test/integration/cli/startup-imports.test.ts).
  * `run` also sizes V8's heap for a long-lived small process (./heap.ts) and sends its first Scheduled Events GET
  * (./first-poll.ts) before anything else is loaded: this file's static imports are light on purpose, and
  * commander itself loads after that.

@@ -165,6 +165,18 @@ export class SqliteStore implements Store {
     ) {
       return result;
     }
+    // Read first: a write transaction, even one that changes nothing, writes SQLite's WAL index (-shm), and an
+    // idle forwarder writes nothing (docs/performance.md).
+    const queue = this.#db
+      .prepare(
+        'SELECT COUNT(*) AS n, COALESCE(SUM(bytes), 0) AS b, MIN(created_at) AS oldest FROM outbox WHERE sink = ?',
+      )
+      .get(sink) as { n: number; b: number; oldest: number | null };
+    const expiredNone =
+      caps.maxAgeMs === undefined || queue.oldest === null || Number(queue.oldest) >= nowMs - caps.maxAgeMs;
+    const withinRows = caps.maxPendingRows === undefined || Number(queue.n) <= caps.maxPendingRows;
+    const withinBytes = caps.maxPendingBytes === undefined || Number(queue.b) <= caps.maxPendingBytes;
+    if (expiredNone && withinRows && withinBytes) return result;
     this.#write('moving rows beyond the sink caps to dead letters', true, () => {
       if (caps.maxAgeMs !== undefined) {
         const cutoff = nowMs - caps.maxAgeMs;

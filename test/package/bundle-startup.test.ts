@@ -2,7 +2,7 @@
  * The bundle inside the executables keeps the CLI's lazy loading: esbuild turns every `await import(...)` into a
  * module that is in the file but evaluated only when that import runs. Checked on a build of the same bundle
  * (scripts/package/bundle.ts, with `recordPackages`) that records which npm packages are evaluated — the
- * bundled counterpart of test/integration/run/startup-imports.test.ts — never by timing.
+ * bundled counterpart of test/integration/cli/startup-imports.test.ts — never by timing.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';

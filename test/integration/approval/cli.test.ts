@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { MAIN, REPO } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { MAIN, REPO } from '../run/child.ts';
 
 const execFileAsync = promisify(execFile);
 const tmp = makeTempDir('sef-approve-cli-');

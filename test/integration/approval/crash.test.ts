@@ -10,9 +10,9 @@ import { afterAll, afterEach, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { type ForwarderChild, jsonLines, spawnCli } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { type ForwarderChild, jsonLines, spawnCli } from '../run/child.ts';
 
 const HOOK = join(import.meta.dirname, 'hook.mjs');
 const tmp = makeTempDir('sef-approval-crash-');

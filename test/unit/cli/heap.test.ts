@@ -1,6 +1,6 @@
 /**
  * src/cli/heap.ts: which node options count as the operator's own choice (then `run` leaves that part alone).
- * The flags' effect on a real `run` is checked in test/integration/run/startup-imports.test.ts.
+ * The flags' effect on a real `run` is checked in test/integration/cli/startup-imports.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import {

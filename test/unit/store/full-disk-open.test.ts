@@ -2,7 +2,7 @@
  * Opening the store on a real full disk (issue 14, item 2), in process with a real tmpfs: the failure names the
  * disk and is retryable; openStoreWhenPossible waits (and stops waiting on abort) instead of failing; a reserve
  * file left by the last run is released so the store can open. The CLI side is in
- * test/integration/run/full-disk-startup.test.ts.
+ * test/integration/pipeline/full-disk-startup.test.ts.
  */
 import { existsSync, mkdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';

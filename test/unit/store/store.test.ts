@@ -225,6 +225,27 @@ describe('outbox', () => {
     expect(store.replayDeadLetters({ sink: 'nope' })).toBe(0);
   });
 
+  it('a queue within its caps (or empty) is checked without a write transaction: an idle forwarder writes nothing', () => {
+    let now = 0;
+    const store = openAt(tmp.dir, { now: () => now });
+    const caps = { maxAgeMs: 60_000, maxPendingRows: 5, maxPendingBytes: 1_000_000 };
+    expect(store.enforceCapsByReason('a', caps, 0)).toEqual({ expired: 0, overflow: 0 }); // empty
+    now = 1000;
+    store.commit({}, [{ record: makeRecord(1), sinks: ['a'] }]);
+    // Another connection holds the write lock: a write transaction would wait for it and fail (SQLITE_BUSY).
+    const other = new DatabaseSync(join(tmp.dir, 'forwarder.db'), { timeout: 0 });
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      expect(store.enforceCapsByReason('a', caps, 2000)).toEqual({ expired: 0, overflow: 0 });
+      expect(store.enforceCapsByReason('b', caps, 2000)).toEqual({ expired: 0, overflow: 0 });
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    // Over a cap, it writes (moves the row) as before.
+    expect(store.enforceCapsByReason('a', caps, 1000 + 60_001)).toEqual({ expired: 1, overflow: 0 });
+  });
+
   it('enforces row, byte and age caps on the oldest rows, as dead letters', () => {
     let now = 0;
     const store = openAt(tmp.dir, { now: () => now });

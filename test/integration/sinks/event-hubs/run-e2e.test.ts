@@ -18,6 +18,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../../src/domain/index.ts';
 import { deriveIdentity, type RunningSimulator, startSimulator } from '../../../../src/simulator/index.ts';
+import { type ForwarderChild, jsonLines, spawnCli } from '../../../support/child.ts';
 import {
   type EventHubsDouble,
   type ReceivedEvent,
@@ -25,7 +26,6 @@ import {
 } from '../../../support/event-hubs-double/index.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { waitFor } from '../../../support/wait.ts';
-import { type ForwarderChild, jsonLines, spawnCli } from '../../run/child.ts';
 
 /** SIGKILLs in the kill loop (half while a send is in flight, half right after the double accepted a batch). */
 const KILLS = Number(process.env.SEF_EH_KILLS ?? 16);

@@ -20,9 +20,9 @@ import { silentLogger } from '../../../src/log.ts';
 import { Forwarder, TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import type { ForwarderState } from '../../../src/transform/index.ts';
+import { type ForwarderChild, jsonLines, spawnCli } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { type ForwarderChild, jsonLines, spawnCli } from './child.ts';
 
 const POLL_MS = 200;
 

@@ -8,8 +8,8 @@ import { once } from 'node:events';
 import { chmodSync, chownSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAIN, REPO } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { MAIN, REPO } from './child.ts';
 
 const NOBODY = 65534;
 const tmp = makeTempDir('sef-perm-');

@@ -7,8 +7,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { MAIN, REPO } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { MAIN, REPO } from './child.ts';
 
 const run = promisify(execFile);
 const tmp = makeTempDir('sef-config-show-');

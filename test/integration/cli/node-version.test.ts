@@ -9,7 +9,7 @@ import { delimiter, join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { nodeVersionProblem, REQUIRED_NODE } from '../../../src/cli/node-version.ts';
-import { REPO } from './child.ts';
+import { REPO } from '../../support/child.ts';
 
 const BIN = join(REPO, 'dist', 'cli', 'main.js');
 /** The default PATH, without the project's node_modules/.bin (where the pinned Node 24 lives). */

@@ -11,8 +11,8 @@ import { ConfigError, loadConfigForCli } from '../../../src/config/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { Forwarder } from '../../../src/pipeline/index.ts';
 import type { SinkFactory } from '../../../src/sinks/types.ts';
+import { spawnCli } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { spawnCli } from './child.ts';
 
 const tmp = makeTempDir('sef-config-cli-');
 afterAll(() => tmp.cleanup());

@@ -11,9 +11,9 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { jsonLines, MAIN, REPO, spawnCli } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { jsonLines, MAIN, REPO, spawnCli } from './child.ts';
 
 const tmp = makeTempDir('sef-record-replay-');
 let sim: RunningSimulator | undefined;

@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 
-export const REPO = join(import.meta.dirname, '..', '..', '..');
+export const REPO = join(import.meta.dirname, '..', '..');
 export const MAIN = join(REPO, 'src', 'cli', 'main.ts');
 
 export interface ForwarderChild {

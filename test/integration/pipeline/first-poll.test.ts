@@ -16,9 +16,9 @@ import { Forwarder } from '../../../src/pipeline/index.ts';
 import { DEFAULT_VM_NAME, type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { findSinkFactory } from '../../../src/sinks/registry.ts';
 import type { SinkFactory } from '../../../src/sinks/types.ts';
+import { jsonLines, spawnCli } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { jsonLines, spawnCli } from './child.ts';
 
 const tmp = makeTempDir('sef-first-poll-');
 afterAll(() => tmp.cleanup());

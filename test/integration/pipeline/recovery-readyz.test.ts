@@ -8,10 +8,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { type ForwarderChild, jsonLines, spawnCli } from '../../support/child.ts';
 import { HttpSinkServer } from '../../support/http-sink-server.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { type ForwarderChild, jsonLines, spawnCli } from './child.ts';
 
 const tmp = makeTempDir('sef-recovery-');
 let sim: RunningSimulator | undefined;

@@ -13,10 +13,10 @@ import { validateRecord } from '../../../src/domain/record-schema.ts';
 import { createLogger, silentLogger } from '../../../src/log.ts';
 import { Forwarder, TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { jsonLines, REPO, spawnCli } from '../../support/child.ts';
 import { setPageLimit } from '../../support/store.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { jsonLines, REPO, spawnCli } from './child.ts';
 
 const tmp = makeTempDir('sef-run-');
 afterAll(() => tmp.cleanup());

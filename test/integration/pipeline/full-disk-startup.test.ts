@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { type ForwarderChild, jsonLines, REPO, spawnCli } from '../../support/child.ts';
 import { fillDisk, mountTmpfs } from '../../support/mount.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { type ForwarderChild, jsonLines, REPO, spawnCli } from './child.ts';
 
 let tmp: { dir: string; cleanup: () => void };
 let unmount: (() => void) | undefined;

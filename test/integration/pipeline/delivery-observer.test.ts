@@ -11,9 +11,9 @@ import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { Forwarder } from '../../../src/pipeline/index.ts';
 import { startSimulator } from '../../../src/simulator/index.ts';
+import { jsonLines } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { jsonLines } from './child.ts';
 
 const tmp = makeTempDir('sef-delivery-observer-');
 afterAll(() => tmp.cleanup());

@@ -17,11 +17,11 @@ import { promisify } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { MAIN, REPO, spawnCli } from '../../support/child.ts';
 import { startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
 import { type OtlpGrpcReceiver, startOtlpGrpcReceiver } from '../../support/otlp-receiver.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { MAIN, REPO, spawnCli } from './child.ts';
 
 const run = promisify(execFile);
 const tmp = makeTempDir('sef-echo-');

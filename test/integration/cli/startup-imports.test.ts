@@ -11,9 +11,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../../src/simulator/index.ts';
+import { MAIN, REPO } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { MAIN, REPO } from './child.ts';
 
 const HOOK = join(REPO, 'test', 'support', 'record-packages.mjs');
 const HEAVY = [

@@ -17,9 +17,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { startSimulator } from '../../../src/simulator/index.ts';
+import { jsonLines, spawnCli } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { jsonLines, spawnCli } from './child.ts';
 
 const KILLS = Number(process.env.SEF_SOAK_KILLS ?? 500);
 const tmp = makeTempDir('sef-soak-');

@@ -12,10 +12,10 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { type ForwarderChild, jsonLines, spawnCli } from '../../support/child.ts';
 import { fillDisk, mountTmpfs } from '../../support/mount.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { type ForwarderChild, jsonLines, spawnCli } from './child.ts';
 
 const tmp = makeTempDir('sef-tmpfs-');
 const mountPoint = join(tmp.dir, 'statefs');

@@ -15,13 +15,13 @@ import { type RunningSimulator, startSimulator } from '../../../src/simulator/in
 import { otelSinkFactory } from '../../../src/sinks/otel/factory.ts';
 import { otelOptionsSchema } from '../../../src/sinks/otel/index.ts';
 import { bypassesProxy, proxyFor } from '../../../src/sinks/proxy.ts';
+import { MAIN, REPO } from '../../support/child.ts';
 import { HttpSinkServer } from '../../support/http-sink-server.ts';
 import { type OtlpHttpReceiver, startOtlpHttpReceiver } from '../../support/otlp-receiver.ts';
 import { type ProxyProcess, startProxyProcess } from '../../support/proxy-process.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 import { makeRecord } from '../sinks/webhook/fixtures.ts';
-import { MAIN, REPO } from './child.ts';
 
 const tmp = makeTempDir('sef-proxy-');
 const closers: Array<() => Promise<void> | void> = [];
