@@ -224,7 +224,11 @@ export class PipelineStep {
     if (context.outcome !== undefined) {
       this.#o.observer?.committed?.({ records, rows, outcome: context.outcome });
     }
-    if (rows > 0) this.#o.notify(); // before the engine starts, it finds the rows when it does
+    // After every commit, rows or not (before the engine starts, it finds the rows when it does). A commit with no
+    // rows wakes the workers for nothing to send, but their read right after the commit takes SQLite's WAL read
+    // mark while the commit is writing anyway; otherwise the first read after it (the engine's rescan, a minute
+    // later) would write the WAL index on its own, the one write of an otherwise idle forwarder.
+    this.#o.notify();
     for (const record of records) {
       this.#logger.debug({ id: record.id, type: record.type, subject: record.subject }, 'record committed');
     }
