@@ -12,20 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundle } from '../../scripts/package/bundle.ts';
 import { EMBEDDED_ASSETS } from '../../scripts/package/release-files.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
+import { heavyIn } from '../support/heavy-packages.ts';
 import { makeTempDir } from '../support/tmp.ts';
 import { waitFor } from '../support/wait.ts';
 import { VERSION } from './release.ts';
-
-const HEAVY = [
-  /^@azure\//,
-  /^@opentelemetry\//,
-  /^@grpc\//,
-  /^undici$/,
-  /^mustache$/,
-  /^prom-client$/,
-  /^pino-pretty$/,
-];
-const heavyIn = (packages: string[]) => packages.filter((p) => HEAVY.some((h) => h.test(p)));
 
 const tmp = makeTempDir('sef-pkg-bundle-');
 afterAll(() => tmp.cleanup());

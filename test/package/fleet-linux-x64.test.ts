@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
 import { type RunningAzurite, startAzurite } from '../integration/fleet/helpers.ts';
 import { type EventHubsDouble, startEventHubsDouble } from '../support/event-hubs-double/index.ts';
+import { writeFleetConfig } from '../support/fleet-config.ts';
 import { makeTempDir } from '../support/tmp.ts';
 import { waitFor } from '../support/wait.ts';
 import { artifact, type Child, FILES, pathWithout, start, whichIn } from './release.ts';
@@ -67,24 +68,7 @@ describe('fleet from the linux-x64 executable without Node.js', () => {
   it('turns the records of a forwarder into maintenance history, dashboard and report', async () => {
     expect(whichIn(env.PATH!, 'node')).toBe(false);
     const database = join(tmp.dir, 'fleet.db');
-    const fleetConfig = join(tmp.dir, 'fleet.yaml');
-    writeFileSync(
-      fleetConfig,
-      [
-        'eventHubs:',
-        '  connectionString: { env: SEF_FLEET_EH }',
-        `  consumerGroup: ${GROUP}`,
-        '  maxWaitTimeMs: 200',
-        '  loadBalancing: { updateIntervalMs: 500, ownershipExpirationMs: 3000 }',
-        'checkpoints:',
-        '  connectionString: { env: SEF_FLEET_BLOB }',
-        '  containerName: fleet-checkpoints',
-        `database: ${JSON.stringify(database)}`,
-        'dashboard: { port: 0 }',
-        'log: { level: warn }',
-        '',
-      ].join('\n'),
-    );
+    const fleetConfig = writeFleetConfig(join(tmp.dir, 'fleet.yaml'), { group: GROUP, database });
     const fleet = start(
       exe,
       ['fleet', 'run', '--config', fleetConfig],

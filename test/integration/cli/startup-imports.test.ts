@@ -12,21 +12,11 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../../src/simulator/index.ts';
 import { MAIN, REPO } from '../../support/child.ts';
+import { heavyIn } from '../../support/heavy-packages.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 
 const HOOK = join(REPO, 'test', 'support', 'record-packages.mjs');
-const HEAVY = [
-  /^@azure\//,
-  /^@opentelemetry\//,
-  /^@grpc\//,
-  /^undici$/,
-  /^mustache$/,
-  /^prom-client$/,
-  /^pino-pretty$/,
-  /^ajv/,
-];
-
 const tmp = makeTempDir('sef-startup-');
 afterAll(() => tmp.cleanup());
 
@@ -60,8 +50,6 @@ function cli(
   });
   return { status: result.status, stdout: result.stdout, packages: readPackages(file) };
 }
-
-const heavyIn = (packages: string[]) => packages.filter((p) => HEAVY.some((h) => h.test(p)));
 
 describe('start-up imports', () => {
   it('--version loads commander only', () => {

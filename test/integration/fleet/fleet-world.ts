@@ -11,7 +11,7 @@
  * duplicates are injected by re-sending events, then B stops. It waits for each step (and fails naming the step
  * that did not happen) but asserts nothing: the callers assert on the outcome and the database.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { EventHubProducerClient } from '@azure/event-hubs';
@@ -21,6 +21,7 @@ import { silentLogger } from '../../../src/log.ts';
 import { Forwarder } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { type EventHubsDouble, startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
+import { writeFleetConfig } from '../../support/fleet-config.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 import { type FleetChild, type RunningAzurite, spawnFleet, startAzurite } from './helpers.ts';
@@ -196,25 +197,7 @@ async function partitionsOf(child: FleetChild): Promise<string[]> {
 }
 
 function fleetConfigFile(world: FleetWorld, name: string): string {
-  const file = join(world.tmpDir, `${name}.yaml`);
-  writeFileSync(
-    file,
-    [
-      'eventHubs:',
-      '  connectionString: { env: SEF_FLEET_EH }',
-      `  consumerGroup: ${GROUP}`,
-      '  maxWaitTimeMs: 200',
-      '  loadBalancing: { updateIntervalMs: 500, ownershipExpirationMs: 3000 }',
-      'checkpoints:',
-      '  connectionString: { env: SEF_FLEET_BLOB }',
-      '  containerName: fleet-checkpoints',
-      `database: ${JSON.stringify(world.databasePath)}`,
-      'dashboard: { port: 0 }',
-      'log: { level: warn }',
-      '',
-    ].join('\n'),
-  );
-  return file;
+  return writeFleetConfig(join(world.tmpDir, `${name}.yaml`), { group: GROUP, database: world.databasePath });
 }
 
 /** Waits until every listed VM's forwarder has committed `count(vm)` records. */
