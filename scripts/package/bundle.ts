@@ -173,6 +173,10 @@ export async function bundle(options: {
     legalComments: 'external',
     logLevel: 'warning',
     metafile: true,
+    // `await import('pkg')` of a package in a chunk must become a require (answered by the chunk loader below):
+    // a real import() would resolve the package on disk, where an executable has none (it only worked when a
+    // node_modules happened to be above the file).
+    supported: { 'dynamic-import': false },
   } as const;
   const seen = new Map<string, string>();
   const result = await build({
