@@ -161,10 +161,14 @@ export class OtelSink implements Sink {
       throw new DeliveryError(`otel sink ${this.name} is closed`, { retryable: true, code: 'closed' });
     }
     signal.throwIfAborted();
-    this.#runtime ??= loadOtelRuntime(this.#settings);
-    this.#runtime.catch(() => {
-      this.#runtime = undefined; // a failed load (an exporter that cannot be built) is retried next time
-    });
+    if (this.#runtime === undefined) {
+      const loading = loadOtelRuntime(this.#settings);
+      // A failed load (an exporter that cannot be built) is retried at the next delivery.
+      loading.catch(() => {
+        if (this.#runtime === loading) this.#runtime = undefined;
+      });
+      this.#runtime = loading;
+    }
     const runtime = await this.#runtime;
     const logs = batch.map((r) => this.toReadableLogRecord(r, runtime));
     const { exporter } = runtime;
