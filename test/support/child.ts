@@ -46,6 +46,34 @@ export function spawnCli(args: string[], env: Record<string, string> = {}): Forw
   return { child, ready, exited, stderr: () => err, stdout: () => out };
 }
 
+/**
+ * Reads the file sink's output after SIGKILLs: a kill can cut a batch's write short (Linux stops copying a
+ * write's pages at a fatal signal), and the next run keeps that torn line on its own line (docs/delivery.md).
+ * A torn line is accepted only when it is a proper prefix of a complete line that follows it (the batch was not
+ * acknowledged, so it is written again in full); anything else fails the parse. Returns the complete records and
+ * how many torn lines were skipped.
+ */
+export function fileSinkRecords<T = Record<string, unknown>>(text: string): { records: T[]; torn: number } {
+  const lines = text.split('\n').filter((l) => l.trim() !== '');
+  const records: T[] = [];
+  let torn = 0;
+  lines.forEach((line, i) => {
+    try {
+      records.push(JSON.parse(line) as T);
+    } catch (error) {
+      const rewritten = lines
+        .slice(i + 1)
+        .some((later) => later.length > line.length && later.startsWith(line));
+      if (!rewritten)
+        throw new Error(
+          `line ${i + 1} of the file sink is neither JSON nor a torn copy of a later line: ${(error as Error).message}`,
+        );
+      torn++;
+    }
+  });
+  return { records, torn };
+}
+
 /** Parses a JSON-lines file's non-empty lines. */
 export function jsonLines<T = Record<string, unknown>>(text: string): T[] {
   return text

@@ -10,7 +10,7 @@ import { afterAll, afterEach, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import { type ForwarderChild, jsonLines, spawnCli } from '../../support/child.ts';
+import { type ForwarderChild, fileSinkRecords, spawnCli } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 
@@ -25,7 +25,8 @@ afterEach(async () => {
 });
 afterAll(() => tmp.cleanup());
 
-const lines = <T>(file: string): T[] => (existsSync(file) ? jsonLines<T>(readFileSync(file, 'utf8')) : []);
+const lines = <T>(file: string): T[] =>
+  existsSync(file) ? fileSinkRecords<T>(readFileSync(file, 'utf8')).records : [];
 
 it.each([
   { rerunHooksAfterRestart: false, hookRuns: 1 },

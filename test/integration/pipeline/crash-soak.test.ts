@@ -17,7 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { startSimulator } from '../../../src/simulator/index.ts';
-import { jsonLines, spawnCli } from '../../support/child.ts';
+import { fileSinkRecords, jsonLines, spawnCli } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 
@@ -162,7 +162,7 @@ it(`survives ${KILLS} SIGKILLs: no transition lost, duplicates only with identic
   await sim.close();
 
   const read = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : '');
-  const fileRecords = jsonLines<LifecycleRecord>(read(fileOut));
+  const { records: fileRecords, torn } = fileSinkRecords<LifecycleRecord>(read(fileOut));
   const execRecords = jsonLines<LifecycleRecord>(read(execLog));
   // Every transition of every fully driven event is in the file; the last round may be partial.
   const complete = expected.filter((e) => e.round < lastRound);
@@ -188,7 +188,7 @@ it(`survives ${KILLS} SIGKILLs: no transition lost, duplicates only with identic
 
   console.log(
     `crash soak: ${kills} SIGKILLs (${beforeReady} before ready), ${expected.length} events driven, ` +
-      `${distinctFile.size} distinct records; file duplicates ${fileDuplicates}; exec deliveries ` +
+      `${distinctFile.size} distinct records; file duplicates ${fileDuplicates}, torn lines ${torn}; exec deliveries ` +
       `${execRecords.length} (${execDuplicates} duplicates, ${lostAtExec.length} lost); integrity failures ` +
       `${integrityFailures}; runtime ${runtimeS} s`,
   );

@@ -20,7 +20,7 @@ import { silentLogger } from '../../../src/log.ts';
 import { Forwarder, TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import type { ForwarderState } from '../../../src/transform/index.ts';
-import { type ForwarderChild, jsonLines, spawnCli } from '../../support/child.ts';
+import { type ForwarderChild, fileSinkRecords, spawnCli } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 
@@ -44,7 +44,7 @@ function dir(name: string): string {
 }
 
 function readRecords(file: string): LifecycleRecord[] {
-  return existsSync(file) ? jsonLines<LifecycleRecord>(readFileSync(file, 'utf8')) : [];
+  return existsSync(file) ? fileSinkRecords<LifecycleRecord>(readFileSync(file, 'utf8')).records : [];
 }
 /** Distinct records by id (a SIGKILL between a sink write and its ack may deliver one twice, same id). */
 function distinct(file: string): LifecycleRecord[] {

@@ -13,7 +13,7 @@ import { validateRecord } from '../../../src/domain/record-schema.ts';
 import { createLogger, silentLogger } from '../../../src/log.ts';
 import { Forwarder, TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import { jsonLines, REPO, spawnCli } from '../../support/child.ts';
+import { fileSinkRecords, REPO, spawnCli } from '../../support/child.ts';
 import { setPageLimit } from '../../support/store.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -31,7 +31,7 @@ function dir(name: string): string {
 }
 
 function readRecords(file: string): LifecycleRecord[] {
-  return existsSync(file) ? jsonLines<LifecycleRecord>(readFileSync(file, 'utf8')) : [];
+  return existsSync(file) ? fileSinkRecords<LifecycleRecord>(readFileSync(file, 'utf8')).records : [];
 }
 
 const transitionsOf = (records: LifecycleRecord[]) => records.map((r) => `${r.subject}:${r.transition}`);

@@ -18,7 +18,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../../src/domain/index.ts';
 import { deriveIdentity, type RunningSimulator, startSimulator } from '../../../../src/simulator/index.ts';
-import { type ForwarderChild, jsonLines, spawnCli } from '../../../support/child.ts';
+import { type ForwarderChild, fileSinkRecords, spawnCli } from '../../../support/child.ts';
 import {
   type EventHubsDouble,
   type ReceivedEvent,
@@ -155,7 +155,7 @@ async function drained(fwd: Forwarder, child: ForwarderChild): Promise<void> {
 }
 
 function fileRecords(fwd: Forwarder): LifecycleRecord[] {
-  return existsSync(fwd.file) ? jsonLines<LifecycleRecord>(readFileSync(fwd.file, 'utf8')) : [];
+  return existsSync(fwd.file) ? fileSinkRecords<LifecycleRecord>(readFileSync(fwd.file, 'utf8')).records : [];
 }
 
 const bodyOf = (e: ReceivedEvent) => e.body as LifecycleRecord;
