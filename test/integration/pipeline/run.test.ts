@@ -3,6 +3,7 @@
  * graceful shutdown, reboot awareness (boot time injected), disk full (in-process, PRAGMA max_page_count),
  * and bad configurations (exit code 2, message naming the key).
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -13,7 +14,7 @@ import { validateRecord } from '../../../src/domain/record-schema.ts';
 import { createLogger, silentLogger } from '../../../src/log.ts';
 import { Forwarder, TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import { fileSinkRecords, REPO, spawnCli } from '../../support/child.ts';
+import { fileSinkRecords, MAIN, REPO, spawnCli } from '../../support/child.ts';
 import { setPageLimit } from '../../support/store.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -251,6 +252,51 @@ describe('disk full beyond the in-memory bound', () => {
         .map((r) => r.subject)
         .sort(),
     ).toEqual([...fillers].sort());
+  });
+});
+
+describe('run --sink stdout whose reader exits', () => {
+  it('keeps running, says standard output is closed, and keeps the records in the outbox', async () => {
+    const sim = await startSimulator({ timeScale: 0 });
+    simulators.push(sim);
+    const stateDir = dir('stdout-closed');
+    const fwd = spawnCli([
+      'run',
+      '--imds-endpoint',
+      sim.url,
+      '--poll-interval',
+      '200',
+      '--state-dir',
+      stateDir,
+    ]);
+    await fwd.ready;
+    // The reader goes away (`run | jq` and jq exits): the child's next write to its stdout pipe gets EPIPE.
+    fwd.child.stdout?.destroy();
+    sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900 });
+    await waitFor(() => fwd.stderr().includes('standard output is closed'), 'the closed stdout reported', {
+      timeoutMs: 20_000,
+    });
+    expect(fwd.child.exitCode).toBeNull();
+    expect(fwd.stderr()).toContain('EPIPE');
+    fwd.child.kill('SIGTERM');
+    expect(await fwd.exited).toEqual({ code: 0, signal: null });
+
+    const status = spawnSync(
+      process.execPath,
+      [MAIN, 'outbox', 'status', '--state-dir', stateDir, '--json'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(status.status, status.stderr).toBe(0);
+    const [stdout] = JSON.parse(status.stdout) as {
+      sink: string;
+      pending: number;
+      lastError: string | null;
+    }[];
+    expect(stdout?.sink).toBe('stdout');
+    expect(stdout?.pending).toBe(1);
+    expect(stdout?.lastError).toContain('standard output is closed');
   });
 });
 

@@ -224,8 +224,11 @@ const HARNESSES: Record<string, () => Promise<Harness>> = {
     const lines: string[] = [];
     let failing = false;
     // A captured stream: a real Writable errors once and stays errored, while stdout (a pipe that fills up
-    // or a reader that restarts) can fail one write and take the next, so only write() is provided.
+    // or a reader that restarts) can fail one write and take the next, so only write() (and the error listener
+    // the sink attaches) is provided.
     const stream = {
+      destroyed: false,
+      on: () => stream,
       write(chunk: string, callback: (error?: Error | null) => void): boolean {
         if (failing) callback(new Error('EPIPE: broken pipe'));
         else {
