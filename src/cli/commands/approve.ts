@@ -14,7 +14,8 @@ type ApproveOptions = ImdsCliOptions & { dryRun?: boolean; config?: string };
 async function effectiveImdsOptions(opts: ApproveOptions, command: Command): Promise<ImdsCliOptions> {
   if (opts.config === undefined) return opts;
   const { loadConfig } = await import('../../config/index.ts');
-  const config = loadConfig({ file: opts.config });
+  // Only the imds section is used: the sinks' secrets live in the service's environment, not the operator's shell.
+  const config = loadConfig({ file: opts.config, allowMissingSecrets: true });
   const explicit = (name: string) => command.getOptionValueSource(name) === 'cli';
   return {
     imdsEndpoint: explicit('imdsEndpoint') ? opts.imdsEndpoint : config.imds.endpoint,

@@ -47,6 +47,29 @@ it('approve --config takes the endpoint from the config; --dry-run never POSTs; 
   expect(posts.length).toBe(1);
 });
 
+it("approve --config needs none of the sinks' secrets (an operator's shell has not the service's environment)", async () => {
+  sim = await startSimulator({ vmName: 'WestNO_0', timeScale: 0 });
+  sim.admin.injectEvent({ id: 'E-A', type: 'Reboot' });
+  const config = join(tmp.dir, 'with-secrets.yaml');
+  const unset = 'SEF_APPROVE_TEST_NEVER_SET_CONN';
+  expect(process.env[unset]).toBeUndefined();
+  writeFileSync(
+    config,
+    [
+      `imds:\n  endpoint: ${sim.url}`,
+      'sinks:',
+      '  - name: history',
+      '    type: eventhubs',
+      `    connectionString: \${${unset}}`,
+      '    eventHubName: maintenance',
+      '',
+    ].join('\n'),
+  );
+  const dry = await cli(['approve', 'E-A', '--config', config, '--dry-run']);
+  expect([dry.code, dry.stderr]).toEqual([0, '']);
+  expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, wouldApprove: ['E-A'] });
+});
+
 it('approve --config with a bad config exits 2 naming the key', async () => {
   const config = join(tmp.dir, 'bad.yaml');
   writeFileSync(config, 'approval:\n  leader: oldest\n');
