@@ -8,34 +8,29 @@ import { DeliveryError, type Sink } from '../types.ts';
 
 /** Create a stdout sink writing to `stream` (default process.stdout). */
 export function createStdoutSink(name: string, stream: Writable = process.stdout): Sink {
-  let closedBy: NodeJS.ErrnoException | undefined;
-  // Without a listener a closed pipe's 'error' event ends the process; the write callbacks report it instead.
+  // Without a listener a closed pipe's 'error' event ends the process. The stream stays destroyed after it, so
+  // later writes fail with ERR_STREAM_DESTROYED: their deliveries report the first error, the one that says why.
+  let firstError: NodeJS.ErrnoException | undefined;
   stream.on('error', (error: NodeJS.ErrnoException) => {
-    closedBy ??= error;
+    firstError ??= error;
   });
-  const failure = (error: NodeJS.ErrnoException) => {
-    const cause = closedBy ?? error;
-    const closed = closedBy !== undefined || stream.destroyed || cause.code === 'EPIPE';
-    const message = closed
-      ? `standard output is closed (${cause.code ?? cause.message}): whatever read the forwarder's output has ` +
-        'exited; the records stay in the outbox until a forwarder whose standard output is open delivers them ' +
-        '(restart it with its output connected, or configure a file sink)'
-      : `writing to stdout failed: ${error.message}`;
-    return new DeliveryError(message, { retryable: true, code: 'stdout-write', cause });
-  };
+  const writeFailed = (error: NodeJS.ErrnoException) =>
+    new DeliveryError(
+      error.code === 'EPIPE' || stream.destroyed
+        ? `standard output is closed (${error.code ?? error.message}): whatever read the forwarder's output has ` +
+            'exited; the records stay in the outbox until a forwarder whose standard output is open delivers them ' +
+            '(restart it with its output connected, or configure a file sink)'
+        : `writing to stdout failed: ${error.message}`,
+      { retryable: true, code: 'stdout-write', cause: error },
+    );
   return {
     name,
     maxBatch: 100,
     deliver(batch, signal) {
       if (signal.aborted) return Promise.reject(signal.reason);
-      if (closedBy !== undefined || stream.destroyed)
-        return Promise.reject(failure(closedBy ?? new Error('destroyed')));
       const text = batch.map((r) => `${JSON.stringify(r)}\n`).join('');
       return new Promise<void>((resolve, reject) => {
-        stream.write(text, (error) => {
-          if (error) reject(failure(error));
-          else resolve();
-        });
+        stream.write(text, (error) => (error ? reject(writeFailed(firstError ?? error)) : resolve()));
       });
     },
   };

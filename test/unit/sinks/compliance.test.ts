@@ -227,7 +227,6 @@ const HARNESSES: Record<string, () => Promise<Harness>> = {
     // or a reader that restarts) can fail one write and take the next, so only write() (and the error listener
     // the sink attaches) is provided.
     const stream = {
-      destroyed: false,
       on: () => stream,
       write(chunk: string, callback: (error?: Error | null) => void): boolean {
         if (failing) callback(new Error('EPIPE: broken pipe'));
