@@ -20,7 +20,7 @@ import {
   initialState,
   transform,
 } from '../../../src/transform/index.ts';
-import { scheduledEvent } from './fixtures.ts';
+import { eventProgress, scheduledEvent } from './fixtures.ts';
 
 const T0 = Date.parse('2022-04-11T22:10:00Z');
 const VM = { name: 'WestNO_0', vmId: 'vm-0' } as VmIdentity;
@@ -141,24 +141,7 @@ describe('ApprovalCoordinator', () => {
       hooks: { prepare: [{ name: 'drain', command: process.execPath, args: ['-e', ''] }] },
     };
     const first = step(initialState(), [event()], T0);
-    const interrupted: EventProgress = {
-      key: 'E1#1',
-      eventId: 'E1',
-      occurrence: 1,
-      eventType: 'Reboot',
-      affectsThisVm: true,
-      leader: true,
-      action: 'approve-after-hooks',
-      rule: 'after',
-      dryRun: false,
-      prepare: 'running',
-      hooks: [],
-      post: 'none',
-      approval: null,
-      recorded: false,
-      recover: 'none',
-      ended: false,
-    };
+    const interrupted = eventProgress({ action: 'approve-after-hooks', rule: 'after', prepare: 'running' });
     meta.setMeta(PROGRESS_META_KEY, JSON.stringify([interrupted]));
     const c = coordinator(meta, client, approval);
     c.start(first.state);

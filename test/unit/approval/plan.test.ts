@@ -23,7 +23,7 @@ import {
 import type { EventProgress } from '../../../src/approval/progress.ts';
 import type { LifecycleRecord, ScheduledEvent, VmIdentity } from '../../../src/domain/index.ts';
 import type { ApprovalInput, TrackedEvent } from '../../../src/transform/index.ts';
-import { scheduledEvent } from './fixtures.ts';
+import { eventProgress, scheduledEvent } from './fixtures.ts';
 
 const VM = { name: 'vm0', vmId: 'id0' } as VmIdentity;
 const NB = Date.parse('2022-04-11T22:25:00Z');
@@ -48,29 +48,6 @@ function tracked(fields: Partial<ScheduledEvent> = {}, tracking: Partial<Tracked
     maxObservationGapMs: null,
     downtime: null,
     ...tracking,
-  };
-}
-
-function entry(over: Partial<EventProgress> = {}): EventProgress {
-  const eventId = over.eventId ?? 'E1';
-  return {
-    key: `${eventId}#1`,
-    eventId,
-    occurrence: 1,
-    eventType: 'Reboot',
-    affectsThisVm: true,
-    leader: true,
-    action: 'approve',
-    rule: 'user',
-    dryRun: false,
-    prepare: 'none',
-    hooks: [],
-    post: 'none',
-    approval: null,
-    recorded: false,
-    recover: 'none',
-    ended: false,
-    ...over,
   };
 }
 
@@ -227,7 +204,7 @@ describe('reconcile: a newly seen event', () => {
   });
 
   it('does not change the progress it was given', () => {
-    const before = [entry({ post: 'none', approval: null })];
+    const before = [eventProgress({ post: 'none', approval: null })];
     const copy = structuredClone(before);
     reconcile(before, facts(), NO_COMMIT);
     expect(before).toEqual(copy);
@@ -247,7 +224,7 @@ describe('reconcile: known events', () => {
   ][] = [
     [
       'a committed approval (same object) is recorded',
-      entry({ post: 'posted', approval: recorded }),
+      eventProgress({ post: 'posted', approval: recorded }),
       {},
       { approvals: [recorded] },
       { recorded: true },
@@ -255,7 +232,7 @@ describe('reconcile: known events', () => {
     ],
     [
       'a committed approval (equal, e.g. after a copy) is recorded',
-      entry({ post: 'posted', approval: recorded }),
+      eventProgress({ post: 'posted', approval: recorded }),
       {},
       { approvals: [{ ...recorded, hooks: [] }] },
       { recorded: true },
@@ -263,7 +240,7 @@ describe('reconcile: known events', () => {
     ],
     [
       'already posted after a restart, the state lists it (crash after the commit): recorded, not again',
-      entry({ post: 'posted', approval: recorded }),
+      eventProgress({ post: 'posted', approval: recorded }),
       { events: [tracked({}, { approvalsRecorded: ['posted'] })] },
       {},
       { recorded: true, post: 'posted' },
@@ -271,7 +248,7 @@ describe('reconcile: known events', () => {
     ],
     [
       'already posted after a restart, not yet committed: handed to the transform again, no POST',
-      entry({ post: 'posted', approval: recorded }),
+      eventProgress({ post: 'posted', approval: recorded }),
       {},
       {},
       { recorded: false, post: 'posted' },
@@ -279,7 +256,7 @@ describe('reconcile: known events', () => {
     ],
     [
       'the state lists another kind: still to record',
-      entry({ post: 'posted', approval: recorded }),
+      eventProgress({ post: 'posted', approval: recorded }),
       { events: [tracked({}, { approvalsRecorded: ['dry-run'] })] },
       {},
       { recorded: false },
@@ -287,7 +264,7 @@ describe('reconcile: known events', () => {
     ],
     [
       'event gone while a POST waits: the approval fails (not posted)',
-      entry({ post: 'pending' }),
+      eventProgress({ post: 'pending' }),
       { events: [] },
       {},
       {
@@ -299,7 +276,7 @@ describe('reconcile: known events', () => {
     ],
     [
       'event gone: recover hooks run with its terminal record',
-      entry({ recover: 'pending', action: 'never' }),
+      eventProgress({ recover: 'pending', action: 'never' }),
       { events: [] },
       { records: [terminal] },
       { ended: true, recover: 'pending' },
@@ -307,7 +284,7 @@ describe('reconcile: known events', () => {
     ],
     [
       'event gone, no terminal record in this commit: recover hooks run without it',
-      entry({ recover: 'pending', action: 'never' }),
+      eventProgress({ recover: 'pending', action: 'never' }),
       { events: [] },
       {},
       { ended: true },
@@ -315,7 +292,7 @@ describe('reconcile: known events', () => {
     ],
     [
       'event gone with its prepare hooks pending: no prepare, entry kept for nothing → forgotten',
-      entry({ prepare: 'pending', action: 'never' }),
+      eventProgress({ prepare: 'pending', action: 'never' }),
       { events: [] },
       {},
       null,
@@ -323,7 +300,7 @@ describe('reconcile: known events', () => {
     ],
     [
       'event gone, approval recorded, recover done: forgotten',
-      entry({ post: 'posted', approval: recorded, recorded: true, recover: 'done' }),
+      eventProgress({ post: 'posted', approval: recorded, recorded: true, recover: 'done' }),
       { events: [] },
       {},
       null,
@@ -331,7 +308,7 @@ describe('reconcile: known events', () => {
     ],
     [
       'event gone, approval not recorded yet: kept until it is',
-      entry({ post: 'posted', approval: recorded }),
+      eventProgress({ post: 'posted', approval: recorded }),
       { events: [] },
       {},
       { ended: true, recorded: false },
@@ -339,7 +316,7 @@ describe('reconcile: known events', () => {
     ],
     [
       'event gone while its hook job runs: kept, nothing new started',
-      entry({ prepare: 'running', action: 'approve-after-hooks' }),
+      eventProgress({ prepare: 'running', action: 'approve-after-hooks' }),
       { events: [], busy: new Set(['E1#1']) },
       {},
       { ended: true, prepare: 'running' },
@@ -347,7 +324,7 @@ describe('reconcile: known events', () => {
     ],
     [
       'a busy entry is not settled, even when it could be',
-      entry({ prepare: 'done', action: 'approve-after-hooks', hooks: [ok()] }),
+      eventProgress({ prepare: 'done', action: 'approve-after-hooks', hooks: [ok()] }),
       { busy: new Set(['E1#1']) },
       {},
       { post: 'none' },
@@ -414,7 +391,7 @@ describe('advance: settling after the prepare hooks', () => {
     ],
   ];
   it.each(cases)('%s', (_name, start, expected, actions) => {
-    const plan = advance([entry(start)], facts());
+    const plan = advance([eventProgress(start)], facts());
     expect(kinds(plan.actions)).toEqual(actions);
     expect(plan.progress).toEqual([expect.objectContaining(expected)]);
   });
@@ -477,7 +454,7 @@ describe('resume (after a restart)', () => {
       ],
     ];
   it.each(cases)('%s', (_name, section, start, expected, actions) => {
-    const plan = resume([entry(start)], config(section));
+    const plan = resume([eventProgress(start)], config(section));
     expect(kinds(plan.actions)).toEqual(actions);
     expect(plan.progress).toEqual([expect.objectContaining(expected)]);
   });
@@ -527,13 +504,13 @@ describe('nextPrepareHook', () => {
     ],
   ];
   it.each(cases)('%s', (_name, over, event, nowMs, expected) => {
-    const step = nextPrepareHook(two, entry(over), event, nowMs);
+    const step = nextPrepareHook(two, eventProgress(over), event, nowMs);
     if (expected === null) expect(step).toBeNull();
     else expect(step).toMatchObject(expected);
   });
 
   it('a finished hook is appended; a stopped one leaves the preparation pending; done marks the phase', () => {
-    const start = [entry({ prepare: 'running' }), entry({ eventId: 'E2' })];
+    const start = [eventProgress({ prepare: 'running' }), eventProgress({ eventId: 'E2' })];
     const after = prepareHookEnded(start, 'E1#1', ok('a'));
     expect(after[0]).toMatchObject({ prepare: 'running', hooks: [ok('a')] });
     expect(after[1]).toBe(start[1]);
@@ -551,9 +528,9 @@ describe('planPost', () => {
     lastPostAtMs: Number.NEGATIVE_INFINITY,
     pollIntervalMs: 1000,
   };
-  const pendingBoth = [entry({ post: 'pending' }), entry({ eventId: 'E2', post: 'pending' })];
+  const pendingBoth = [eventProgress({ post: 'pending' }), eventProgress({ eventId: 'E2', post: 'pending' })];
   const cases: [string, EventProgress[], Partial<PostFacts>, object, Partial<EventProgress>[], string[]][] = [
-    ['nothing pending: done', [entry()], {}, { kind: 'done' }, [{ post: 'none' }], []],
+    ['nothing pending: done', [eventProgress()], {}, { kind: 'done' }, [{ post: 'none' }], []],
     [
       'every ready event in one request',
       pendingBoth,
@@ -580,7 +557,7 @@ describe('planPost', () => {
     ],
     [
       'NotBefore passed: not POSTed, recorded as such',
-      [entry({ post: 'pending' })],
+      [eventProgress({ post: 'pending' })],
       { nowMs: NB },
       { kind: 'done' },
       [{ post: 'failed', approval: expect.objectContaining({ posted: false, approvedAtMs: NB }) }],
@@ -596,7 +573,7 @@ describe('planPost', () => {
     ],
     [
       'no approval client (replay source): not POSTed',
-      [entry({ post: 'pending' })],
+      [eventProgress({ post: 'pending' })],
       { hasClient: false },
       { kind: 'done' },
       [{ post: 'failed', approval: expect.objectContaining({ posted: false }) }],
@@ -613,7 +590,10 @@ describe('planPost', () => {
 
 describe('after a POST', () => {
   const batch = { keys: ['E1#1'], eventIds: ['E1'] };
-  const progress = [entry({ post: 'pending', hooks: [ok()] }), entry({ eventId: 'E2', post: 'pending' })];
+  const progress = [
+    eventProgress({ post: 'pending', hooks: [ok()] }),
+    eventProgress({ eventId: 'E2', post: 'pending' }),
+  ];
 
   it('accepted: the batch is posted and handed to the transform; the rest waits', () => {
     const plan = postAccepted(progress, batch, NOW + 5);
@@ -682,9 +662,9 @@ describe('after a POST', () => {
 describe('pendingApprovals', () => {
   const a = approval();
   const cases: [string, EventProgress[], ApprovalInput[]][] = [
-    ['none decided', [entry()], []],
-    ['decided, not recorded', [entry({ approval: a })], [a]],
-    ['decided and recorded', [entry({ approval: a, recorded: true })], []],
+    ['none decided', [eventProgress()], []],
+    ['decided, not recorded', [eventProgress({ approval: a })], [a]],
+    ['decided and recorded', [eventProgress({ approval: a, recorded: true })], []],
   ];
   it.each(cases)('%s', (_name, progress, expected) => {
     expect(pendingApprovals(progress)).toEqual(expected);
