@@ -8,6 +8,9 @@ export default defineConfig({
     exclude: ['test/docker/**', 'test/browser/**', 'test/package/**', 'node_modules/**'],
     // Every connection a test process opens must stay on loopback (throws otherwise, naming the address).
     setupFiles: ['test/support/loopback-guard.ts'],
+    // One real PostgreSQL server per run (127.0.0.1, binaries from npm) for the PostgreSQL fleet store's tests:
+    // inject('pgAdminUrl'); PG_TEST_URL uses an existing server instead.
+    globalSetup: ['test/support/postgres-global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Two cores: keep parallelism modest so process-heavy tests do not starve each other.

@@ -9,8 +9,56 @@ import { azureCredentialSchema } from '../azure/credential-options.ts';
 import { mergeRaw, readConfigFile } from '../config/index.ts';
 import { LOG_LEVELS } from '../config/schema.ts';
 import type { LogLevel } from '../log.ts';
-import { type Env, secretSchema } from '../secret.ts';
+import { registerUrlCredentials } from '../redact.ts';
+import { type Env, resolveSecret, SecretResolutionError, secretInput, secretSchema } from '../secret.ts';
+import { parseDuration } from '../simulator/clock.ts';
 import { checkEventHubTarget } from '../sinks/event-hubs/options.ts';
+
+/** Where the history is kept and for how long: shared by `fleet run` and the commands that only read or write it. */
+function historyFields(env: () => Env) {
+  return {
+    database: secretInput
+      .default('fleet.db')
+      .transform((input, ctx) => resolveDatabase(input, env, ctx))
+      .describe(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the literal ${ENV} secret syntax
+        'SQLite history file (one host), or a postgres:// URL (several hosts); a URL with a password as a secret: "${ENV}", {env: NAME} or {file: PATH}',
+      ),
+    postgres: z
+      .object({
+        password: secretSchema(env)
+          .optional()
+          .describe('password, when not in the URL (a secret); not with authentication: entra'),
+        authentication: z
+          .enum(['password', 'entra'])
+          .default('password')
+          .describe('entra: a Microsoft Entra access token is the password (Azure Database for PostgreSQL)'),
+        credential: azureCredentialSchema.prefault({}).describe('where Entra tokens come from'),
+        poolSize: z.number().int().min(1).max(50).default(4).describe('connections per consumer'),
+      })
+      .strict()
+      .prefault({})
+      .describe('PostgreSQL store options (used with a postgres:// database URL)'),
+    retention: z
+      .string()
+      .default('400d')
+      .refine((v) => {
+        try {
+          return parseDuration(v) > 0;
+        } catch {
+          return false;
+        }
+      }, 'a duration such as 90d, 400d or 12h')
+      .describe('history older than this is pruned (newest record of an event); e.g. 90d, 400d'),
+  };
+}
+
+/** The history part of a fleet config (`fleet report`, `import`, `dashboard`): other keys are not checked. */
+export function historyConfigSchema(env: () => Env = () => process.env) {
+  return z.object(historyFields(env));
+}
+
+export type HistoryConfig = z.infer<ReturnType<typeof historyConfigSchema>>;
 
 /** The fleet consumer's config schema; `env` is injectable for tests (secret resolution). */
 export function fleetConfigSchema(env: () => Env = () => process.env) {
@@ -106,7 +154,7 @@ export function fleetConfigSchema(env: () => Env = () => process.env) {
     .object({
       eventHubs,
       checkpoints,
-      database: z.string().min(1).default('fleet.db').describe('SQLite history file (WAL)'),
+      ...historyFields(env),
       dashboard: z
         .object({
           enabled: z.boolean().default(true),
@@ -123,6 +171,37 @@ export function fleetConfigSchema(env: () => Env = () => process.env) {
     .strict();
 }
 
+/** A database setting: a path or URL as written, or a secret reference resolved (URL passwords registered). */
+function resolveDatabase(input: z.infer<typeof secretInput>, env: () => Env, ctx: z.RefinementCtx): string {
+  let value: string;
+  if (typeof input === 'string' && !/^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(input)) value = input;
+  else {
+    try {
+      value = resolveSecret(input, env()).reveal();
+    } catch (error) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          error instanceof SecretResolutionError ? error.message : 'cannot resolve the database secret',
+      });
+      return z.NEVER;
+    }
+  }
+  if (/^postgres(ql)?:\/\//i.test(value)) {
+    registerUrlCredentials(value);
+    try {
+      new URL(value);
+    } catch {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'not a valid postgres:// URL (check its characters are URL-encoded)',
+      });
+      return z.NEVER;
+    }
+  }
+  return value;
+}
+
 export type FleetConfig = z.infer<ReturnType<typeof fleetConfigSchema>> & { log: { level: LogLevel } };
 
 /** Thrown for an invalid fleet configuration; the message names every problem by key path. */
@@ -133,6 +212,30 @@ export class FleetConfigError extends Error {
   }
 }
 
+function configError(issues: z.core.$ZodIssue[], origin: string): FleetConfigError {
+  const lines = issues.map((issue) => {
+    const path = issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.');
+    return `  ${path || '(top level)'}: ${issue.message}`;
+  });
+  return new FleetConfigError(`invalid fleet configuration (${origin}):\n${lines.join('\n')}`);
+}
+
+/**
+ * Validates only the history keys (database, postgres, retention) of a fleet config file merged with CLI
+ * overrides: the Event Hubs and checkpoint secrets of the consumer's service are not needed to read the history.
+ */
+export function loadHistoryConfig(
+  options: { file?: string | undefined; overrides?: Record<string, unknown>; env?: Env } = {},
+): HistoryConfig {
+  const fromFile = options.file === undefined ? {} : readConfigFile(options.file);
+  const raw = mergeRaw(fromFile, options.overrides ?? {});
+  const picked = { database: raw.database, postgres: raw.postgres, retention: raw.retention };
+  const env = options.env ?? process.env;
+  const result = historyConfigSchema(() => env).safeParse(picked);
+  if (!result.success) throw configError(result.error.issues, options.file ?? 'command-line options');
+  return result.data;
+}
+
 /** Validates a raw fleet config (YAML file contents merged with CLI overrides). */
 export function loadFleetConfig(
   options: { file?: string | undefined; overrides?: Record<string, unknown>; env?: Env } = {},
@@ -141,13 +244,6 @@ export function loadFleetConfig(
   const raw = mergeRaw(fromFile, options.overrides ?? {});
   const env = options.env ?? process.env;
   const result = fleetConfigSchema(() => env).safeParse(raw);
-  if (!result.success) {
-    const lines = result.error.issues.map((issue) => {
-      const path = issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.');
-      return `  ${path || '(top level)'}: ${issue.message}`;
-    });
-    const origin = options.file === undefined ? 'command-line options' : options.file;
-    throw new FleetConfigError(`invalid fleet configuration (${origin}):\n${lines.join('\n')}`);
-  }
+  if (!result.success) throw configError(result.error.issues, options.file ?? 'command-line options');
   return result.data as FleetConfig;
 }

@@ -3,7 +3,7 @@
  * so that several instances share the partitions through the SDK's own load balancing (ownership blobs), and a
  * standby takes over the partitions of an instance that died once its ownership expires.
  *
- * Per batch: ingest into SQLite in one transaction (de-duplicated by CloudEvent (source, id)), THEN checkpoint
+ * Per batch: ingest into the history (SQLite or PostgreSQL) in one transaction (de-duplicated by CloudEvent (source, id)), THEN checkpoint
  * the batch's last event. A crash between the two re-delivers the batch, which the primary key absorbs:
  * at-least-once delivery + idempotent ingest = each record counted exactly once. If the commit fails, the
  * partition's processing is held and the commit retried (the checkpoint never moves past uncommitted records).
@@ -25,9 +25,9 @@ import { type BackoffOptions, exponentialBackoffMs } from '../backoff.ts';
 import { sleep, systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import type { FleetConfig } from './config.ts';
-import type { FleetStore, IngestResult, RawFleetEvent } from './store.ts';
+import type { FleetHistory, IngestResult, RawFleetEvent } from './history/index.ts';
 
-/** Retrying a failed SQLite commit of a batch: 200 ms doubling to 10 s. */
+/** Retrying a failed commit of a batch (store unavailable, disk full): 200 ms doubling to 10 s. */
 const FLEET_COMMIT_BACKOFF: BackoffOptions = { initialMs: 200, maxMs: 10_000 };
 
 /** Live counters of this consumer instance. */
@@ -46,7 +46,7 @@ export interface FleetConsumerStats {
 
 export interface FleetConsumerOptions {
   config: FleetConfig;
-  store: FleetStore;
+  history: FleetHistory;
   logger: Logger;
   /** Overrides the Blob checkpoint store (tests). */
   checkpointStore?: CheckpointStore;
@@ -189,7 +189,7 @@ export class FleetConsumer {
       },
     );
     logger.info(
-      { consumerGroup: eh.consumerGroup, database: this.#options.store.path },
+      { consumerGroup: eh.consumerGroup, database: this.#options.history.description },
       'fleet consumer subscribed',
     );
   }
@@ -212,8 +212,12 @@ export class FleetConsumer {
     this.stats.rejected += result.rejected;
     if (result.rejected > 0) {
       this.#options.logger.warn(
-        { partition: context.partitionId, rejected: result.rejected },
-        'events that are not lifecycle records were kept in the rejected table',
+        {
+          partition: context.partitionId,
+          rejected: result.rejected,
+          reasons: result.rejections.slice(0, 5).map((r) => r.reason),
+        },
+        'records that failed validation were kept in the rejected table; the rest of the batch was stored',
       );
     }
     await context.updateCheckpoint(last);
@@ -225,12 +229,15 @@ export class FleetConsumer {
     });
   }
 
-  /** Commits the batch, retrying with backoff while SQLite fails (busy, disk full); undefined when closing. */
+  /**
+   * Commits the batch, retrying with backoff while the store fails (SQLite busy or disk full, PostgreSQL
+   * unreachable); undefined when closing. Invalid records never throw here: ingest rejects them one by one.
+   */
   async #commitWithRetry(batch: RawFleetEvent[], partitionId: string): Promise<IngestResult | undefined> {
     for (let attempt = 1; ; attempt++) {
       if (this.#closing) return undefined;
       try {
-        return this.#options.store.ingest(batch);
+        return await this.#options.history.ingest(batch);
       } catch (error) {
         this.stats.commitRetries++;
         const delay = exponentialBackoffMs(attempt, FLEET_COMMIT_BACKOFF);

@@ -5,13 +5,7 @@
  * by Preempt/Terminate that never sent a terminal record).
  */
 
-import {
-  type LifecycleRecord,
-  RECORD_TYPE_PREFIX,
-  TRANSITION_RANK,
-  TRANSITIONS,
-  type Transition,
-} from '../domain/index.ts';
+import { type LifecycleRecord, TRANSITION_RANK, TRANSITIONS, type Transition } from '../domain/index.ts';
 import { approvalRecordPosted } from '../transform/approval-posted.ts';
 
 /** Where an event stands in the fleet history. */
@@ -63,6 +57,8 @@ export interface FleetEvent {
   /** Preempt/Terminate of this VM that started: the VM is (being) deleted, no terminal record will come. */
   vmDeleted: boolean;
   records: number;
+  /** Records per transition. */
+  transitions: Record<Transition, number>;
   lastRecordAt: string;
 }
 
@@ -72,39 +68,6 @@ export interface IncomingRecord {
   partitionId: string;
   sequenceNumber: number;
   enqueuedAt: string;
-}
-
-/**
- * Checks that `value` (an event body: object, JSON text or bytes) is a lifecycle record this consumer understands.
- * Returns the record, or the reason it is rejected.
- */
-export function parseRecord(value: unknown): { record: LifecycleRecord } | { error: string } {
-  let body = value;
-  if (body instanceof Uint8Array) body = Buffer.from(body).toString('utf8');
-  if (typeof body === 'string') {
-    try {
-      body = JSON.parse(body);
-    } catch {
-      return { error: 'body is not JSON' };
-    }
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    return { error: 'body is not an object' };
-  const r = body as Record<string, unknown>;
-  for (const key of ['id', 'source', 'type', 'subject', 'time'] as const) {
-    if (typeof r[key] !== 'string' || r[key] === '') return { error: `missing CloudEvents attribute ${key}` };
-  }
-  const type = r.type as string;
-  if (!type.startsWith(`${RECORD_TYPE_PREFIX}.`)) return { error: `unknown type ${type}` };
-  const transition = type.slice(RECORD_TYPE_PREFIX.length + 1);
-  if (!(TRANSITIONS as readonly string[]).includes(transition))
-    return { error: `unknown transition ${transition}` };
-  if (Number.isNaN(Date.parse(r.time as string))) return { error: 'time is not a timestamp' };
-  const data = r.data as Record<string, unknown> | undefined;
-  if (typeof data !== 'object' || data === null) return { error: 'missing data' };
-  if (typeof data.vm !== 'object' || data.vm === null) return { error: 'missing data.vm' };
-  if (typeof data.timing !== 'object' || data.timing === null) return { error: 'missing data.timing' };
-  return { record: { ...(r as unknown as LifecycleRecord), transition: transition as Transition } };
 }
 
 /** The key that groups records into one event occurrence. */
@@ -243,6 +206,9 @@ export function foldEvent(input: readonly LifecycleRecord[]): FleetEvent {
     missing,
     vmDeleted,
     records: records.length,
+    transitions: Object.fromEntries(
+      TRANSITIONS.map((t) => [t, records.filter((r) => r.transition === t).length]),
+    ) as Record<Transition, number>,
     lastRecordAt: last.time,
   };
 }

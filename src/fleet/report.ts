@@ -1,5 +1,6 @@
 /** `fleet report`: the text rendering of a FleetSummary (the JSON form is the summary itself). */
-import type { Distribution, FleetSummary } from './queries.ts';
+
+import type { Distribution, FleetSummary } from './history/index.ts';
 
 function counts(title: string, values: Record<string, number>): string[] {
   const entries = Object.entries(values);
@@ -16,9 +17,19 @@ function dist(title: string, d: Distribution, unit: string): string {
 /** Plain-text report of a summary: counts by type / region / zone / scale set, notice, impact, approvals, pending. */
 export function formatReport(s: FleetSummary): string {
   const window = `${s.filter.since ?? 'the beginning'} .. ${s.filter.until ?? 'now'}`;
+  const filters = Object.entries(s.filter)
+    .filter(([k, v]) => k !== 'since' && k !== 'until' && v !== undefined && v !== false)
+    .map(([k, v]) => `${k}=${v}`);
+  const kept =
+    s.retention === null
+      ? 'the history keeps everything (no retention set)'
+      : `the history keeps ${s.retention}${s.oldestEventAt === null ? '' : `, oldest event first seen ${s.oldestEventAt}`}`;
   const lines = [
     `Fleet maintenance report, first seen ${window} (generated ${s.generatedAt})`,
-    `${s.events} events on ${s.vms} VMs from ${s.records} records ` +
+    ...(filters.length > 0 ? [`Filters: ${filters.join(', ')}`] : []),
+    `Window kept: ${kept}`,
+    `${s.events} maintenance events (each counted once) affecting ${s.vms} reporting VMs ` +
+      `(${s.affectedVmEvents} VM-events); ${s.reportingVms} VMs report; ${s.records} records ` +
       `(ingested ${s.ingest.accepted}, duplicates ignored ${s.ingest.duplicates}, rejected ${s.ingest.rejected})`,
     '',
     ...counts('By status', s.byStatus),
@@ -37,10 +48,11 @@ export function formatReport(s: FleetSummary): string {
     ...counts('Inferred endings', s.inferredEndings),
     `Events with missing transitions: ${s.missingTransitions}; on VMs deleted by Preempt/Terminate: ${s.vmDeleted}`,
     '',
-    `Pending now: ${s.pending.length}`,
+    `Pending now: ${s.pendingTotal}${s.pendingTotal > s.pending.length ? ` (first ${s.pending.length} listed)` : ''}`,
     ...s.pending.map(
       (e) =>
-        `  ${e.vmName || e.source}  ${e.eventId}  ${e.eventType}  ${e.status}  NotBefore ${e.notBefore ?? '-'}`,
+        `  ${e.eventId}  ${e.eventType}  ${e.status}  NotBefore ${e.notBefore ?? '-'}  ` +
+        `affects ${e.affectedVms} VM${e.affectedVms === 1 ? '' : 's'}: ${e.affectedNames.slice(0, 5).join(' ')}${e.affectedNames.length > 5 ? ' …' : ''}`,
     ),
   ];
   return `${lines.join('\n')}\n`;

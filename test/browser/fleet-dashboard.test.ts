@@ -1,9 +1,11 @@
 /**
  * Browser tier (`npm run test:browser`, not part of `npm test`): the fleet dashboard in headless Chromium
- * (Debian's /usr/bin/chromium driven by playwright-core) against the end-to-end fleet data — the same world and
- * scenario as test/integration/fleet/e2e.test.ts: 20 simulated VMs → forwarders → Event Hubs double → fleet
- * consumers (A killed, B taking over, duplicates re-sent) → SQLite. Renders, filters, exports (CSV/JSON) and
- * shows a per-VM timeline. Screenshots go to test-artifacts/fleet/ (gitignored).
+ * (Debian's /usr/bin/chromium driven by playwright-core) over a real SQLite fleet history filled with
+ * history.ingest from the record fixtures: completed Freezes inside and before the default 30-day window, a
+ * broadcast Reboot reported by three VMs (two affected, one observer) and a pending Terminate. Checks the
+ * cards (maintenance events counted once), the default window and its note, the drop-downs (from /api/values),
+ * the pending table, paging with the cursor, an event's detail, a VM's timeline, filters and the CSV export.
+ * Screenshots go to test-artifacts/fleet/ (gitignored).
  *
  * A missing Chromium fails the test with the install command: this tier is never skipped.
  */
@@ -12,16 +14,14 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FleetStore, startDashboard } from '../../src/fleet/index.ts';
+import type { LifecycleRecord } from '../../src/domain/index.ts';
+import { MAINTENANCE_COLUMNS } from '../../src/fleet/dashboard/export.ts';
+import { type RunningDashboard, startDashboard } from '../../src/fleet/dashboard/server.ts';
+import { type FleetHistory, openHistory } from '../../src/fleet/history/index.ts';
 import { silentLogger } from '../../src/log.ts';
-import {
-  type FleetWorld,
-  runFleetScenario,
-  startFleetWorld,
-  VM_COUNT,
-} from '../integration/fleet/fleet-world.ts';
 import { makeTempDir } from '../support/tmp.ts';
 import { waitFor } from '../support/wait.ts';
+import { iso, record } from '../unit/fleet/records.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts', 'fleet');
@@ -32,33 +32,116 @@ const chromiumMissing = existsSync(CHROMIUM)
   : `${CHROMIUM} is missing: the dashboard browser test needs Debian's chromium ` +
     '(as root: apt-get update && apt-get install -y chromium)';
 
-let world: FleetWorld | undefined;
+const DAY = 86_400;
+/** The server's clock: day 40 after the fixtures' T0; the page's default window starts at day 10. */
+const NOW = new Date(iso(40 * DAY));
+const WINDOW_START = iso(10 * DAY).replace('.000Z', 'Z');
+/** Completed Freezes inside the default window, and before it. */
+const RECENT_FREEZES = 25;
+const OLD_FREEZES = 3;
+
+/** A Freeze first seen at `t` (seconds after T0): scheduled, started 950 s later, completed 10 s after that. */
+function freezeAt(vm: string, eventId: string, t: number): LifecycleRecord[] {
+  const base = { vm, eventId, firstSeenAt: t, notBeforeAt: t + 900 };
+  return [
+    record('scheduled', { ...base, at: t }),
+    record('started', { ...base, at: t + 950, startedAt: t + 950 }),
+    record('completed', {
+      ...base,
+      at: t + 960,
+      startedAt: t + 950,
+      extra: {
+        inferred: false,
+        observedImpact: {
+          expectedDurationSeconds: 5,
+          hostRebooted: false,
+          downtimeSeconds: null,
+          downtimeFrom: null,
+          downtimeTo: null,
+          longestStallMs: 4200 + t / 1000,
+          longestObservationGapMs: 1000,
+        },
+      },
+    }),
+  ];
+}
+
+function fixtures(): LifecycleRecord[] {
+  const records: LifecycleRecord[] = [];
+  for (let i = 0; i < OLD_FREEZES; i++) records.push(...freezeAt(`old_${i}`, `OLD-${i}`, DAY + i * 3600));
+  for (let i = 0; i < RECENT_FREEZES; i++) {
+    const vm = `web_${String(i).padStart(2, '0')}`;
+    records.push(...freezeAt(vm, `FRZ-${String(i).padStart(2, '0')}`, 20 * DAY + i * 3600));
+  }
+  // The broadcast: reported by three VMs of an availability set, affecting two of them; pending.
+  for (const vm of ['db_a', 'db_b', 'db_c'])
+    records.push(
+      record('scheduled', {
+        vm,
+        eventId: 'BCAST-1',
+        eventType: 'Reboot',
+        at: 30 * DAY,
+        firstSeenAt: 30 * DAY,
+        notBeforeAt: 30 * DAY + 900,
+        zone: '2',
+        extra: { affectsThisVm: vm !== 'db_c', Resources: ['db_a', 'db_b'] },
+      }),
+    );
+  // A Spot VM's eviction notice: pending.
+  records.push(
+    record('scheduled', {
+      vm: 'spot_1',
+      eventId: 'TERM-1',
+      eventType: 'Terminate',
+      at: 35 * DAY,
+      firstSeenAt: 35 * DAY,
+      notBeforeAt: 35 * DAY + 30,
+      zone: '3',
+    }),
+  );
+  return records;
+}
+
+const tmp = makeTempDir('sef-dashboard-browser-');
+let history: FleetHistory | undefined;
+let dashboard: RunningDashboard | undefined;
 
 beforeAll(async () => {
-  // Without Chromium the test fails at once with the install command; do not build the world for nothing.
   if (chromiumMissing) return;
-  world = await startFleetWorld();
-  await runFleetScenario(world);
-}, 120_000);
+  history = await openHistory({ database: join(tmp.dir, 'fleet.db'), now: () => NOW });
+  const result = await history.ingest(
+    fixtures().map((body, i) => ({ body, partitionId: '0', sequenceNumber: i, enqueuedAt: NOW })),
+  );
+  expect(result.rejections).toEqual([]);
+  await history.setRetention('400d');
+  dashboard = await startDashboard({ history, logger: silentLogger(), now: () => NOW });
+});
 
 afterAll(async () => {
-  await world?.close();
-}, 60_000);
+  await dashboard?.close();
+  await history?.close();
+  tmp.cleanup();
+});
 
 /** Waits (polling from Node: the dashboard's CSP forbids the eval that page.waitForFunction needs) for `count` rows. */
 async function rows(page: Page, selector: string, count: number): Promise<void> {
   await waitFor(async () => (await page.locator(selector).count()) === count, `${count} rows in ${selector}`);
 }
 
-describe('fleet dashboard in headless Chromium over the end-to-end fleet data', () => {
-  it('renders, filters, exports and shows a VM timeline', async () => {
-    if (chromiumMissing) throw new Error(chromiumMissing);
-    if (!world) throw new Error('the fleet world was not built');
-    expect(world.dbCount('SELECT count(*) AS n FROM records')).toBe(world.expectedRecords());
+async function text(page: Page, selector: string): Promise<string> {
+  return ((await page.textContent(selector)) ?? '').trim();
+}
 
+async function options(page: Page, name: string): Promise<string[]> {
+  return page.locator(`select[name="${name}"] option`).allTextContents();
+}
+
+describe('fleet dashboard in headless Chromium over a SQLite fleet history', () => {
+  it('renders the default window, cards, drop-downs, pending, pages, details, timelines and exports', async () => {
+    if (chromiumMissing) throw new Error(chromiumMissing);
+    if (!dashboard) throw new Error('the dashboard was not started');
+    const url = dashboard.url;
     mkdirSync(ARTIFACTS, { recursive: true });
-    const store = new FleetStore({ path: world.databasePath, readOnly: true });
-    const dashboard = await startDashboard({ db: store.db, logger: silentLogger() });
     const profile = makeTempDir('sef-chromium-');
     // A fresh --user-data-dir: playwright passes the profile directory itself with a persistent context.
     const context = await chromium.launchPersistentContext(profile.dir, {
@@ -82,59 +165,132 @@ describe('fleet dashboard in headless Chromium over the end-to-end fleet data', 
       page.on('pageerror', (e) => failures.push(e.message));
       page.on('requestfailed', (r) => failures.push(`${r.url()} ${r.failure()?.errorText}`));
       page.on('request', (r) => {
-        if (!r.url().startsWith(dashboard.url)) failures.push(`external request ${r.url()}`);
+        if (!r.url().startsWith(url)) failures.push(`external request ${r.url()}`);
       });
-      await page.goto(dashboard.url);
+      page.on('console', (m) => {
+        if (m.type() === 'error') failures.push(`console: ${m.text()}`);
+      });
+      await page.goto(url);
       await page.waitForSelector('body[data-ready="true"]');
       await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
 
-      expect(await page.locator('#events tbody tr').count()).toBe(VM_COUNT);
-      expect(await page.textContent('[data-testid="card-events"] b')).toBe(String(VM_COUNT));
-      // Pending now: the two Terminate events (Preempted VMs are deleted, not pending).
-      expect(await page.locator('#pending tbody tr').count()).toBe(2);
-      expect(await page.locator('#pending tbody tr td:nth-child(3)').allTextContents()).toEqual([
-        'Terminate',
+      // The default window: the last 30 days of the server's clock, pre-filled and stated.
+      expect(await page.inputValue('input[name="since"]')).toBe(WINDOW_START);
+      const note = await text(page, '#window-note');
+      expect(note).toContain(`showing events first seen since ${WINDOW_START.replace('T', ' ')}`);
+      expect(note).toContain('the history keeps the last 400d');
+
+      // Cards: maintenance events in the window, the broadcast counted once.
+      expect(await text(page, '[data-testid="card-events"] b')).toBe(String(RECENT_FREEZES + 2));
+      expect(await text(page, '[data-testid="card-vms"] b')).toBe(String(RECENT_FREEZES + 3)); // not db_c
+      expect(await text(page, '[data-testid="card-pending"] b')).toBe('2');
+      expect(await text(page, '[data-testid="card-lapsed"] b')).toMatch(/^\d+$/);
+
+      // Drop-downs: from /api/values (the whole history), never from the events shown.
+      expect(await options(page, 'type')).toEqual(['all', 'Freeze', 'Reboot', 'Terminate']);
+      expect(await options(page, 'zone')).toEqual(['all', '1', '2', '3']);
+      expect(await options(page, 'status')).toEqual(['all', 'completed', 'scheduled']);
+      expect(await options(page, 'location')).toEqual(['all', 'westeurope']);
+
+      // Pending now: each maintenance event once, with its affected VMs.
+      await rows(page, '#pending tbody tr', 2);
+      expect(await page.locator('#pending tbody tr td:nth-child(2)').allTextContents()).toEqual([
+        'Reboot',
         'Terminate',
       ]);
-      expect(await page.locator('#notice-chart svg rect.bar').count()).toBeGreaterThan(0);
-      expect(await page.locator('#impact-chart svg rect.adv').count()).toBe(4); // Freeze advertised 5 s
+      const broadcastRow = page.locator('#pending tbody tr[data-event="BCAST-1"]');
+      expect(await broadcastRow.locator('td.affected').textContent()).toBe('2');
+      expect(await broadcastRow.locator('td.names a.vm').allTextContents()).toEqual(['db_a', 'db_b']);
+      expect(await broadcastRow.locator('td:nth-child(8)').textContent()).toBe('1'); // one observer
+      expect(await text(page, '#pending-count')).toBe('(2)');
 
-      // Filter: Freeze events only.
+      // Charts from the summary.
+      expect(await page.locator('#notice-chart svg rect.bar').count()).toBe(5);
+      expect(await page.locator('#impact-chart svg rect.adv').count()).toBeGreaterThan(0);
+      expect(await page.locator('#impact-chart svg rect.obs').count()).toBeGreaterThan(0);
+
+      // Paging: 27 events, 20 per page.
+      await rows(page, '#events tbody tr', RECENT_FREEZES + 2);
+      await page.selectOption('#page-size', '20');
+      await rows(page, '#events tbody tr', 20);
+      const firstPage = await page
+        .locator('#events tbody tr')
+        .evaluateAll((trs) => trs.map((r) => r.getAttribute('data-event')));
+      expect(firstPage.slice(0, 2)).toEqual(['TERM-1', 'BCAST-1']);
+      await page.click('#events-next');
+      await page.waitForSelector('#events-page[data-page="2"]');
+      await rows(page, '#events tbody tr', RECENT_FREEZES + 2 - 20);
+      const secondPage = await page
+        .locator('#events tbody tr')
+        .evaluateAll((trs) => trs.map((r) => r.getAttribute('data-event')));
+      expect(new Set([...firstPage, ...secondPage]).size).toBe(RECENT_FREEZES + 2);
+      expect(await page.isDisabled('#events-next')).toBe(true);
+      await page.screenshot({ path: join(ARTIFACTS, 'dashboard-page-2.png'), fullPage: true });
+      await page.click('#events-prev');
+      await page.waitForSelector('#events-page[data-page="1"]');
+      await rows(page, '#events tbody tr', 20);
+
+      // An event's detail: every VM that reported the broadcast, the observer marked.
+      await page.click('#pending tbody tr[data-event="BCAST-1"] a.event');
+      await page.waitForSelector('#detail-section:not([hidden])');
+      await rows(page, '#detail tbody tr', 3);
+      expect(await page.locator('#detail tbody tr[data-affects="false"] a.vm').allTextContents()).toEqual([
+        'db_c',
+      ]);
+      expect(await text(page, '#detail-summary')).toContain('affects 2 VM(s): db_a, db_b');
+
+      // A VM's timeline: click an affected VM's name.
+      await page.click('#pending tbody tr[data-event="BCAST-1"] a.vm[data-vm="db_b"]');
+      await rows(page, '#timeline tbody tr', 1);
+      expect(await page.locator('#timeline tbody tr').getAttribute('data-transition')).toBe('scheduled');
+      await page.selectOption('#timeline-vm', { label: 'web_03 (3)' });
+      await rows(page, '#timeline tbody tr', 3);
+      expect(await page.locator('#timeline-chart svg circle').count()).toBe(3);
+      await page.screenshot({ path: join(ARTIFACTS, 'dashboard-timeline.png'), fullPage: true });
+
+      // Filter: Freezes in the window only; then the whole history.
       await page.selectOption('select[name="type"]', 'Freeze');
       await page.click('button[type="submit"]');
-      await rows(page, '#events tbody tr', 4);
-      expect(await page.locator('#events tbody tr[data-type="Freeze"]').count()).toBe(4);
+      await waitFor(
+        async () => (await text(page, '[data-testid="card-events"] b')) === String(RECENT_FREEZES),
+        'the Freeze filter',
+      );
+      await rows(page, '#events tbody tr[data-type="Freeze"]', 20);
+      expect(await page.locator('#pending tbody tr td.empty').count()).toBe(1);
+      await page.fill('input[name="since"]', '');
+      await page.click('button[type="submit"]');
+      await waitFor(
+        async () =>
+          (await text(page, '[data-testid="card-events"] b')) === String(RECENT_FREEZES + OLD_FREEZES),
+        'the whole history',
+      );
+      expect(await text(page, '#window-note')).toContain('showing events of the whole history');
       await page.screenshot({ path: join(ARTIFACTS, 'dashboard-freeze.png'), fullPage: true });
 
-      // Export with the filter applied: CSV and JSON.
+      // Export with the filter applied.
       const [csvDownload] = await Promise.all([page.waitForEvent('download'), page.click('#export-csv')]);
       const csv = readFileSync((await csvDownload.path())!, 'utf8')
         .trim()
         .split('\r\n');
-      expect(csv[0]?.startsWith('vmName,eventId,occurrence,eventType,status')).toBe(true);
-      expect(csv).toHaveLength(1 + 4);
+      expect(csv[0]).toBe(MAINTENANCE_COLUMNS.join(','));
+      expect(csv).toHaveLength(1 + RECENT_FREEZES + OLD_FREEZES);
       expect(csv.slice(1).every((line) => line.includes(',Freeze,completed,'))).toBe(true);
       const [jsonDownload] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
       const exported = JSON.parse(readFileSync((await jsonDownload.path())!, 'utf8')) as Array<{
         eventType: string;
       }>;
-      expect(exported.map((e) => e.eventType)).toEqual(['Freeze', 'Freeze', 'Freeze', 'Freeze']);
+      expect(exported).toHaveLength(RECENT_FREEZES + OLD_FREEZES);
 
-      // Per-VM timeline: click a VM in the filtered table.
-      await page.click('#events tbody tr a.vm');
-      await rows(page, '#timeline tbody tr', 3);
-      expect(
-        await page
-          .locator('#timeline tbody tr')
-          .evaluateAll((trs) => trs.map((r) => r.getAttribute('data-transition'))),
-      ).toEqual(['scheduled', 'started', 'completed']);
-      expect(await page.locator('#timeline-chart svg circle').count()).toBe(3);
-      await page.screenshot({ path: join(ARTIFACTS, 'dashboard-timeline.png'), fullPage: true });
+      // The reset button goes back to the default window.
+      await page.click('#default-window');
+      await waitFor(
+        async () => (await text(page, '[data-testid="card-events"] b')) === String(RECENT_FREEZES + 2),
+        'the default window again',
+      );
+      expect(await page.inputValue('input[name="since"]')).toBe(WINDOW_START);
       expect(failures).toEqual([]);
     } finally {
       await context.close();
-      await dashboard.close();
-      store.close();
       profile.cleanup();
     }
   }, 60_000);

@@ -1,17 +1,18 @@
 /**
- * `fleet` (= `fleet run`): consume every VM's lifecycle records from Event Hubs into the SQLite fleet history
- * and serve the dashboard. `fleet report`: text or JSON summary of the history. See docs/fleet.md.
+ * `fleet` (= `fleet run`): consume every VM's lifecycle records from Event Hubs into the fleet history (SQLite
+ * file or PostgreSQL URL) and serve the dashboard. `fleet report`: text or JSON summary of the history.
+ * `fleet import`: backfill from JSON-lines files. `fleet dashboard`: serve an existing history without
+ * consuming. `fleet migrate`: copy a SQLite history into another store. See docs/fleet.md.
  *
- * `fleet run` prints one JSON line on stdout once it is subscribed: {"dashboard": URL|null, "database": PATH,
- * "consumerGroup": NAME}; logs go to stderr.
+ * `fleet run` and `fleet dashboard` print one JSON line on stdout once running: {"dashboard": URL|null,
+ * "database": PATH-or-URL-without-password, ...}; logs go to stderr.
  */
 import type { Command } from 'commander';
 import { UsageError } from '../../errors.ts';
-import type { EventFilter } from '../../fleet/queries.ts';
+import type { EventFilter } from '../../fleet/history/queries.ts';
+import type { LogLevel } from '../../log.ts';
 import { parseDuration } from '../../simulator/clock.ts';
 import { handleShutdownSignals } from './run.ts';
-
-const { existsSync } = process.getBuiltinModule('node:fs');
 
 interface FleetRunOptions {
   config?: string;
@@ -27,12 +28,16 @@ interface FleetRunOptions {
   port?: string;
   dashboard?: boolean;
   startPosition?: string;
+  retention?: string;
   logLevel?: string;
 }
 
-interface FleetReportOptions {
+interface HistoryOptions {
   config?: string;
   database?: string;
+}
+
+interface FleetReportOptions extends HistoryOptions {
   since?: string;
   until?: string;
   json?: boolean;
@@ -40,7 +45,14 @@ interface FleetReportOptions {
   location?: string;
   zone?: string;
   scaleSet?: string;
+  status?: string;
   vm?: string;
+}
+
+interface FleetDashboardOptions extends HistoryOptions {
+  host?: string;
+  port?: string;
+  logLevel?: string;
 }
 
 function toPort(value: string | undefined): number | undefined {
@@ -72,6 +84,7 @@ function runOverrides(opts: FleetRunOptions): Record<string, unknown> {
     eventHubs,
     checkpoints,
     database: opts.database,
+    retention: opts.retention,
     dashboard: {
       enabled: opts.dashboard === false ? false : undefined,
       host: opts.host,
@@ -126,11 +139,14 @@ async function runFleet(opts: FleetRunOptions): Promise<number> {
     process.stdout.write(
       `${JSON.stringify({
         dashboard: fleet.dashboard?.url ?? null,
-        database: fleet.store.path,
+        database: fleet.history.description,
         consumerGroup: config.eventHubs.consumerGroup,
       })}\n`,
     );
-    logger.info({ dashboard: fleet.dashboard?.url, database: fleet.store.path }, 'fleet consumer running');
+    logger.info(
+      { dashboard: fleet.dashboard?.url, database: fleet.history.description },
+      'fleet consumer running',
+    );
     await new Promise<void>((resolve) => {
       if (controller.signal.aborted) resolve();
       controller.signal.addEventListener('abort', () => resolve(), { once: true });
@@ -141,41 +157,129 @@ async function runFleet(opts: FleetRunOptions): Promise<number> {
   });
 }
 
-async function report(opts: FleetReportOptions): Promise<void> {
-  // Not the fleet/index.ts barrel: a report needs SQLite only, not the Event Hubs and Storage SDKs.
-  const [{ FleetStore }, { summarize }, { formatReport }] = await Promise.all([
-    import('../../fleet/store.ts'),
-    import('../../fleet/queries.ts'),
-    import('../../fleet/report.ts'),
+/** The history settings of --config / --database, without the consumer's secrets. */
+async function historyConfig(opts: HistoryOptions) {
+  const [{ FleetConfigError, loadHistoryConfig }, { SecretResolutionError }] = await Promise.all([
+    import('../../fleet/config.ts'),
+    import('../../secret.ts'),
   ]);
-  let database = opts.database;
-  if (database === undefined && opts.config !== undefined) {
-    // Only the database path is needed: read it from the file without resolving the hub's secrets.
-    const { readConfigFile } = await import('../../config/index.ts');
-    const raw = readConfigFile(opts.config);
-    if (raw.database !== undefined && typeof raw.database !== 'string') {
-      throw new UsageError(`${opts.config}: database must be a file path`);
+  try {
+    return loadHistoryConfig({ file: opts.config, overrides: { database: opts.database } });
+  } catch (error) {
+    if (error instanceof FleetConfigError || error instanceof SecretResolutionError) {
+      throw new UsageError(error.message);
     }
-    database = raw.database;
+    throw error;
   }
-  database ??= 'fleet.db';
-  if (!existsSync(database)) throw new UsageError(`fleet database ${database} does not exist`);
-  const now = new Date();
-  const filter: EventFilter = {
+}
+
+/** Opens the history of --config / --database; a missing file or an outdated schema is a usage error. */
+async function openHistoryFor(opts: HistoryOptions, readOnly: boolean) {
+  const config = await historyConfig(opts);
+  // Not the fleet/index.ts barrel: reading the history needs neither the Event Hubs nor the Storage SDKs.
+  const [
+    { openConfiguredHistory },
+    { LegacyHistoryError, MissingDatabaseError, SchemaOutdatedError, SchemaTooNewError },
+  ] = await Promise.all([import('../../fleet/open.ts'), import('../../fleet/history/index.ts')]);
+  try {
+    return await openConfiguredHistory(config, { readOnly });
+  } catch (error) {
+    if (
+      error instanceof MissingDatabaseError ||
+      error instanceof SchemaOutdatedError ||
+      error instanceof SchemaTooNewError ||
+      error instanceof LegacyHistoryError
+    )
+      throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+function filterOf(opts: FleetReportOptions, now: Date): EventFilter {
+  return {
     since: opts.since === undefined ? undefined : parseTimeOption(opts.since, '--since', now),
     until: opts.until === undefined ? undefined : parseTimeOption(opts.until, '--until', now),
     eventType: opts.type,
     location: opts.location,
     zone: opts.zone,
     scaleSet: opts.scaleSet,
+    status: opts.status,
     vm: opts.vm,
   };
-  const store = new FleetStore({ path: database, readOnly: true });
+}
+
+async function report(opts: FleetReportOptions): Promise<void> {
+  const now = new Date();
+  const filter = filterOf(opts, now);
+  const { formatReport } = await import('../../fleet/report.ts');
+  const history = await openHistoryFor(opts, true);
   try {
-    const summary = summarize(store.db, filter, now);
+    const summary = await history.summary(filter);
     process.stdout.write(opts.json ? `${JSON.stringify(summary, null, 2)}\n` : formatReport(summary));
   } finally {
-    store.close();
+    await history.close();
+  }
+}
+
+async function importFiles(files: string[], opts: HistoryOptions): Promise<number> {
+  const { importJsonLines } = await import('../../fleet/import.ts');
+  const history = await openHistoryFor(opts, false);
+  try {
+    const result = await importJsonLines(history, files, (line) => process.stderr.write(`${line}\n`));
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return 0;
+  } finally {
+    await history.close();
+  }
+}
+
+async function serveDashboard(opts: FleetDashboardOptions): Promise<number> {
+  const [{ createLogger }, { startDashboard }] = await Promise.all([
+    import('../../log.ts'),
+    import('../../fleet/dashboard/server.ts'),
+  ]);
+  const logger = createLogger({ level: (opts.logLevel as LogLevel | undefined) ?? 'info' });
+  const port = toPort(opts.port) ?? 8480;
+  const history = await openHistoryFor(opts, true);
+  const controller = new AbortController();
+  return handleShutdownSignals(logger, controller, async () => {
+    try {
+      const dashboard = await startDashboard({
+        history,
+        host: opts.host ?? '127.0.0.1',
+        port,
+        logger: logger.child({ component: 'dashboard' }),
+        status: () => ({ mode: 'dashboard only (not consuming)' }),
+      });
+      process.stdout.write(
+        `${JSON.stringify({ dashboard: dashboard.url, database: history.description, consuming: false })}\n`,
+      );
+      logger.info({ dashboard: dashboard.url, database: history.description }, 'fleet dashboard running');
+      await new Promise<void>((resolve) => {
+        if (controller.signal.aborted) resolve();
+        controller.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+      await dashboard.close();
+      return 0;
+    } finally {
+      await history.close();
+    }
+  });
+}
+
+async function migrateHistory(opts: { from?: string; to?: string; config?: string }): Promise<number> {
+  if (opts.from === undefined)
+    throw new UsageError('fleet migrate needs --from FILE (the SQLite history to copy)');
+  if (opts.to === undefined && opts.config === undefined)
+    throw new UsageError('fleet migrate needs --to (a postgres:// URL or a SQLite file) or --config');
+  const { copySqliteHistory } = await import('../../fleet/import.ts');
+  const target = await openHistoryFor({ config: opts.config, database: opts.to }, false);
+  try {
+    const result = await copySqliteHistory(opts.from, target, (line) => process.stderr.write(`${line}\n`));
+    process.stdout.write(`${JSON.stringify({ from: opts.from, to: target.description, ...result })}\n`);
+    return 0;
+  } finally {
+    await target.close();
   }
 }
 
@@ -200,7 +304,8 @@ export function register(program: Command): void {
     )
     .option('--checkpoint-account-url <url>', 'blob endpoint for checkpoints (managed identity auth)')
     .option('--checkpoint-container <name>', 'blob container for checkpoints and ownership')
-    .option('--database <path>', 'SQLite history file (default fleet.db)')
+    .option('--database <path|url>', 'SQLite history file (default fleet.db) or postgres:// URL')
+    .option('--retention <duration>', 'prune history older than this (default 400d)')
     .option('--host <address>', 'dashboard listen address (default 127.0.0.1)')
     .option('--port <port>', 'dashboard port (default 8480; 0 = any free port)')
     .option('--no-dashboard', 'do not serve the dashboard')
@@ -214,15 +319,57 @@ export function register(program: Command): void {
     .description(
       'Summary of the fleet history: counts, notice, advertised versus observed impact, approvals, pending.',
     )
-    .option('--database <path>', 'SQLite history file (default: from --config, else fleet.db)')
-    .option('-c, --config <file>', 'fleet YAML config (for the database path)')
+    .option(
+      '--database <path|url>',
+      'SQLite history file or postgres:// URL (default: from --config, else fleet.db)',
+    )
+    .option('-c, --config <file>', 'fleet YAML config (for database and postgres settings)')
     .option('--since <time>', 'events first seen at or after: ISO 8601, or a duration before now (7d)')
     .option('--until <time>', 'events first seen before: ISO 8601, or a duration before now')
     .option('--type <eventType>', 'only this EventType')
     .option('--location <region>', 'only this region')
     .option('--zone <zone>', 'only this zone')
     .option('--scale-set <name>', 'only this scale set')
-    .option('--vm <text>', 'only VMs whose name contains this')
+    .option('--status <status>', 'only this status: scheduled, started, completed, canceled or vm-deleted')
+    .option('--vm <text>', 'only events affecting a VM whose name contains this')
     .option('--json', 'JSON instead of text')
     .action(async (opts: FleetReportOptions) => report(opts));
+  fleet
+    .command('import')
+    .description(
+      "Backfill the history from JSON-lines CloudEvents (the file sink's output; - for stdin), validated and " +
+        'folded like consumed records; importing the same file again changes nothing.',
+    )
+    .argument('<files...>', 'JSON-lines files, or - for standard input')
+    .option(
+      '--database <path|url>',
+      'SQLite history file or postgres:// URL (default: from --config, else fleet.db)',
+    )
+    .option('-c, --config <file>', 'fleet YAML config (for database and postgres settings)')
+    .action(async (files: string[], opts: HistoryOptions) => {
+      process.exitCode = await importFiles(files, opts);
+    });
+  fleet
+    .command('dashboard')
+    .description('Serve the dashboard and API over an existing history without consuming (read-only).')
+    .option(
+      '--database <path|url>',
+      'SQLite history file or postgres:// URL (default: from --config, else fleet.db)',
+    )
+    .option('-c, --config <file>', 'fleet YAML config (for database and postgres settings)')
+    .option('--host <address>', 'listen address (default 127.0.0.1)')
+    .option('--port <port>', 'port (default 8480; 0 = any free port)')
+    .option('--log-level <level>', 'log level')
+    .action(async (opts: FleetDashboardOptions) => {
+      process.exitCode = await serveDashboard(opts);
+    });
+  fleet
+    .command('migrate')
+    .description('Copy a SQLite history (this or an earlier version) into another store, e.g. PostgreSQL.')
+    .option('--from <file>', 'the SQLite history file to copy')
+    .option('--to <path|url>', 'the target: a postgres:// URL or a SQLite file')
+    .option('-c, --config <file>', 'fleet YAML config naming the target (database, postgres)')
+    .action(async (opts: { from?: string; to?: string; config?: string }) => {
+      process.exitCode = await migrateHistory(opts);
+    });
 }

@@ -1,6 +1,7 @@
 /**
  * `simulate`: runs the IMDS simulator (src/simulator) on 127.0.0.1. The first stdout line is JSON with its
  * URL; it runs until Ctrl-C / SIGTERM, or with --exit-at-end until the scenario ends.
+ * `simulate fleet`: writes a synthetic fleet's lifecycle records (src/simulator/fleet.ts) as JSON lines.
  */
 import type { Command } from 'commander';
 import { errorMessage, UsageError } from '../../errors.ts';
@@ -46,8 +47,106 @@ function numberOption(
 
 const describe = errorMessage;
 
+interface SimulateFleetOptions {
+  vms: string;
+  days: string;
+  seed: string;
+  start: string;
+  out: string;
+}
+
+/** Writes `text` to `stream`, waiting for 'drain' when its buffer is full. */
+async function write(stream: NodeJS.WritableStream, text: string): Promise<void> {
+  if (stream.write(text)) return;
+  await new Promise<void>((resolve, reject) => {
+    const onError = (error: Error) => {
+      stream.off('drain', onDrain);
+      reject(error);
+    };
+    const onDrain = () => {
+      stream.off('error', onError);
+      resolve();
+    };
+    stream.once('drain', onDrain);
+    stream.once('error', onError);
+  });
+}
+
+/** `simulate fleet`: the records as JSON lines on --out (or stdout), a one-line JSON summary on stderr. */
+async function simulateFleet(opts: SimulateFleetOptions): Promise<void> {
+  const vms = numberOption(opts.vms, '--vms', 1, true) as number;
+  const days = numberOption(opts.days, '--days', 0, false) as number;
+  if (days <= 0) throw new UsageError(`--days must be a number > 0, got "${opts.days}"`);
+  const seed = numberOption(opts.seed, '--seed', 0, true) as number;
+  if (seed > 0xffffffff) throw new UsageError(`--seed must be <= ${0xffffffff}, got "${opts.seed}"`);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(opts.start) || Number.isNaN(Date.parse(opts.start))) {
+    throw new UsageError(`--start must be an ISO 8601 time (e.g. 2026-01-01T00:00:00Z), got "${opts.start}"`);
+  }
+  if (opts.out === '') throw new UsageError('--out must be a file path or - (stdout)');
+  const { generateFleet } = await import('../../simulator/fleet.ts');
+  let fleet: ReturnType<typeof generateFleet>;
+  try {
+    fleet = generateFleet({ vms, days, seed, start: opts.start });
+  } catch (error) {
+    throw new UsageError(describe(error));
+  }
+  let out: NodeJS.WritableStream = process.stdout;
+  let file: import('node:fs').WriteStream | undefined;
+  if (opts.out !== '-') {
+    const { createWriteStream } = process.getBuiltinModule('node:fs');
+    file = createWriteStream(opts.out);
+    await new Promise<void>((resolve, reject) => {
+      file?.once('open', () => resolve());
+      file?.once('error', (error) => reject(new UsageError(`--out ${opts.out}: ${describe(error)}`)));
+    });
+    out = file;
+  }
+  let failure: Error | undefined;
+  out.on('error', (error: Error) => {
+    failure ??= error;
+  });
+  const failed = () =>
+    failure === undefined
+      ? undefined
+      : new Error(`writing ${opts.out === '-' ? 'stdout' : opts.out}: ${describe(failure)}`);
+  let chunk = '';
+  let written = 0;
+  for (const record of fleet.records()) {
+    chunk += `${JSON.stringify(record)}\n`;
+    written++;
+    if (chunk.length >= 1 << 20) {
+      await write(out, chunk);
+      chunk = '';
+      const error = failed();
+      if (error) throw error;
+    }
+  }
+  if (chunk !== '') await write(out, chunk);
+  if (file !== undefined) {
+    const stream = file;
+    await new Promise<void>((resolve, reject) => {
+      stream.once('error', reject);
+      stream.end(() => resolve());
+    });
+  }
+  const error = failed();
+  if (error) throw error;
+  const { truth } = fleet;
+  process.stderr.write(
+    `${JSON.stringify({
+      maintenanceEvents: truth.maintenanceEvents,
+      records: written,
+      vms: fleet.vms.length,
+      affectedVmEvents: truth.counts.affectedVmEvents,
+      start: fleet.window.start,
+      end: fleet.window.end,
+      seed,
+    })}\n`,
+  );
+}
+
 export function register(program: Command): void {
-  program
+  const simulate = program
     .command('simulate')
     .description(
       'Run a local IMDS simulator (Scheduled Events, instance metadata, managed identity tokens) for tests ' +
@@ -154,4 +253,16 @@ export function register(program: Command): void {
       await sim.close();
       process.stdout.write(`${JSON.stringify({ stopped: reason, approvals })}\n`);
     });
+  simulate
+    .command('fleet')
+    .description(
+      "Write a synthetic fleet's lifecycle records (deterministic for a seed) as JSON lines, one CloudEvent per " +
+        'line like the file sink, in time order; prints a one-line JSON summary on stderr. See docs/simulator.md.',
+    )
+    .option('--vms <n>', 'VMs in the fleet', '10000')
+    .option('--days <d>', 'length of the window in days', '90')
+    .option('--seed <s>', 'PRNG seed (integer)', '1')
+    .option('--start <iso>', 'start of the window (ISO 8601)', '2026-01-01T00:00:00Z')
+    .option('--out <file>', 'output file, - for stdout', '-')
+    .action(async (opts: SimulateFleetOptions) => simulateFleet(opts));
 }

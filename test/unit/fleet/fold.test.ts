@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { foldEvent, parseRecord } from '../../../src/fleet/fold.ts';
+import { foldEvent } from '../../../src/fleet/fold.ts';
+import { parseRecord } from '../../../src/fleet/validate.ts';
 import { freezeLifecycle, iso, record } from './records.ts';
 
 describe('foldEvent', () => {
@@ -103,10 +104,10 @@ describe('parseRecord', () => {
   it.each([
     ['not json', 'body is not JSON'],
     [[1, 2], 'body is not an object'],
-    [{ id: 'x' }, 'missing CloudEvents attribute source'],
+    [{ specversion: '1.0', id: 'x' }, 'source: missing (expected a string) (and 4 more)'],
     [
-      { id: 'x', source: 's', type: 'com.example.other', subject: 'E', time: iso(0) },
-      'unknown type com.example.other',
+      { specversion: '1.0', id: 'x', source: 's', type: 'com.example.other', subject: 'E', time: iso(0) },
+      'type: unknown type "com.example.other" (and 1 more)',
     ],
   ])('rejects %j naming the problem', (body, reason) => {
     expect(parseRecord(body)).toEqual({ error: reason });

@@ -1,0 +1,370 @@
+/**
+ * Ingest of one batch into either store, in ONE transaction:
+ *
+ * 1. every body is validated (src/fleet/validate.ts: type and size of every field bound to SQL); a body that
+ *    fails goes to `rejected` with its reason and the rest of the batch goes on;
+ * 2. new records are inserted (CloudEvent (source, id) is the key: re-deliveries are counted duplicates);
+ * 3. each touched maintenance event (EventId + occurrence) is locked (PostgreSQL advisory lock; SQLite has one
+ *    writer), then the touched VMs' observations are re-folded from all their stored records and the event's
+ *    fleet-wide row from all its observations. Folding from what is stored, under the event's lock, makes the
+ *    result independent of arrival order and of which consumer got which record: two consumers that both hold
+ *    a partition during a handover produce the history one consumer would have;
+ * 4. per-VM and per-partition counters are bumped (commutative upserts).
+ *
+ * Only failures of the store itself (disk full, server unreachable, lost serialization races beyond their
+ * retries) throw; then nothing of the batch is stored and the consumer holds the partition.
+ */
+import type { LifecycleRecord } from '../../domain/index.ts';
+import { type FleetEvent, foldEvent, occurrenceOf } from '../fold.ts';
+import { foldMaintenance, type MaintenanceEvent } from '../fold-maintenance.ts';
+import { parseRecord } from '../validate.ts';
+import { observationFromRow } from './rows.ts';
+import type { SqlExecutor, SqlValue } from './sql.ts';
+
+/** One event as read from the hub (or a line of an import file), before validation. */
+export interface RawFleetEvent {
+  body: unknown;
+  partitionId: string;
+  sequenceNumber: number;
+  enqueuedAt: Date;
+}
+
+/** What one ingest did. */
+export interface IngestResult {
+  accepted: number;
+  duplicates: number;
+  rejected: number;
+  /** Maintenance events whose rows were recomputed. */
+  eventsTouched: number;
+  /** The rejected bodies: their index in the batch and why. */
+  rejections: Array<{ index: number; reason: string }>;
+}
+
+/** Records inserted per statement (14 parameters each). */
+const INSERT_CHUNK = 200;
+/** Longest rejected body kept (the reason says it was cut). */
+const MAX_REJECTED_BODY = 64 * 1024;
+
+function bodyText(body: unknown): string {
+  if (typeof body === 'string') return body;
+  if (body instanceof Uint8Array) return Buffer.from(body).toString('utf8');
+  try {
+    return JSON.stringify(body) ?? String(body);
+  } catch {
+    return String(body);
+  }
+}
+
+/** A body as it can be stored as text: NUL removed (PostgreSQL text cannot hold it), size bounded. */
+function storableBody(body: unknown): string {
+  const text = bodyText(body).replaceAll('\u0000', '\\u0000');
+  return text.length > MAX_REJECTED_BODY ? `${text.slice(0, MAX_REJECTED_BODY)}…[cut]` : text;
+}
+
+interface Accepted {
+  record: LifecycleRecord;
+  raw: RawFleetEvent;
+  occurrence: number;
+}
+
+/** Times are stored as Date.toISOString() text, so they sort as text in both stores. */
+function iso(value: string): string;
+function iso(value: string | null): string | null;
+function iso(value: string | null): string | null {
+  if (value === null) return null;
+  const t = Date.parse(value);
+  return Number.isNaN(t) ? value : new Date(t).toISOString();
+}
+
+const key = (eventId: string, occurrence: number) => `${eventId}#${occurrence}`;
+
+/** Ingests `batch` through `tx` (inside a transaction). */
+export async function ingestBatch(
+  tx: SqlExecutor,
+  batch: readonly RawFleetEvent[],
+  ingestedAt: string,
+): Promise<IngestResult> {
+  const result: IngestResult = { accepted: 0, duplicates: 0, rejected: 0, eventsTouched: 0, rejections: [] };
+  const accepted = new Map<string, Accepted>();
+  for (const [index, raw] of batch.entries()) {
+    const parsed = parseRecord(raw.body);
+    if ('error' in parsed) {
+      result.rejected++;
+      result.rejections.push({ index, reason: parsed.error });
+      await tx.run(
+        `INSERT INTO rejected (partition_id, sequence_number, enqueued_at, received_at, reason, body)
+         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (partition_id, sequence_number) DO NOTHING`,
+        [
+          raw.partitionId,
+          raw.sequenceNumber,
+          raw.enqueuedAt.toISOString(),
+          ingestedAt,
+          parsed.error,
+          storableBody(raw.body),
+        ],
+      );
+      continue;
+    }
+    const record = parsed.record;
+    const id = JSON.stringify([record.source, record.id]);
+    if (accepted.has(id)) {
+      result.duplicates++;
+      continue;
+    }
+    accepted.set(id, { record, raw, occurrence: occurrenceOf(record) });
+  }
+
+  // Inserted in key order, so two transactions inserting overlapping batches never wait on each other in a cycle.
+  const ordered = [...accepted.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+  const inserted: Accepted[] = [];
+  for (let i = 0; i < ordered.length; i += INSERT_CHUNK) {
+    const chunk = ordered.slice(i, i + INSERT_CHUNK);
+    const params: SqlValue[] = [];
+    for (const { record: r, raw, occurrence } of chunk) {
+      params.push(
+        r.source,
+        r.id,
+        r.transition,
+        r.subject,
+        occurrence,
+        new Date(r.time).toISOString(),
+        r.data.vm.name ?? '',
+        r.data.EventType ?? r.maintenancetype ?? '',
+        raw.partitionId,
+        raw.sequenceNumber,
+        raw.enqueuedAt.toISOString(),
+        ingestedAt,
+        JSON.stringify(r),
+      );
+    }
+    const rows = await tx.all(
+      `INSERT INTO records (source, id, transition, event_id, occurrence, time, vm_name, event_type, partition_id,
+         sequence_number, enqueued_at, ingested_at, body)
+       VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
+       ON CONFLICT (source, id) DO NOTHING RETURNING source, id`,
+      params,
+    );
+    const fresh = new Set(rows.map((row) => JSON.stringify([String(row.source), String(row.id)])));
+    for (const a of chunk) {
+      if (fresh.has(JSON.stringify([a.record.source, a.record.id]))) inserted.push(a);
+      else result.duplicates++;
+    }
+  }
+  result.accepted = inserted.length;
+
+  // Touched events, each with the VMs (sources) whose observation changed.
+  const touched = new Map<string, { eventId: string; occurrence: number; sources: Set<string> }>();
+  for (const { record, occurrence } of inserted) {
+    const k = key(record.subject, occurrence);
+    let entry = touched.get(k);
+    if (entry === undefined) {
+      entry = { eventId: record.subject, occurrence, sources: new Set() };
+      touched.set(k, entry);
+    }
+    entry.sources.add(record.source);
+  }
+  for (const k of [...touched.keys()].sort()) {
+    const { eventId, occurrence, sources } = touched.get(k)!;
+    await tx.lockKey(k);
+    for (const source of [...sources].sort()) {
+      const rows = await tx.all(
+        'SELECT body FROM records WHERE event_id = ? AND occurrence = ? AND source = ?',
+        [eventId, occurrence, source],
+      );
+      await upsertObservation(
+        tx,
+        foldEvent(rows.map((row) => JSON.parse(String(row.body)) as LifecycleRecord)),
+      );
+    }
+    const observations = await tx.all('SELECT * FROM observations WHERE event_id = ? AND occurrence = ?', [
+      eventId,
+      occurrence,
+    ]);
+    await upsertMaintenance(tx, foldMaintenance(observations.map(observationFromRow)));
+  }
+  result.eventsTouched = touched.size;
+
+  await bumpVms(tx, inserted);
+  await bumpStats(tx, batch, result);
+  return result;
+}
+
+function observationRow(e: FleetEvent): Record<string, SqlValue> {
+  const flag = (v: boolean | null) => (v === null ? null : v ? 1 : 0);
+  return {
+    event_id: e.eventId,
+    occurrence: e.occurrence,
+    source: e.source,
+    vm_name: e.vmName,
+    vm_id: e.vmId,
+    resource_id: e.resourceId,
+    location: e.location,
+    zone: e.zone,
+    scale_set: e.scaleSet,
+    event_type: e.eventType,
+    affects_vm: e.affectsVm ? 1 : 0,
+    resources: JSON.stringify(e.resources),
+    description: e.description,
+    event_source: e.eventSource,
+    status: e.status,
+    first_seen_status: e.firstSeenStatus,
+    first_seen_at: iso(e.firstSeenAt),
+    not_before: iso(e.notBefore),
+    notice_seconds: e.noticeSeconds,
+    advertised_seconds: e.advertisedSeconds,
+    started_at: iso(e.startedAt),
+    ended_at: iso(e.endedAt),
+    inferred: flag(e.inferred),
+    reason: e.reason,
+    host_rebooted: flag(e.hostRebooted),
+    downtime_seconds: e.downtimeSeconds,
+    longest_stall_ms: e.longestStallMs,
+    observed_seconds: e.observedSeconds,
+    approval: e.approval,
+    approved_at: iso(e.approvedAt),
+    approval_rule: e.approvalRule,
+    updates: e.updates,
+    missing: JSON.stringify(e.missing),
+    vm_deleted: e.vmDeleted ? 1 : 0,
+    records: e.records,
+    transitions: JSON.stringify(e.transitions),
+    last_record_at: iso(e.lastRecordAt),
+  };
+}
+
+function maintenanceRow(m: MaintenanceEvent): Record<string, SqlValue> {
+  const flag = (v: boolean | null) => (v === null ? null : v ? 1 : 0);
+  return {
+    event_id: m.eventId,
+    occurrence: m.occurrence,
+    event_type: m.eventType,
+    status: m.status,
+    pending: m.pending ? 1 : 0,
+    first_seen_at: iso(m.firstSeenAt),
+    not_before: iso(m.notBefore),
+    notice_seconds: m.noticeSeconds,
+    advertised_seconds: m.advertisedSeconds,
+    observed_seconds: m.observedSeconds,
+    started_at: iso(m.startedAt),
+    ended_at: iso(m.endedAt),
+    inferred: flag(m.inferred),
+    reason: m.reason,
+    approval: m.approval,
+    approved_at: iso(m.approvedAt),
+    approval_rule: m.approvalRule,
+    updates: m.updates,
+    missing: JSON.stringify(m.missing),
+    vm_deleted: m.vmDeleted ? 1 : 0,
+    affected_vms: m.affectedVms,
+    affected_names: m.affectedNames.join(' '),
+    reporting_vms: m.reportingVms,
+    observers: m.observers,
+    location: m.location,
+    zone: m.zone,
+    scale_set: m.scaleSet,
+    description: m.description,
+    event_source: m.eventSource,
+    records: m.records,
+    n_scheduled: m.transitions.scheduled,
+    n_started: m.transitions.started,
+    n_completed: m.transitions.completed,
+    n_canceled: m.transitions.canceled,
+    n_updated: m.transitions.updated,
+    n_approved: m.transitions.approved,
+    last_record_at: iso(m.lastRecordAt),
+  };
+}
+
+async function upsert(
+  tx: SqlExecutor,
+  table: string,
+  row: Record<string, SqlValue>,
+  conflict: readonly string[],
+): Promise<void> {
+  const columns = Object.keys(row);
+  const updates = columns.filter((c) => !conflict.includes(c)).map((c) => `${c} = excluded.${c}`);
+  await tx.run(
+    `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
+     ON CONFLICT (${conflict.join(', ')}) DO UPDATE SET ${updates.join(', ')}`,
+    Object.values(row),
+  );
+}
+
+const upsertObservation = (tx: SqlExecutor, e: FleetEvent) =>
+  upsert(tx, 'observations', observationRow(e), ['event_id', 'occurrence', 'source']);
+
+/** Writes a maintenance event's fleet-wide row (also used by the copy in `fleet migrate`). */
+export const upsertMaintenance = (tx: SqlExecutor, m: MaintenanceEvent) =>
+  upsert(tx, 'maintenance', maintenanceRow(m), ['event_id', 'occurrence']);
+
+async function bumpVms(tx: SqlExecutor, inserted: readonly Accepted[]): Promise<void> {
+  const perVm = new Map<string, { record: LifecycleRecord; count: number; first: string; last: string }>();
+  for (const { record } of inserted) {
+    const time = new Date(record.time).toISOString();
+    const entry = perVm.get(record.source);
+    if (entry === undefined) perVm.set(record.source, { record, count: 1, first: time, last: time });
+    else {
+      entry.count++;
+      if (time < entry.first) entry.first = time;
+      if (time >= entry.last) {
+        entry.last = time;
+        entry.record = record;
+      }
+    }
+  }
+  for (const source of [...perVm.keys()].sort()) {
+    const { record, count, first, last } = perVm.get(source)!;
+    const vm = record.data.vm;
+    await tx.run(
+      `INSERT INTO vms (source, vm_name, vm_id, location, zone, scale_set, records, first_record_at, last_record_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (source) DO UPDATE SET
+         records = vms.records + excluded.records,
+         first_record_at = CASE WHEN excluded.first_record_at < vms.first_record_at
+           THEN excluded.first_record_at ELSE vms.first_record_at END,
+         vm_name = CASE WHEN excluded.last_record_at >= vms.last_record_at THEN excluded.vm_name ELSE vms.vm_name END,
+         vm_id = CASE WHEN excluded.last_record_at >= vms.last_record_at THEN excluded.vm_id ELSE vms.vm_id END,
+         location = CASE WHEN excluded.last_record_at >= vms.last_record_at THEN excluded.location ELSE vms.location END,
+         zone = CASE WHEN excluded.last_record_at >= vms.last_record_at THEN excluded.zone ELSE vms.zone END,
+         scale_set = CASE WHEN excluded.last_record_at >= vms.last_record_at
+           THEN excluded.scale_set ELSE vms.scale_set END,
+         last_record_at = CASE WHEN excluded.last_record_at > vms.last_record_at
+           THEN excluded.last_record_at ELSE vms.last_record_at END`,
+      [
+        source,
+        vm.name ?? '',
+        vm.vmId || record.vmid || '',
+        vm.location ?? '',
+        vm.zone ?? '',
+        vm.vmScaleSetName ?? '',
+        count,
+        first,
+        last,
+      ],
+    );
+  }
+}
+
+async function bumpStats(
+  tx: SqlExecutor,
+  batch: readonly RawFleetEvent[],
+  result: IngestResult,
+): Promise<void> {
+  const partitions = [...new Set(batch.map((e) => e.partitionId))].sort();
+  // Counters are kept per partition (one consumer owns a partition at a time, so writers rarely share a row);
+  // a batch is one partition's when it comes from the consumer.
+  const partition = partitions.length === 1 ? partitions[0]! : '*';
+  for (const [name, value] of [
+    ['received', batch.length],
+    ['accepted', result.accepted],
+    ['duplicates', result.duplicates],
+    ['rejected', result.rejected],
+  ] as const) {
+    if (value === 0) continue;
+    await tx.run(
+      `INSERT INTO ingest_stats (partition_id, name, value) VALUES (?, ?, ?)
+       ON CONFLICT (partition_id, name) DO UPDATE SET value = ingest_stats.value + excluded.value`,
+      [partition, name, value],
+    );
+  }
+}

@@ -1,0 +1,534 @@
+/**
+ * The read side of the fleet history, in SQL both stores run: aggregations happen in the database, every list
+ * is paged (keyset cursor, no OFFSET scans), and every filter the dashboard and `fleet report` offer has an
+ * index. Counts are of maintenance events (EventId + occurrence, once fleet-wide) and the VMs they affect;
+ * per-VM views (observations, timelines) show what each VM reported.
+ */
+import { type MaintenanceView, maintenanceView, type ObservationView, observationView } from './rows.ts';
+import { type SqlExecutor, type SqlValue, toNumber, toNumberOrNull } from './sql.ts';
+
+/** Filters shared by the dashboard, the API, the exports and `fleet report`. Times are ISO 8601. */
+export interface EventFilter {
+  /** first seen at or after */
+  since?: string | undefined;
+  /** first seen before */
+  until?: string | undefined;
+  eventType?: string | undefined;
+  location?: string | undefined;
+  zone?: string | undefined;
+  scaleSet?: string | undefined;
+  status?: string | undefined;
+  /** Case-insensitive substring of an affected VM's name (observations: of the reporting VM's name). */
+  vm?: string | undefined;
+  /** Observations only: just the VMs the event affects (leave out observers). */
+  affectsOnly?: boolean | undefined;
+}
+
+/** A page of a list and the cursor of the next one (null on the last page). */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/** Paging of a list: at most `limit` items after `cursor` (from the previous page's nextCursor). */
+export interface PageRequest {
+  limit?: number | undefined;
+  cursor?: string | undefined;
+}
+
+export const DEFAULT_PAGE_SIZE = 100;
+export const MAX_PAGE_SIZE = 1000;
+
+/** A cursor that is not one this server handed out. */
+export class InvalidCursorError extends Error {
+  constructor() {
+    super('cursor is not valid: pass the nextCursor of the previous page unchanged');
+    this.name = 'InvalidCursorError';
+  }
+}
+
+function encodeCursor(values: readonly SqlValue[]): string {
+  return Buffer.from(JSON.stringify(values)).toString('base64url');
+}
+
+function decodeCursor(cursor: string, length: number): SqlValue[] {
+  try {
+    const values = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (
+      Array.isArray(values) &&
+      values.length === length &&
+      values.every((v) => typeof v === 'string' || typeof v === 'number')
+    )
+      return values as SqlValue[];
+  } catch {
+    // falls through
+  }
+  throw new InvalidCursorError();
+}
+
+function pageSize(request: PageRequest): number {
+  const limit = request.limit ?? DEFAULT_PAGE_SIZE;
+  return Math.min(Math.max(1, Math.trunc(limit)), MAX_PAGE_SIZE);
+}
+
+interface Where {
+  clauses: string[];
+  params: SqlValue[];
+}
+
+/** WHERE clauses of `filter` over the maintenance table (`m.`) or the observations table (`o.`). */
+function where(filter: EventFilter, alias: 'm' | 'o'): Where {
+  const w: Where = { clauses: [], params: [] };
+  const add = (clause: string, value: SqlValue) => {
+    w.clauses.push(clause);
+    w.params.push(value);
+  };
+  if (filter.since) add(`${alias}.first_seen_at >= ?`, new Date(filter.since).toISOString());
+  if (filter.until) add(`${alias}.first_seen_at < ?`, new Date(filter.until).toISOString());
+  if (filter.eventType) add(`${alias}.event_type = ?`, filter.eventType);
+  if (filter.location) add(`${alias}.location = ?`, filter.location);
+  if (filter.zone) add(`${alias}.zone = ?`, filter.zone === '(none)' ? '' : filter.zone);
+  if (filter.scaleSet) add(`${alias}.scale_set = ?`, filter.scaleSet === '(none)' ? '' : filter.scaleSet);
+  if (filter.status === 'vm-deleted') w.clauses.push(`${alias}.vm_deleted = 1`);
+  else if (filter.status) add(`${alias}.status = ?`, filter.status);
+  if (filter.vm) {
+    const column = alias === 'm' ? 'm.affected_names' : 'o.vm_name';
+    // '!' escapes LIKE's wildcards the same way in both stores (VM names contain '_').
+    add(`lower(${column}) LIKE ? ESCAPE '!'`, `%${filter.vm.toLowerCase().replace(/[!%_]/g, '!$&')}%`);
+  }
+  if (alias === 'o' && filter.affectsOnly) w.clauses.push('o.affects_vm = 1');
+  return w;
+}
+
+const sqlWhere = (w: Where, extra: string[] = []) => {
+  const all = [...w.clauses, ...extra];
+  return all.length === 0 ? '' : `WHERE ${all.join(' AND ')}`;
+};
+
+/** Maintenance events matching `filter`, newest first (each once, with the VMs it affects). */
+export async function listMaintenance(
+  db: SqlExecutor,
+  filter: EventFilter = {},
+  request: PageRequest = {},
+): Promise<Page<MaintenanceView>> {
+  const limit = pageSize(request);
+  const w = where(filter, 'm');
+  const extra: string[] = [];
+  const params = [...w.params];
+  if (request.cursor) {
+    extra.push('(m.first_seen_at, m.event_id, m.occurrence) < (?, ?, ?)');
+    params.push(...decodeCursor(request.cursor, 3));
+  }
+  const rows = await db.all(
+    `SELECT * FROM maintenance m ${sqlWhere(w, extra)}
+     ORDER BY m.first_seen_at DESC, m.event_id DESC, m.occurrence DESC LIMIT ?`,
+    [...params, limit + 1],
+  );
+  const items = rows.slice(0, limit).map(maintenanceView);
+  const last = items.at(-1);
+  return {
+    items,
+    nextCursor:
+      rows.length > limit && last ? encodeCursor([last.firstSeenAt, last.eventId, last.occurrence]) : null,
+  };
+}
+
+/**
+ * Maintenance events pending now (scheduled or started on an affected VM that is not deleted), each once,
+ * soonest NotBefore first.
+ */
+export async function listPending(
+  db: SqlExecutor,
+  filter: EventFilter = {},
+  request: PageRequest = {},
+): Promise<Page<MaintenanceView> & { total: number }> {
+  const limit = pageSize(request);
+  const w = where(filter, 'm');
+  const due = 'coalesce(m.not_before, m.first_seen_at)';
+  const extra: string[] = [];
+  const params = [...w.params];
+  if (request.cursor) {
+    extra.push(`(${due}, m.event_id, m.occurrence) > (?, ?, ?)`);
+    params.push(...decodeCursor(request.cursor, 3));
+  }
+  const rows = await db.all(
+    `SELECT * FROM maintenance m ${sqlWhere(w, ['m.pending = 1', ...extra])}
+     ORDER BY ${due}, m.event_id, m.occurrence LIMIT ?`,
+    [...params, limit + 1],
+  );
+  const [count] = await db.all(
+    `SELECT count(*) AS n FROM maintenance m ${sqlWhere(w, ['m.pending = 1'])}`,
+    w.params,
+  );
+  const items = rows.slice(0, limit).map(maintenanceView);
+  const last = items.at(-1);
+  return {
+    items,
+    total: toNumber(count?.n),
+    nextCursor:
+      rows.length > limit && last
+        ? encodeCursor([last.notBefore ?? last.firstSeenAt, last.eventId, last.occurrence])
+        : null,
+  };
+}
+
+/** What each VM reported (one row per VM and event), newest first. */
+export async function listObservations(
+  db: SqlExecutor,
+  filter: EventFilter = {},
+  request: PageRequest = {},
+): Promise<Page<ObservationView>> {
+  const limit = pageSize(request);
+  const w = where(filter, 'o');
+  const extra: string[] = [];
+  const params = [...w.params];
+  if (request.cursor) {
+    extra.push('(o.first_seen_at, o.event_id, o.occurrence, o.source) < (?, ?, ?, ?)');
+    params.push(...decodeCursor(request.cursor, 4));
+  }
+  const rows = await db.all(
+    `SELECT * FROM observations o ${sqlWhere(w, extra)}
+     ORDER BY o.first_seen_at DESC, o.event_id DESC, o.occurrence DESC, o.source DESC LIMIT ?`,
+    [...params, limit + 1],
+  );
+  const items = rows.slice(0, limit).map(observationView);
+  const last = items.at(-1);
+  return {
+    items,
+    nextCursor:
+      rows.length > limit && last
+        ? encodeCursor([last.firstSeenAt, last.eventId, last.occurrence, last.source])
+        : null,
+  };
+}
+
+/** One maintenance event with every VM's observation of it; undefined when unknown. */
+export async function maintenanceDetail(
+  db: SqlExecutor,
+  eventId: string,
+  occurrence = 1,
+): Promise<{ event: MaintenanceView; observations: ObservationView[] } | undefined> {
+  const [row] = await db.all('SELECT * FROM maintenance WHERE event_id = ? AND occurrence = ?', [
+    eventId,
+    occurrence,
+  ]);
+  if (row === undefined) return undefined;
+  const observations = await db.all(
+    'SELECT * FROM observations WHERE event_id = ? AND occurrence = ? ORDER BY affects_vm DESC, vm_name, source',
+    [eventId, occurrence],
+  );
+  return { event: maintenanceView(row), observations: observations.map(observationView) };
+}
+
+/** One record of a VM's timeline. */
+export interface TimelineEntry {
+  time: string;
+  transition: string;
+  eventId: string;
+  occurrence: number;
+  eventType: string;
+  id: string;
+  detail: string;
+}
+
+/** The newest `limit` records of one VM (by CloudEvent source, else by VM name), oldest first. */
+export async function vmTimeline(db: SqlExecutor, vm: string, limit = 500): Promise<TimelineEntry[]> {
+  const n = Math.min(Math.max(1, Math.trunc(limit)), 5000);
+  const select = 'SELECT id, time, transition, event_id, occurrence, event_type, body FROM records';
+  let rows = await db.all(`${select} WHERE source = ? ORDER BY time DESC, event_id, occurrence LIMIT ?`, [
+    vm,
+    n,
+  ]);
+  if (rows.length === 0)
+    rows = await db.all(`${select} WHERE vm_name = ? ORDER BY time DESC, event_id, occurrence LIMIT ?`, [
+      vm,
+      n,
+    ]);
+  return rows
+    .map((row) => {
+      const record = JSON.parse(String(row.body)) as { data: Record<string, unknown> };
+      return {
+        time: String(row.time),
+        transition: String(row.transition),
+        eventId: String(row.event_id),
+        occurrence: toNumber(row.occurrence),
+        eventType: String(row.event_type),
+        id: String(row.id),
+        detail: timelineDetail(String(row.transition), record.data),
+      };
+    })
+    .sort(
+      (a, b) =>
+        a.time.localeCompare(b.time) ||
+        a.eventId.localeCompare(b.eventId) ||
+        TRANSITION_ORDER.indexOf(a.transition) - TRANSITION_ORDER.indexOf(b.transition),
+    );
+}
+
+const TRANSITION_ORDER = ['scheduled', 'updated', 'approved', 'started', 'completed', 'canceled'];
+
+function approvalPosted(data: Record<string, unknown>): boolean {
+  const a = (data.approval ?? {}) as Record<string, unknown>;
+  return a.posted === true || (a.dryRun !== true && typeof a.postedAt === 'string');
+}
+
+function timelineDetail(transition: string, data: Record<string, unknown>): string {
+  const timing = (data.timing ?? {}) as Record<string, unknown>;
+  switch (transition) {
+    case 'scheduled':
+      return `NotBefore ${data.notBeforeUtc ?? 'unknown'}, notice ${timing.noticeSeconds ?? '?'} s`;
+    case 'updated':
+      return `changed ${Array.isArray(data.changed) ? data.changed.join(', ') : '?'}`;
+    case 'approved': {
+      const a = (data.approval ?? {}) as Record<string, unknown>;
+      return `rule ${a.rule ?? '?'}${a.dryRun ? ' (dry run)' : ''}${approvalPosted(data) ? ', posted' : ''}`;
+    }
+    case 'completed': {
+      const i = (data.observedImpact ?? {}) as Record<string, unknown>;
+      const parts = [data.inferred ? `inferred (${data.reason})` : 'observed'];
+      if (i.downtimeSeconds !== null && i.downtimeSeconds !== undefined)
+        parts.push(`downtime ${i.downtimeSeconds} s`);
+      if (i.longestStallMs !== null && i.longestStallMs !== undefined)
+        parts.push(`stall ${Math.round(Number(i.longestStallMs))} ms`);
+      return parts.join(', ');
+    }
+    default:
+      return String(data.EventStatus ?? '');
+  }
+}
+
+/** A VM that sent records. */
+export interface VmView {
+  source: string;
+  vmName: string;
+  vmId: string;
+  location: string;
+  zone: string;
+  scaleSet: string;
+  records: number;
+  firstRecordAt: string;
+  lastRecordAt: string;
+}
+
+/** VMs that sent records, by name. */
+export async function listVms(db: SqlExecutor, request: PageRequest = {}): Promise<Page<VmView>> {
+  const limit = pageSize(request);
+  const params: SqlValue[] = [];
+  let after = '';
+  if (request.cursor) {
+    after = 'WHERE (vm_name, source) > (?, ?)';
+    params.push(...decodeCursor(request.cursor, 2));
+  }
+  const rows = await db.all(`SELECT * FROM vms ${after} ORDER BY vm_name, source LIMIT ?`, [
+    ...params,
+    limit + 1,
+  ]);
+  const items = rows.slice(0, limit).map((r) => ({
+    source: String(r.source),
+    vmName: String(r.vm_name),
+    vmId: String(r.vm_id),
+    location: String(r.location),
+    zone: String(r.zone),
+    scaleSet: String(r.scale_set),
+    records: toNumber(r.records),
+    firstRecordAt: String(r.first_record_at),
+    lastRecordAt: String(r.last_record_at),
+  }));
+  const last = items.at(-1);
+  return { items, nextCursor: rows.length > limit && last ? encodeCursor([last.vmName, last.source]) : null };
+}
+
+/** Fields whose distinct values fill the dashboard's drop-downs. */
+export const VALUE_FIELDS = ['type', 'location', 'zone', 'scaleSet', 'status'] as const;
+export type ValueField = (typeof VALUE_FIELDS)[number];
+
+/** Distinct values of one filter field (from the small tables and indexes, never a scan of the history). */
+export async function distinctValues(db: SqlExecutor, field: ValueField): Promise<string[]> {
+  const sql: Record<ValueField, string> = {
+    type: 'SELECT DISTINCT event_type AS v FROM maintenance ORDER BY 1',
+    location: 'SELECT DISTINCT location AS v FROM vms ORDER BY 1',
+    zone: 'SELECT DISTINCT zone AS v FROM vms ORDER BY 1',
+    scaleSet: 'SELECT DISTINCT scale_set AS v FROM vms ORDER BY 1',
+    status: 'SELECT DISTINCT status AS v FROM maintenance ORDER BY 1',
+  };
+  const rows = await db.all(sql[field]);
+  const values = rows.map((r) => String(r.v ?? ''));
+  if (field === 'zone' || field === 'scaleSet') return values.map((v) => (v === '' ? '(none)' : v));
+  return values.filter((v) => v !== '');
+}
+
+/** Distribution of a set of numbers. */
+export interface Distribution {
+  count: number;
+  min: number | null;
+  p50: number | null;
+  p90: number | null;
+  max: number | null;
+  mean: number | null;
+}
+
+/** Ingest counters over the database's lifetime (every consumer, every partition). */
+export interface IngestStats {
+  received: number;
+  accepted: number;
+  duplicates: number;
+  rejected: number;
+}
+
+export async function ingestStats(db: SqlExecutor): Promise<IngestStats> {
+  const rows = await db.all('SELECT name, sum(value) AS v FROM ingest_stats GROUP BY name');
+  const get = (n: string) => toNumber(rows.find((r) => r.name === n)?.v ?? 0);
+  return {
+    received: get('received'),
+    accepted: get('accepted'),
+    duplicates: get('duplicates'),
+    rejected: get('rejected'),
+  };
+}
+
+/** The summary shown by the dashboard and `fleet report`. */
+export interface FleetSummary {
+  filter: EventFilter;
+  generatedAt: string;
+  /** The retention the consumers prune to (e.g. "400d"), or null when never set. */
+  retention: string | null;
+  /** The oldest first-seen time still kept, or null when the history is empty. */
+  oldestEventAt: string | null;
+  ingest: IngestStats;
+  /** Maintenance events, each counted once however many VMs reported it. */
+  events: number;
+  /** Distinct VMs affected by those events (among the VMs that reported). */
+  vms: number;
+  /** Sum over the events of the VMs each affects. */
+  affectedVmEvents: number;
+  /** VMs whose forwarders have sent anything (all time). */
+  reportingVms: number;
+  records: number;
+  byStatus: Record<string, number>;
+  byType: Record<string, number>;
+  byTransition: Record<string, number>;
+  byLocation: Record<string, number>;
+  byZone: Record<string, number>;
+  byScaleSet: Record<string, number>;
+  noticeSeconds: Distribution;
+  advertisedSeconds: Distribution;
+  observedSeconds: Distribution;
+  /** Events with both an advertised duration and an observed impact: how often reality exceeded the advert. */
+  impactVsAdvertised: { compared: number; exceeded: number };
+  approvals: Record<string, number>;
+  inferredEndings: Record<string, number>;
+  missingTransitions: number;
+  vmDeleted: number;
+  /** Maintenance events pending now (all of them), and the first page of them. */
+  pendingTotal: number;
+  pending: MaintenanceView[];
+}
+
+async function countBy(
+  db: SqlExecutor,
+  expression: string,
+  w: Where,
+  extra: string[] = [],
+): Promise<Record<string, number>> {
+  const rows = await db.all(
+    `SELECT ${expression} AS k, count(*) AS n FROM maintenance m ${sqlWhere(w, extra)} GROUP BY ${expression} ORDER BY 1`,
+    w.params,
+  );
+  return Object.fromEntries(rows.map((r) => [String(r.k ?? ''), toNumber(r.n)]));
+}
+
+async function distributionOf(db: SqlExecutor, column: string, w: Where): Promise<Distribution> {
+  const notNull = [`m.${column} IS NOT NULL`];
+  const [stats] = await db.all(
+    `SELECT count(m.${column}) AS n, min(m.${column}) AS lo, max(m.${column}) AS hi, avg(m.${column}) AS mean
+     FROM maintenance m ${sqlWhere(w, notNull)}`,
+    w.params,
+  );
+  const count = toNumber(stats?.n);
+  if (count === 0) return { count: 0, min: null, p50: null, p90: null, max: null, mean: null };
+  // Nearest rank, as before: the ceil(p/100 × n)-th smallest value.
+  const at = async (p: number) => {
+    const offset = Math.max(0, Math.ceil((p / 100) * count) - 1);
+    const [row] = await db.all(
+      `SELECT m.${column} AS v FROM maintenance m ${sqlWhere(w, notNull)} ORDER BY m.${column} LIMIT 1 OFFSET ?`,
+      [...w.params, offset],
+    );
+    return toNumberOrNull(row?.v);
+  };
+  const mean = toNumberOrNull(stats?.mean);
+  return {
+    count,
+    min: toNumberOrNull(stats?.lo),
+    p50: await at(50),
+    p90: await at(90),
+    max: toNumberOrNull(stats?.hi),
+    mean: mean === null ? null : Math.round(mean * 1000) / 1000,
+  };
+}
+
+/** Summary of the maintenance events matching `filter`, computed in the database. */
+export async function summarize(
+  db: SqlExecutor,
+  filter: EventFilter = {},
+  now: Date = new Date(),
+): Promise<FleetSummary> {
+  const w = where(filter, 'm');
+  const [totals] = await db.all(
+    `SELECT count(*) AS events, coalesce(sum(m.affected_vms), 0) AS affected, coalesce(sum(m.records), 0) AS records,
+       coalesce(sum(m.n_scheduled), 0) AS n_scheduled, coalesce(sum(m.n_started), 0) AS n_started,
+       coalesce(sum(m.n_completed), 0) AS n_completed, coalesce(sum(m.n_canceled), 0) AS n_canceled,
+       coalesce(sum(m.n_updated), 0) AS n_updated, coalesce(sum(m.n_approved), 0) AS n_approved,
+       coalesce(sum(CASE WHEN m.missing <> '[]' THEN 1 ELSE 0 END), 0) AS missing,
+       coalesce(sum(m.vm_deleted), 0) AS vm_deleted,
+       coalesce(sum(CASE WHEN m.advertised_seconds IS NOT NULL AND m.observed_seconds IS NOT NULL THEN 1 ELSE 0 END), 0) AS compared,
+       coalesce(sum(CASE WHEN m.observed_seconds > m.advertised_seconds THEN 1 ELSE 0 END), 0) AS exceeded,
+       min(m.first_seen_at) AS oldest
+     FROM maintenance m ${sqlWhere(w)}`,
+    w.params,
+  );
+  const [vms] = await db.all(
+    `SELECT count(DISTINCT o.source) AS n FROM observations o
+     JOIN maintenance m ON m.event_id = o.event_id AND m.occurrence = o.occurrence
+     ${sqlWhere(w, ['o.affects_vm = 1'])}`,
+    w.params,
+  );
+  const [reporting] = await db.all('SELECT count(*) AS n FROM vms');
+  const [retention] = await db.all("SELECT value FROM history_settings WHERE name = 'retention'");
+  const [oldest] = await db.all('SELECT min(first_seen_at) AS t FROM maintenance');
+  const pending = await listPending(db, filter, { limit: DEFAULT_PAGE_SIZE });
+  const byTransition: Record<string, number> = {};
+  for (const t of ['approved', 'canceled', 'completed', 'scheduled', 'started', 'updated']) {
+    const n = toNumber(totals?.[`n_${t}`]);
+    if (n > 0) byTransition[t] = n;
+  }
+  const orLabel = (column: string, label: string) =>
+    `CASE WHEN m.${column} = '' THEN '${label}' ELSE m.${column} END`;
+  return {
+    filter,
+    generatedAt: now.toISOString(),
+    retention: retention === undefined ? null : String(retention.value),
+    oldestEventAt: oldest?.t === null || oldest?.t === undefined ? null : String(oldest.t),
+    ingest: await ingestStats(db),
+    events: toNumber(totals?.events),
+    vms: toNumber(vms?.n),
+    affectedVmEvents: toNumber(totals?.affected),
+    reportingVms: toNumber(reporting?.n),
+    records: toNumber(totals?.records),
+    byStatus: await countBy(db, "CASE WHEN m.vm_deleted = 1 THEN 'vm-deleted' ELSE m.status END", w),
+    byType: await countBy(db, 'm.event_type', w),
+    byTransition,
+    byLocation: await countBy(db, orLabel('location', '(unknown)'), w),
+    byZone: await countBy(db, orLabel('zone', '(none)'), w),
+    byScaleSet: await countBy(db, orLabel('scale_set', '(none)'), w),
+    noticeSeconds: await distributionOf(db, 'notice_seconds', w),
+    advertisedSeconds: await distributionOf(db, 'advertised_seconds', w),
+    observedSeconds: await distributionOf(db, 'observed_seconds', w),
+    impactVsAdvertised: { compared: toNumber(totals?.compared), exceeded: toNumber(totals?.exceeded) },
+    approvals: await countBy(db, 'm.approval', w, ['m.approval IS NOT NULL']),
+    inferredEndings: await countBy(db, "coalesce(m.reason, '(unknown)')", w, ['m.inferred = 1']),
+    missingTransitions: toNumber(totals?.missing),
+    vmDeleted: toNumber(totals?.vm_deleted),
+    pendingTotal: pending.total,
+    pending: pending.items,
+  };
+}

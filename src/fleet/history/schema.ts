@@ -1,0 +1,226 @@
+/**
+ * The fleet history's schema as numbered migrations, the same for SQLite and PostgreSQL (types both accept:
+ * TEXT, INTEGER, BIGINT, DOUBLE PRECISION). Applied at start under the database-wide migration lock, so
+ * consumers that start together migrate once; `schema_migrations` records what was applied. Tables and columns
+ * are documented in docs/fleet.md.
+ *
+ * Storage: `records` is an ordinary (rowid) table in SQLite, so a record's body sits in the table's leaf page
+ * instead of spilling to an overflow page of a WITHOUT ROWID b-tree, and its indexes hold only their keys.
+ */
+import type { SqlExecutor } from './sql.ts';
+
+interface Migration {
+  version: number;
+  name: string;
+  statements: (dialect: SqlExecutor['dialect']) => string[];
+}
+
+const OBSERVATION_COLUMNS = `
+  vm_name TEXT NOT NULL,
+  vm_id TEXT NOT NULL,
+  resource_id TEXT NOT NULL,
+  location TEXT NOT NULL,
+  zone TEXT NOT NULL,
+  scale_set TEXT NOT NULL,
+  event_type TEXT NOT NULL,
+  affects_vm INTEGER NOT NULL,
+  resources TEXT NOT NULL,
+  description TEXT NOT NULL,
+  event_source TEXT NOT NULL,
+  status TEXT NOT NULL,
+  first_seen_status TEXT NOT NULL,
+  first_seen_at TEXT NOT NULL,
+  not_before TEXT,
+  notice_seconds DOUBLE PRECISION,
+  advertised_seconds DOUBLE PRECISION,
+  started_at TEXT,
+  ended_at TEXT,
+  inferred INTEGER,
+  reason TEXT,
+  host_rebooted INTEGER,
+  downtime_seconds DOUBLE PRECISION,
+  longest_stall_ms DOUBLE PRECISION,
+  observed_seconds DOUBLE PRECISION,
+  approval TEXT,
+  approved_at TEXT,
+  approval_rule TEXT,
+  updates INTEGER NOT NULL,
+  missing TEXT NOT NULL,
+  vm_deleted INTEGER NOT NULL,
+  records INTEGER NOT NULL,
+  transitions TEXT NOT NULL,
+  last_record_at TEXT NOT NULL`;
+
+const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'records, observations, maintenance events, VMs, rejected records, ingest counters',
+    statements: (dialect) => [
+      `CREATE TABLE records (
+        source TEXT NOT NULL,
+        id TEXT NOT NULL,
+        transition TEXT NOT NULL,
+        event_id TEXT NOT NULL,
+        occurrence INTEGER NOT NULL,
+        time TEXT NOT NULL,
+        vm_name TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        partition_id TEXT NOT NULL,
+        sequence_number BIGINT NOT NULL,
+        enqueued_at TEXT NOT NULL,
+        ingested_at TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (source, id)
+      )`,
+      'CREATE INDEX records_by_event ON records (event_id, occurrence, source)',
+      'CREATE INDEX records_by_vm_name ON records (vm_name)',
+      `CREATE TABLE observations (
+        event_id TEXT NOT NULL,
+        occurrence INTEGER NOT NULL,
+        source TEXT NOT NULL,${OBSERVATION_COLUMNS},
+        PRIMARY KEY (event_id, occurrence, source)
+      )`,
+      'CREATE INDEX observations_by_first_seen ON observations (first_seen_at)',
+      'CREATE INDEX observations_by_source ON observations (source, first_seen_at)',
+      `CREATE TABLE maintenance (
+        event_id TEXT NOT NULL,
+        occurrence INTEGER NOT NULL,
+        event_type TEXT NOT NULL,
+        status TEXT NOT NULL,
+        pending INTEGER NOT NULL,
+        first_seen_at TEXT NOT NULL,
+        not_before TEXT,
+        notice_seconds DOUBLE PRECISION,
+        advertised_seconds DOUBLE PRECISION,
+        observed_seconds DOUBLE PRECISION,
+        started_at TEXT,
+        ended_at TEXT,
+        inferred INTEGER,
+        reason TEXT,
+        approval TEXT,
+        approved_at TEXT,
+        approval_rule TEXT,
+        updates INTEGER NOT NULL,
+        missing TEXT NOT NULL,
+        vm_deleted INTEGER NOT NULL,
+        affected_vms INTEGER NOT NULL,
+        affected_names TEXT NOT NULL,
+        reporting_vms INTEGER NOT NULL,
+        observers INTEGER NOT NULL,
+        location TEXT NOT NULL,
+        zone TEXT NOT NULL,
+        scale_set TEXT NOT NULL,
+        description TEXT NOT NULL,
+        event_source TEXT NOT NULL,
+        records INTEGER NOT NULL,
+        n_scheduled INTEGER NOT NULL,
+        n_started INTEGER NOT NULL,
+        n_completed INTEGER NOT NULL,
+        n_canceled INTEGER NOT NULL,
+        n_updated INTEGER NOT NULL,
+        n_approved INTEGER NOT NULL,
+        last_record_at TEXT NOT NULL,
+        PRIMARY KEY (event_id, occurrence)
+      )`,
+      'CREATE INDEX maintenance_by_first_seen ON maintenance (first_seen_at, event_id, occurrence)',
+      'CREATE INDEX maintenance_pending ON maintenance (pending, not_before)',
+      'CREATE INDEX maintenance_by_type ON maintenance (event_type, first_seen_at)',
+      'CREATE INDEX maintenance_by_status ON maintenance (status, first_seen_at)',
+      'CREATE INDEX maintenance_by_location ON maintenance (location, first_seen_at)',
+      'CREATE INDEX maintenance_by_zone ON maintenance (zone, first_seen_at)',
+      'CREATE INDEX maintenance_by_scale_set ON maintenance (scale_set, first_seen_at)',
+      'CREATE INDEX maintenance_by_last_record ON maintenance (last_record_at)',
+      `CREATE TABLE vms (
+        source TEXT PRIMARY KEY,
+        vm_name TEXT NOT NULL,
+        vm_id TEXT NOT NULL,
+        location TEXT NOT NULL,
+        zone TEXT NOT NULL,
+        scale_set TEXT NOT NULL,
+        records INTEGER NOT NULL,
+        first_record_at TEXT NOT NULL,
+        last_record_at TEXT NOT NULL
+      )`,
+      'CREATE INDEX vms_by_name ON vms (vm_name)',
+      `CREATE TABLE rejected (
+        seq ${dialect === 'sqlite' ? 'INTEGER PRIMARY KEY AUTOINCREMENT' : 'BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY'},
+        partition_id TEXT NOT NULL,
+        sequence_number BIGINT NOT NULL,
+        enqueued_at TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        body TEXT NOT NULL,
+        UNIQUE (partition_id, sequence_number)
+      )`,
+      'CREATE INDEX rejected_by_received ON rejected (received_at)',
+      `CREATE TABLE ingest_stats (
+        partition_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        value BIGINT NOT NULL,
+        PRIMARY KEY (partition_id, name)
+      )`,
+      `CREATE TABLE history_settings (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      )`,
+    ],
+  },
+];
+
+/** The newest schema version this build knows. */
+export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
+
+/** Thrown when the database was migrated by a newer build. */
+export class SchemaTooNewError extends Error {
+  constructor(found: number) {
+    super(
+      `the fleet database has schema version ${found}, newer than this build's ${SCHEMA_VERSION}: ` +
+        'upgrade scheduled-events-forwarder on this host (every consumer of one database must run the same or a newer version)',
+    );
+    this.name = 'SchemaTooNewError';
+  }
+}
+
+/** A SQLite history written by a version before schema migrations (tables records + events). */
+export class LegacyHistoryError extends Error {
+  constructor() {
+    super(
+      'this fleet database was written by an earlier version (before schema migrations): copy it into a new ' +
+        'history with `fleet migrate --from OLD.db --to NEW.db` (or --to postgres://…), then point --database at the new one',
+    );
+    this.name = 'LegacyHistoryError';
+  }
+}
+
+async function appliedVersion(tx: SqlExecutor): Promise<number> {
+  await tx.run(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+  );
+  const [row] = await tx.all('SELECT max(version) AS v FROM schema_migrations');
+  return Number(row?.v ?? 0);
+}
+
+/**
+ * Applies every migration newer than the database's, in one transaction under the caller's migration lock.
+ * Returns the versions applied (empty when up to date).
+ */
+export async function migrate(tx: SqlExecutor, now: () => Date): Promise<number[]> {
+  const current = await appliedVersion(tx);
+  if (current > SCHEMA_VERSION) throw new SchemaTooNewError(current);
+  if (current === 0 && tx.dialect === 'sqlite') {
+    const legacy = await tx.all("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'events'");
+    if (legacy.length > 0) throw new LegacyHistoryError();
+  }
+  const applied: number[] = [];
+  for (const migration of MIGRATIONS) {
+    if (migration.version <= current) continue;
+    for (const statement of migration.statements(tx.dialect)) await tx.run(statement);
+    await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
+      migration.version,
+      migration.name,
+      now().toISOString(),
+    ]);
+    applied.push(migration.version);
+  }
+  return applied;
+}

@@ -1,0 +1,176 @@
+/**
+ * The embedded fleet store: one SQLite file (node:sqlite, WAL).
+ *
+ * - Writes (ingest, pruning, migrations) run on the caller's connection, one transaction at a time: a queue
+ *   orders them, BEGIN IMMEDIATE takes SQLite's write lock.
+ * - Reads run in a worker thread on a read-only connection of their own, so a long dashboard query never
+ *   holds the consumer's event loop (ingest, checkpoints, ownership renewal). WAL lets them read while a write
+ *   commits. The worker's code is a self-contained string (it only needs node:sqlite and node:worker_threads),
+ *   so it runs the same from the sources, the npm package and the single executable.
+ */
+import { dirname, resolve } from 'node:path';
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
+import type { SqlDatabase, SqlExecutor, SqlRow, SqlValue } from './sql.ts';
+
+const { mkdirSync, existsSync } = process.getBuiltinModule('node:fs');
+
+const BUSY_TIMEOUT_MS = 5_000;
+
+const READER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { DatabaseSync } = require('node:sqlite');
+const db = new DatabaseSync(workerData.path, { readOnly: true, timeout: workerData.busyTimeoutMs });
+const statements = new Map();
+parentPort.on('message', (message) => {
+  if (message.close) { db.close(); parentPort.close(); return; }
+  try {
+    let statement = statements.get(message.sql);
+    if (statement === undefined) {
+      statement = db.prepare(message.sql);
+      if (statements.size > 200) statements.clear();
+      statements.set(message.sql, statement);
+    }
+    parentPort.postMessage({ id: message.id, rows: statement.all(...message.params) });
+  } catch (error) {
+    parentPort.postMessage({ id: message.id, error: String(error && error.message || error) });
+  }
+});
+`;
+
+interface Pending {
+  resolve(rows: SqlRow[]): void;
+  reject(error: Error): void;
+}
+
+/** Queries of a read-only connection in a worker thread. */
+class SqliteReader {
+  readonly #worker: Worker;
+  readonly #pending = new Map<number, Pending>();
+  #nextId = 0;
+  #failure: Error | undefined;
+
+  constructor(path: string) {
+    this.#worker = new Worker(READER_SOURCE, {
+      eval: true,
+      workerData: { path, busyTimeoutMs: BUSY_TIMEOUT_MS },
+      // A reader needs little heap: rows are copied out page by page.
+      resourceLimits: { maxOldGenerationSizeMb: 256 },
+    });
+    this.#worker.unref();
+    this.#worker.on('message', (message: { id: number; rows?: SqlRow[]; error?: string }) => {
+      const pending = this.#pending.get(message.id);
+      if (pending === undefined) return;
+      this.#pending.delete(message.id);
+      if (message.error !== undefined) pending.reject(new Error(message.error));
+      else pending.resolve(message.rows ?? []);
+    });
+    this.#worker.on('error', (error) => this.#fail(error));
+    this.#worker.on('exit', () => this.#fail(new Error('the fleet database reader thread stopped')));
+  }
+
+  #fail(error: Error): void {
+    this.#failure ??= error;
+    for (const pending of this.#pending.values()) pending.reject(error);
+    this.#pending.clear();
+  }
+
+  all(sql: string, params: readonly SqlValue[]): Promise<SqlRow[]> {
+    if (this.#failure) return Promise.reject(this.#failure);
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      this.#worker.ref();
+      this.#worker.postMessage({ id, sql, params });
+    }).finally(() => {
+      if (this.#pending.size === 0) this.#worker.unref();
+    }) as Promise<SqlRow[]>;
+  }
+
+  async close(): Promise<void> {
+    if (this.#failure) return;
+    this.#failure = new Error('the fleet database is closed');
+    this.#worker.postMessage({ close: true });
+    await this.#worker.terminate();
+  }
+}
+
+/** Statements on the writer connection (the caller's thread). */
+class SqliteWriter implements SqlExecutor {
+  readonly dialect = 'sqlite' as const;
+  readonly #db: DatabaseSync;
+  constructor(db: DatabaseSync) {
+    this.#db = db;
+  }
+  async all(sql: string, params: readonly SqlValue[] = []): Promise<SqlRow[]> {
+    return this.#db.prepare(sql).all(...(params as SQLInputValue[])) as SqlRow[];
+  }
+  async run(sql: string, params: readonly SqlValue[] = []): Promise<{ changes: number }> {
+    return { changes: Number(this.#db.prepare(sql).run(...(params as SQLInputValue[])).changes) };
+  }
+  async lockKey(): Promise<void> {
+    // One writer at a time already (BEGIN IMMEDIATE).
+  }
+}
+
+export interface OpenSqliteOptions {
+  /** The SQLite file (created with its directory unless readOnly). */
+  path: string;
+  /** Open an existing file for reading only (reports, a read-only dashboard). */
+  readOnly?: boolean;
+}
+
+/** Thrown when a read-only open finds no database file. */
+export class MissingDatabaseError extends Error {
+  constructor(path: string) {
+    super(`fleet database ${path} does not exist (give the path fleet run writes, or its --database URL)`);
+    this.name = 'MissingDatabaseError';
+  }
+}
+
+/** Opens (creating when writable) a fleet history SQLite file. */
+export function openSqliteDatabase(options: OpenSqliteOptions): SqlDatabase {
+  const path = resolve(options.path);
+  const readOnly = options.readOnly ?? false;
+  if (readOnly && !existsSync(path)) throw new MissingDatabaseError(path);
+  if (!readOnly) mkdirSync(dirname(path), { recursive: true });
+  const db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS, readOnly });
+  if (!readOnly) {
+    db.exec('PRAGMA journal_mode=WAL');
+    db.exec('PRAGMA synchronous=FULL');
+  }
+  const writer = new SqliteWriter(db);
+  const reader = new SqliteReader(path);
+  let queue: Promise<unknown> = Promise.resolve();
+
+  const transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> => {
+    const run = queue.then(async () => {
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        const result = await fn(writer);
+        db.exec('COMMIT');
+        return result;
+      } catch (error) {
+        if (db.isTransaction) db.exec('ROLLBACK');
+        throw error;
+      }
+    });
+    queue = run.catch(() => undefined);
+    return run;
+  };
+
+  return {
+    dialect: 'sqlite',
+    description: path,
+    all: (sql, params = []) => reader.all(sql, params),
+    run: (sql, params = []) => transaction((tx) => tx.run(sql, params)),
+    lockKey: async () => undefined,
+    transaction,
+    withMigrationLock: transaction,
+    close: async () => {
+      await queue;
+      await reader.close();
+      if (db.isOpen) db.close();
+    },
+  };
+}
