@@ -153,15 +153,16 @@ export async function openPostgresDatabase(options: PostgresDatabaseOptions): Pr
   const urlPassword = parsed.password ? decodeURIComponent(parsed.password) : undefined;
   const description = describePostgresUrl(options.url);
   const { entra } = options;
-  const password: PoolConfig['password'] = entra
-    ? async () => {
+  const entraPassword = entra
+    ? async (): Promise<string> => {
         try {
           return (await entra.getToken()).token;
         } catch (error) {
           throw new EntraTokenError(error);
         }
       }
-    : (options.password ?? urlPassword);
+    : undefined;
+  const password: PoolConfig['password'] = entraPassword ?? options.password ?? urlPassword;
 
   const pg = (await import('pg')).default;
   const builtinTypes = pg.types;
@@ -187,6 +188,9 @@ export async function openPostgresDatabase(options: PostgresDatabaseOptions): Pr
 
   const connect = async (): Promise<PoolClient> => {
     try {
+      // The token first (cached: no request while it is fresh): when the password function fails inside pg's
+      // connect, pg leaves the half-open socket to the server's authentication_timeout.
+      if (entraPassword) await entraPassword();
       return await pool.connect();
     } catch (error) {
       throw connectionError(error, target);
