@@ -1,6 +1,7 @@
 /** Rows of the fleet tables (snake_case, as either driver returns them) → the camelCase shapes of the API. */
 import { TRANSITIONS, type Transition } from '../../domain/index.ts';
 import type { ApprovalOutcome, FleetEvent, FleetEventStatus } from '../fold.ts';
+import type { MaintenanceEvent } from '../fold-maintenance.ts';
 import { type SqlRow, toNumber, toNumberOrNull } from './sql.ts';
 
 const bool = (v: unknown): boolean | null => (v === null || v === undefined ? null : Number(v) === 1);
@@ -57,108 +58,13 @@ export function observationFromRow(row: SqlRow): FleetEvent {
   };
 }
 
-/** What one VM observed of one event, as the API and exports return it. */
-export interface ObservationView {
-  source: string;
-  eventId: string;
-  occurrence: number;
-  vmName: string;
-  vmId: string;
-  location: string;
-  zone: string;
-  scaleSet: string;
-  eventType: string;
-  /** false: this VM only observed an event of another VM (a broadcast). */
-  affectsVm: boolean;
-  status: string;
-  firstSeenStatus: string;
-  firstSeenAt: string;
-  notBefore: string | null;
-  noticeSeconds: number | null;
-  advertisedSeconds: number | null;
-  observedSeconds: number | null;
-  startedAt: string | null;
-  endedAt: string | null;
-  inferred: boolean | null;
-  reason: string | null;
-  approval: string | null;
-  approvedAt: string | null;
-  updates: number;
-  missing: string[];
-  vmDeleted: boolean;
-  records: number;
-  description: string;
-}
+/** What one VM observed of one event (its fold), as the API and exports return it. */
+export type ObservationView = FleetEvent;
 
-export function observationView(row: SqlRow): ObservationView {
-  const o = observationFromRow(row);
-  return {
-    source: o.source,
-    eventId: o.eventId,
-    occurrence: o.occurrence,
-    vmName: o.vmName,
-    vmId: o.vmId,
-    location: o.location,
-    zone: o.zone,
-    scaleSet: o.scaleSet,
-    eventType: o.eventType,
-    affectsVm: o.affectsVm,
-    status: o.status,
-    firstSeenStatus: o.firstSeenStatus,
-    firstSeenAt: o.firstSeenAt,
-    notBefore: o.notBefore,
-    noticeSeconds: o.noticeSeconds,
-    advertisedSeconds: o.advertisedSeconds,
-    observedSeconds: o.observedSeconds,
-    startedAt: o.startedAt,
-    endedAt: o.endedAt,
-    inferred: o.inferred,
-    reason: o.reason,
-    approval: o.approval,
-    approvedAt: o.approvedAt,
-    updates: o.updates,
-    missing: o.missing,
-    vmDeleted: o.vmDeleted,
-    records: o.records,
-    description: o.description,
-  };
-}
+export const observationView: (row: SqlRow) => ObservationView = observationFromRow;
 
 /** A maintenance event counted once fleet-wide, as the API and exports return it. */
-export interface MaintenanceView {
-  eventId: string;
-  occurrence: number;
-  eventType: string;
-  status: string;
-  pending: boolean;
-  firstSeenAt: string;
-  notBefore: string | null;
-  noticeSeconds: number | null;
-  advertisedSeconds: number | null;
-  observedSeconds: number | null;
-  startedAt: string | null;
-  endedAt: string | null;
-  inferred: boolean | null;
-  reason: string | null;
-  approval: string | null;
-  approvedAt: string | null;
-  approvalRule: string | null;
-  updates: number;
-  missing: string[];
-  vmDeleted: boolean;
-  affectedVms: number;
-  affectedNames: string[];
-  reportingVms: number;
-  observers: number;
-  location: string;
-  zone: string;
-  scaleSet: string;
-  description: string;
-  eventSource: string;
-  records: number;
-  transitions: Record<Transition, number>;
-  lastRecordAt: string;
-}
+export type MaintenanceView = MaintenanceEvent;
 
 export function maintenanceView(row: SqlRow): MaintenanceView {
   const names = text(row.affected_names);
@@ -166,7 +72,7 @@ export function maintenanceView(row: SqlRow): MaintenanceView {
     eventId: text(row.event_id),
     occurrence: toNumber(row.occurrence),
     eventType: text(row.event_type),
-    status: text(row.status),
+    status: text(row.status) as FleetEventStatus,
     pending: Number(row.pending) === 1,
     firstSeenAt: text(row.first_seen_at),
     notBefore: textOrNull(row.not_before),
@@ -177,7 +83,7 @@ export function maintenanceView(row: SqlRow): MaintenanceView {
     endedAt: textOrNull(row.ended_at),
     inferred: bool(row.inferred),
     reason: textOrNull(row.reason),
-    approval: textOrNull(row.approval),
+    approval: textOrNull(row.approval) as ApprovalOutcome,
     approvedAt: textOrNull(row.approved_at),
     approvalRule: textOrNull(row.approval_rule),
     updates: toNumber(row.updates),
