@@ -14,7 +14,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { chmod, chown, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
+import { chmod, chown, cp, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -37,8 +38,10 @@ export async function startPostgresServer(): Promise<PostgresServer> {
   const external = process.env.PG_TEST_URL;
   if (external) return { adminUrl: external, stop: async () => {} };
 
-  const { initdb, postgres } = await binaries();
+  let { initdb, postgres } = await binaries();
   const asRoot = process.getuid?.() === 0;
+  if (asRoot && (await unreadableByOthers(postgres)).length > 0)
+    ({ initdb, postgres } = await copiedBinaries(postgres));
   if (asRoot) await checkReadableByOthers(postgres);
   const ids = asRoot ? UNPRIVILEGED : {};
 
@@ -149,7 +152,29 @@ async function binaries(): Promise<{ initdb: string; postgres: string }> {
  * The unprivileged user must reach the binaries: every directory from / to native/bin and native/lib searchable
  * by others, the binaries executable. Fails with the path to fix instead of initdb's less direct error.
  */
+/**
+ * A checkout under a directory others cannot search (e.g. /root): a copy of the package's bin, lib and share in
+ * a world-readable temporary directory, removed at exit.
+ */
+async function copiedBinaries(postgresBinary: string): Promise<{ initdb: string; postgres: string }> {
+  const packageDir = dirname(dirname(postgresBinary));
+  const copy = await mkdtemp(join(tmpdir(), 'sef-pg-bin-'));
+  await chmod(copy, 0o755);
+  await cp(packageDir, copy, { recursive: true, verbatimSymlinks: true });
+  process.once('exit', () => rmSync(copy, { recursive: true, force: true }));
+  return { initdb: join(copy, 'bin', 'initdb'), postgres: join(copy, 'bin', 'postgres') };
+}
+
 async function checkReadableByOthers(postgresBinary: string): Promise<void> {
+  const problems = await unreadableByOthers(postgresBinary);
+  if (problems.length > 0) {
+    throw new Error(
+      `running as root, PostgreSQL is started as uid ${UNPRIVILEGED.uid}, which cannot use the binaries: ${problems.join('; ')}`,
+    );
+  }
+}
+
+async function unreadableByOthers(postgresBinary: string): Promise<string[]> {
   const binDir = dirname(postgresBinary);
   const problems: string[] = [];
   for (let dir = binDir; ; dir = dirname(dir)) {
@@ -164,11 +189,7 @@ async function checkReadableByOthers(postgresBinary: string): Promise<void> {
   const libDir = join(binDir, '..', 'lib');
   if (((await stat(libDir)).mode & 0o005) !== 0o005)
     problems.push(`${libDir} is not readable by others (chmod o+rx)`);
-  if (problems.length > 0) {
-    throw new Error(
-      `running as root, PostgreSQL is started as uid ${UNPRIVILEGED.uid}, which cannot use the binaries: ${problems.join('; ')}`,
-    );
-  }
+  return problems;
 }
 
 /** A minimal environment for initdb and postgres: messages in English (parsed below), UTC. */
