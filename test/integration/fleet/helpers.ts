@@ -82,9 +82,17 @@ export interface FleetChild {
   stderr(): string;
 }
 
-/** Spawns `node src/cli/main.ts fleet run ...args` with `env` added. */
-export function spawnFleet(args: string[], env: Record<string, string>): FleetChild {
+/**
+ * Spawns `node src/cli/main.ts fleet run ...args` with `env` added, in `cwd` (default: this process's; several
+ * consumers in their own directories stand for consumers on different hosts).
+ */
+export function spawnFleet(
+  args: string[],
+  env: Record<string, string>,
+  options: { cwd?: string } = {},
+): FleetChild {
   const child = spawn(process.execPath, [MAIN, 'fleet', 'run', ...args], {
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
