@@ -91,6 +91,10 @@ export const CHUNKS: ReadonlyArray<{ name: string; packages: RegExp }> = [
   { name: 'prom-client', packages: /^prom-client$/ },
   { name: 'pino-pretty', packages: /^pino-pretty$/ },
   { name: 'ajv', packages: /^ajv(-formats)?$/ },
+  // node-postgres, for the fleet history in PostgreSQL (src/fleet/history/postgres-database.ts, itself imported
+  // lazily). Its optional `require('pg-native')` sits in a try block, which esbuild leaves as a plain require:
+  // the pure JavaScript client is what runs (pg-native is not a dependency).
+  { name: 'postgres', packages: /^pg(-connection-string)?$/ },
 ];
 
 const packageOf = (specifier: string) =>

@@ -3,17 +3,21 @@
  * sends a VM's lifecycle records to the project's Event Hubs AMQP double, the executable's `fleet run` consumes
  * them (consumer group, Blob checkpoints and ownership in Azurite) into its SQLite history and serves the
  * dashboard, and the executable's `fleet report` reads the maintenance history back. This proves the fleet's
- * Azure Storage packages (optional peers of the npm package) are inside the executable.
+ * Azure Storage packages (optional peers of the npm package) are inside the executable. Then the executable's
+ * `fleet migrate` copies that history into a real PostgreSQL server (test/support/postgres.ts) and its
+ * `fleet report --database postgres://…` reads the same summary back: node-postgres (a chunk of the bundle,
+ * scripts/package/bundle.ts) and the lazily imported PostgreSQL store work inside the executable.
  */
 import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { ContainerClient } from '@azure/storage-blob';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FleetHistory, openHistory } from '../../src/fleet/history/index.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
 import { type RunningAzurite, startAzurite } from '../integration/fleet/helpers.ts';
 import { type EventHubsDouble, startEventHubsDouble } from '../support/event-hubs-double/index.ts';
 import { writeFleetConfig } from '../support/fleet-config.ts';
+import { createTestDatabase, type PostgresServer, startPostgresServer } from '../support/postgres.ts';
 import { makeTempDir } from '../support/tmp.ts';
 import { waitFor } from '../support/wait.ts';
 import { artifact, type Child, FILES, pathWithout, start, whichIn } from './release.ts';
@@ -27,6 +31,7 @@ let env: Record<string, string>;
 let azurite: RunningAzurite;
 let double: EventHubsDouble;
 let sim: RunningSimulator;
+let postgres: PostgresServer;
 const children: Child[] = [];
 
 beforeAll(async () => {
@@ -36,32 +41,52 @@ beforeAll(async () => {
   chmodSync(exe, 0o755);
   env = { PATH: pathWithout(tmp.dir, []), HOME: tmp.dir, HTTP_PROXY: '', HTTPS_PROXY: '', NO_PROXY: '' };
   mkdirSync(join(tmp.dir, 'azurite'));
-  [azurite, double, sim] = await Promise.all([
+  [azurite, double, sim, postgres] = await Promise.all([
     startAzurite(join(tmp.dir, 'azurite')),
     startEventHubsDouble({ hubs: { [HUB]: 2 }, consumerGroups: ['$Default', GROUP] }),
     startSimulator({}),
+    startPostgresServer(),
   ]);
 });
 
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
   await Promise.allSettled(children.map((c) => c.exited));
-  await Promise.allSettled([azurite?.close(), double?.close(), sim?.close()]);
+  await Promise.allSettled([azurite?.close(), double?.close(), sim?.close(), postgres?.stop()]);
   tmp.cleanup();
 });
 
-/** Rows of a read-only query on the fleet database; [] while it or its schema does not exist yet. */
-function query(database: string, sql: string, ...params: string[]): Array<Record<string, unknown>> {
+/**
+ * Reads the fleet history the executable writes (read-only, through the project's own FleetHistory); undefined
+ * while the database or its schema does not exist yet.
+ */
+async function readHistory<T>(
+  database: string,
+  read: (history: FleetHistory) => Promise<T>,
+): Promise<T | undefined> {
+  let history: FleetHistory;
   try {
-    const db = new DatabaseSync(database, { readOnly: true, timeout: 5000 });
-    try {
-      return db.prepare(sql).all(...params) as Array<Record<string, unknown>>;
-    } finally {
-      db.close();
-    }
+    history = await openHistory({ database, readOnly: true });
   } catch {
-    return [];
+    return undefined;
   }
+  try {
+    return await read(history);
+  } finally {
+    await history.close();
+  }
+}
+
+/** The transitions of one maintenance event in the history, in time order ([] until it is there). */
+async function transitionsOf(database: string, eventId: string): Promise<string[]> {
+  const entries = await readHistory(database, async (history) => {
+    const detail = await history.event(eventId);
+    if (detail === undefined) return [];
+    const sources = detail.observations.map((o) => o.source);
+    const timelines = await Promise.all(sources.map((source) => history.timeline(source)));
+    return timelines.flat().filter((entry) => entry.eventId === eventId);
+  });
+  return (entries ?? []).map((entry) => entry.transition);
 }
 
 describe('fleet from the linux-x64 executable without Node.js', () => {
@@ -118,22 +143,27 @@ describe('fleet from the linux-x64 executable without Node.js', () => {
       durationInSeconds: 5,
       resources: ['sim-vm-0'],
     });
-    const transitions = () =>
-      query(database, 'SELECT transition FROM records WHERE event_id = ? ORDER BY time', event.id).map(
-        (r) => r.transition,
-      );
-    await waitFor(() => transitions().length === 1, 'the scheduled record in the fleet history', {
-      timeoutMs: 60_000,
-    });
+    const transitions = () => transitionsOf(database, event.id);
+    await waitFor(
+      async () => (await transitions()).length === 1,
+      'the scheduled record in the fleet history',
+      {
+        timeoutMs: 60_000,
+      },
+    );
     sim.admin.setStatus(event.id, 'Started');
-    await waitFor(() => transitions().length === 2, 'the started record in the fleet history', {
+    await waitFor(async () => (await transitions()).length === 2, 'the started record in the fleet history', {
       timeoutMs: 60_000,
     });
     sim.admin.removeEvent(event.id);
-    await waitFor(() => transitions().length === 3, 'the completed record in the fleet history', {
-      timeoutMs: 60_000,
-    });
-    expect(transitions()).toEqual(['scheduled', 'started', 'completed']);
+    await waitFor(
+      async () => (await transitions()).length === 3,
+      'the completed record in the fleet history',
+      {
+        timeoutMs: 60_000,
+      },
+    );
+    expect(await transitions()).toEqual(['scheduled', 'started', 'completed']);
 
     forwarder.kill('SIGTERM');
     expect(await forwarder.exited).toBe(0);
@@ -159,13 +189,45 @@ describe('fleet from the linux-x64 executable without Node.js', () => {
     expect(summary.byTransition).toEqual({ completed: 1, scheduled: 1, started: 1 });
     expect(summary.ingest.accepted).toBe(3);
     expect(summary.ingest.rejected).toBe(0);
-    const rows = query(database, 'SELECT event_id AS id, status FROM events');
-    expect(rows).toEqual([{ id: event.id, status: 'completed' }]);
+    const events = await readHistory(database, async (history) => (await history.events()).items);
+    expect(events?.map((e) => ({ id: e.eventId, status: e.status }))).toEqual([
+      { id: event.id, status: 'completed' },
+    ]);
     // Ownership and checkpoints went to Blob storage (Azurite) through the executable's Storage packages.
     const container = new ContainerClient(azurite.connectionString, 'fleet-checkpoints');
     const blobs: string[] = [];
     for await (const blob of container.listBlobsFlat()) blobs.push(blob.name);
     expect(blobs.some((name) => name.includes('/ownership/'))).toBe(true);
     expect(blobs.some((name) => name.includes('/checkpoint/'))).toBe(true);
+
+    // The same history in PostgreSQL, through the executable's node-postgres: `fleet migrate` writes it,
+    // `fleet report --database postgres://…` reads it back.
+    const pgDatabase = await createTestDatabase(postgres.adminUrl);
+    try {
+      const password = new URL(pgDatabase.url).password;
+      const migrate = start(
+        exe,
+        ['fleet', 'migrate', '--from', database, '--to', pgDatabase.url],
+        env,
+        tmp.dir,
+      );
+      expect(await migrate.exited, migrate.stderr()).toBe(0);
+      const copied = JSON.parse(migrate.stdout()) as { to: string; accepted: number };
+      expect(copied.accepted).toBe(3);
+      expect(copied.to).toMatch(/^postgres(ql)?:\/\//);
+      expect(migrate.stdout() + migrate.stderr()).not.toContain(password);
+
+      const pgReport = start(exe, ['fleet', 'report', '--database', pgDatabase.url, '--json'], env, tmp.dir);
+      expect(await pgReport.exited, pgReport.stderr()).toBe(0);
+      const pgSummary = JSON.parse(pgReport.stdout()) as typeof summary;
+      expect(pgSummary.events).toBe(1);
+      expect(pgSummary.records).toBe(3);
+      expect(pgSummary.byStatus).toEqual({ completed: 1 });
+      expect(pgSummary.byType).toEqual({ Freeze: 1 });
+      expect(pgSummary.byTransition).toEqual({ completed: 1, scheduled: 1, started: 1 });
+      expect(pgReport.stderr()).not.toContain(password);
+    } finally {
+      await pgDatabase.drop();
+    }
   });
 });

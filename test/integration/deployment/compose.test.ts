@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { parseEventHubConnectionString } from '@azure/event-hubs';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Config, loadConfig } from '../../../src/config/index.ts';
+import { loadFleetConfig } from '../../../src/fleet/config.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { defaultStateDir } from '../../../src/platform.ts';
 import { loadScenario } from '../../../src/simulator/index.ts';
@@ -374,6 +375,84 @@ describe('the forwarder service and config/compose/forwarder.yaml', () => {
     );
     expect(reader!.environment?.EVENTHUB_NAME).toBe(
       config.sinks.find((s) => s.type === 'eventhubs')!.options.eventHubName,
+    );
+  });
+});
+
+describe('the fleet service, config/compose/fleet.yaml and the postgres service', () => {
+  const FLEET_CONFIG_TARGET = '/etc/sef-fleet/fleet.yaml';
+
+  function fleetService(): ComposeService {
+    const [, fleet] = forwarderService('fleet');
+    return fleet;
+  }
+
+  function loadFleetWithComposeEnv() {
+    const fleet = fleetService();
+    expect(fleet.command).toEqual(['fleet', 'run', '--config', FLEET_CONFIG_TARGET]);
+    const file = mountedFile(fleet, FLEET_CONFIG_TARGET);
+    expect(file).toBe(join(REPO, 'config', 'compose', 'fleet.yaml'));
+    return loadFleetConfig({ file, env: fleet.environment ?? {} });
+  }
+
+  it('validates with the real schema using the compose environment, and not without it', () => {
+    const config = loadFleetWithComposeEnv();
+    expect(config.database).toMatch(/^postgres:\/\//);
+    const file = join(REPO, 'config', 'compose', 'fleet.yaml');
+    expect(() => loadFleetConfig({ file, env: {} })).toThrow(/SEF_FLEET_/);
+  });
+
+  it('keeps the history in the postgres service, with the credentials that service creates', () => {
+    const config = loadFleetWithComposeEnv();
+    const [postgresName, postgres] = serviceByImage('postgres');
+    const url = new URL(config.database);
+    expect(url.hostname).toBe(postgresName);
+    expect(url.port).toBe('5432');
+    expect(decodeURIComponent(url.username)).toBe(postgres.environment?.POSTGRES_USER);
+    expect(decodeURIComponent(url.password)).toBe(postgres.environment?.POSTGRES_PASSWORD);
+    expect(url.pathname).toBe(`/${postgres.environment?.POSTGRES_DB}`);
+    expect(fleetService().depends_on).toMatchObject({ [postgresName]: { condition: 'service_healthy' } });
+    expect(postgres.healthcheck?.test).toContain('pg_isready');
+  });
+
+  it('reads the hub the forwarder sends to, in a consumer group of the emulator config, checkpoints in Azurite', () => {
+    const config = loadFleetWithComposeEnv();
+    const fleet = fleetService();
+    const [emulatorName, emulator] = serviceByImage('mcr.microsoft.com/azure-messaging/eventhubs-emulator');
+    const [azuriteName] = serviceByImage('mcr.microsoft.com/azure-storage/azurite');
+    const [, fwd] = forwarderService('run');
+    expect(fleet.environment?.SEF_FLEET_EH).toBe(fwd.environment?.SEF_EVENTHUBS_CONNECTION_STRING);
+    const parsed = parseEventHubConnectionString(config.eventHubs.connectionString!.reveal());
+    expect(new URL(parsed.endpoint).hostname).toBe(emulatorName);
+    for (const [key, value] of Object.entries(fwd.environment ?? {})) vi.stubEnv(key, value);
+    const forwarderHub = loadConfig({
+      file: mountedFile(fwd, FORWARDER_CONFIG_TARGET),
+      env: fwd.environment ?? {},
+    }).sinks.find((s) => s.type === 'eventhubs')!.options.eventHubName;
+    expect(config.eventHubs.eventHubName).toBe(forwarderHub);
+    const emulatorConfig = JSON.parse(readFileSync(mountedFile(emulator, EMULATOR_CONFIG_TARGET), 'utf8'));
+    const hub = (
+      emulatorConfig.UserConfig.NamespaceConfig[0].Entities as Array<{
+        Name: string;
+        ConsumerGroups?: Array<{ Name: string }>;
+      }>
+    ).find((h) => h.Name === config.eventHubs.eventHubName)!;
+    expect(hub.ConsumerGroups?.map((g) => g.Name)).toContain(config.eventHubs.consumerGroup);
+    expect(config.checkpoints.connectionString!.reveal()).toContain(
+      `BlobEndpoint=http://${azuriteName}:10000/`,
+    );
+    expect(dependsOn(fleet)).toEqual(expect.arrayContaining([emulatorName, azuriteName]));
+    for (const host of [emulatorName, azuriteName, new URL(config.database).hostname])
+      expect((fleet.environment?.NO_PROXY ?? '').split(',')).toContain(host);
+  });
+
+  it('serves the dashboard on the published port that its healthcheck probes', async () => {
+    const config = loadFleetWithComposeEnv();
+    expect(config.dashboard.host).toBe('0.0.0.0');
+    const ports = (fleetService().ports ?? []).map(parsePort);
+    expect(ports.map((p) => p.container)).toContain(config.dashboard.port);
+    expect(await probe(fleetService().healthcheck!.test, String(config.dashboard.port), '/healthz')).toBe(
+      true,
     );
   });
 });
