@@ -75,10 +75,17 @@ export class SecretResolutionError extends Error {
 const ENV_REF = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 
 export function resolveSecret(input: SecretInput, env: Env = process.env): Secret {
+  return new Secret(readSecretValue(input, env), originOf(input));
+}
+
+/**
+ * The value a secret reference points to, NOT registered with the redactor: for a setting that is only partly
+ * secret (a database URL whose password the caller registers with registerUrlCredentials). Prefer resolveSecret.
+ */
+export function readSecretValue(input: SecretInput, env: Env = process.env): string {
   if (typeof input === 'string') {
     const m = ENV_REF.exec(input);
-    if (m) return fromEnv(m[1]!, env);
-    return new Secret(input, 'inline');
+    return m ? fromEnv(m[1]!, env) : input;
   }
   if ('env' in input) return fromEnv(input.env, env);
   let text: string;
@@ -90,17 +97,17 @@ export function resolveSecret(input: SecretInput, env: Env = process.env): Secre
   }
   const value = text.replace(/\r?\n$/, '');
   if (value.length === 0) throw new SecretResolutionError(`secret file ${input.file} is empty`);
-  return new Secret(value, `file ${input.file}`);
+  return value;
 }
 
-function fromEnv(name: string, env: Env): Secret {
+function fromEnv(name: string, env: Env): string {
   const value = env[name];
   if (value === undefined || value === '') {
     throw new SecretResolutionError(
       `environment variable ${name} (referenced as a secret) is not set or empty`,
     );
   }
-  return new Secret(value, `env ${name}`);
+  return value;
 }
 
 let missingSecretsAllowed = false;

@@ -10,7 +10,7 @@ import { mergeRaw, readConfigFile } from '../config/index.ts';
 import { LOG_LEVELS } from '../config/schema.ts';
 import type { LogLevel } from '../log.ts';
 import { registerUrlCredentials } from '../redact.ts';
-import { type Env, resolveSecret, SecretResolutionError, secretInput, secretSchema } from '../secret.ts';
+import { type Env, readSecretValue, SecretResolutionError, secretInput, secretSchema } from '../secret.ts';
 import { parseDuration } from '../simulator/clock.ts';
 import { checkEventHubTarget } from '../sinks/event-hubs/options.ts';
 
@@ -177,7 +177,7 @@ function resolveDatabase(input: z.infer<typeof secretInput>, env: () => Env, ctx
   if (typeof input === 'string' && !/^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(input)) value = input;
   else {
     try {
-      value = resolveSecret(input, env()).reveal();
+      value = readSecretValue(input, env());
     } catch (error) {
       ctx.addIssue({
         code: 'custom',
@@ -188,6 +188,7 @@ function resolveDatabase(input: z.infer<typeof secretInput>, env: () => Env, ctx
     }
   }
   if (/^postgres(ql)?:\/\//i.test(value)) {
+    // Only the password is secret: logs keep the host and database name readable.
     registerUrlCredentials(value);
     try {
       new URL(value);

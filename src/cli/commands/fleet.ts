@@ -12,7 +12,7 @@ import { UsageError } from '../../errors.ts';
 import type { EventFilter } from '../../fleet/history/queries.ts';
 import type { LogLevel } from '../../log.ts';
 import { parseDuration } from '../../simulator/clock.ts';
-import { handleShutdownSignals } from './run.ts';
+import { exitOnceStopped, handleShutdownSignals } from './run.ts';
 
 interface FleetRunOptions {
   config?: string;
@@ -153,6 +153,9 @@ async function runFleet(opts: FleetRunOptions): Promise<number> {
     });
     await fleet.close();
     logger.info(fleet.consumer.stats, 'fleet consumer stopped');
+    // The AMQP client can leave a timer behind (rhea's heartbeat after a close during start-up): a stop must
+    // not hang on it.
+    exitOnceStopped(logger, 0);
     return 0;
   });
 }
@@ -173,6 +176,28 @@ async function historyConfig(opts: HistoryOptions) {
   }
 }
 
+/** True for a SQLite history file written before schema migrations (tables records + events, no versions). */
+async function isLegacySqliteHistory(database: string): Promise<boolean> {
+  const { isPostgresUrl } = await import('../../fleet/history/index.ts');
+  if (isPostgresUrl(database)) return false;
+  const { DatabaseSync } = await import('node:sqlite');
+  let db: import('node:sqlite').DatabaseSync | undefined;
+  try {
+    db = new DatabaseSync(database, { readOnly: true });
+    const tables = new Set(
+      db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .all()
+        .map((row) => String(row.name)),
+    );
+    return tables.has('events') && tables.has('records') && !tables.has('schema_migrations');
+  } catch {
+    return false;
+  } finally {
+    db?.close();
+  }
+}
+
 /** Opens the history of --config / --database; a missing file or an outdated schema is a usage error. */
 async function openHistoryFor(opts: HistoryOptions, readOnly: boolean) {
   const config = await historyConfig(opts);
@@ -184,6 +209,10 @@ async function openHistoryFor(opts: HistoryOptions, readOnly: boolean) {
   try {
     return await openConfiguredHistory(config, { readOnly });
   } catch (error) {
+    // A read-only open sees no schema_migrations in a file of the version before migrations: say how to copy it
+    // (`fleet migrate`), not "run fleet run on it", which would refuse the same file.
+    if (error instanceof SchemaOutdatedError && (await isLegacySqliteHistory(config.database)))
+      throw new UsageError(new LegacyHistoryError().message);
     if (
       error instanceof MissingDatabaseError ||
       error instanceof SchemaOutdatedError ||
