@@ -76,6 +76,30 @@ const HEADLINES: Record<string, (file: BenchResultFile) => string> = {
       `${written === undefined ? '' : `; written ${written[1]} / ${written[2]} / ${cell(written[3] ?? null)} KiB per minute`}.`
     );
   },
+  fleet: (f) => {
+    const ingest = rowsOf(f)
+      .map(
+        (r) =>
+          `${r[0]} ${cell(r[2] ?? null)} records/s (last/first 10% of batches ${r[5]}×), ${r[8]}× the body per record`,
+      )
+      .join('; ');
+    const apis = f.tables
+      .filter((t) => t.columns[0] === 'API')
+      .map((t) => {
+        const worst = [...t.rows].sort((a, b) => Number(b[3]) - Number(a[3]))[0];
+        const missed = t.rows
+          .filter((r) => String(r.at(-1)).includes('MISSED'))
+          .map((r) => `${r[0]} (${r[1]})`);
+        return (
+          `${t.title.split(':')[0]} slowest p95 ${worst?.[3]} ms (${worst?.[0]}, ${worst?.[1]})` +
+          `${missed.length > 0 ? `, targets missed by ${missed.join(', ')}` : ', every API target met'}`
+        );
+      })
+      .join('; ');
+    const exports = rowsOf(f, f.tables.length - 1);
+    const growth = Math.max(...exports.map((r) => Number(r[5])));
+    return `Fleet history: ingest ${ingest}. ${apis}. CSV export RSS growth at most ${growth} MiB.`;
+  },
 };
 
 /** The whole docs/performance.md text. */
@@ -96,7 +120,8 @@ export function renderReport(results: readonly BenchResultFile[]): string {
     '## Reproduce',
     '',
     '```sh',
-    'npm run bench                          # every benchmark (about 25 minutes; footprint alone takes 4)',
+    'npm run bench                          # every benchmark (about 37 minutes; footprint 4, fleet about 12)',
+    'SEF_BENCH_FLEET_VMS=2000 npm run bench -- fleet   # the fleet benchmark at another size (N and N/10 VMs)',
     'npm run bench -- detection footprint   # only these',
     'npm run bench -- footprint --duration 5m    # longer idle window (default 60 one-second samples)',
     'npm run bench -- footprint --package old.tgz  # footprint of another build (e.g. `npm pack` of an older commit)',

@@ -16,13 +16,22 @@ import { delivery } from './delivery.ts';
 import { detection } from './detection.ts';
 import { drain } from './drain.ts';
 import { endToEnd } from './end-to-end.ts';
+import { fleet } from './fleet.ts';
 import { footprint } from './footprint.ts';
 import { isolation } from './isolation.ts';
 import type { Benchmark, BenchResultFile, ResultTable } from './lib/harness.ts';
 import { loadAverage, machineInfo } from './lib/machine.ts';
 
 /** Every benchmark, in the order `npm run bench` runs them. */
-export const BENCHMARKS: readonly Benchmark[] = [detection, delivery, endToEnd, isolation, drain, footprint];
+export const BENCHMARKS: readonly Benchmark[] = [
+  detection,
+  delivery,
+  endToEnd,
+  isolation,
+  drain,
+  footprint,
+  fleet,
+];
 
 export const DEFAULT_RESULTS_DIR = join(import.meta.dirname, 'results');
 

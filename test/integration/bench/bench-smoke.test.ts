@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { FLEET_APIS, type FleetRunResult, WINDOWS } from '../../../bench/fleet.ts';
 import type { BenchResultFile } from '../../../bench/lib/harness.ts';
 import { readResults, renderReport } from '../../../bench/report.ts';
 import { BENCHMARKS } from '../../../bench/run.ts';
@@ -28,7 +29,15 @@ describe('npm run bench (smoke)', () => {
       { cwd: REPO, maxBuffer: 16 * 1024 * 1024 },
     );
     const names = BENCHMARKS.map((b) => b.name);
-    expect(names).toEqual(['detection', 'delivery', 'end-to-end', 'isolation', 'drain', 'footprint']);
+    expect(names).toEqual([
+      'detection',
+      'delivery',
+      'end-to-end',
+      'isolation',
+      'drain',
+      'footprint',
+      'fleet',
+    ]);
     for (const name of names) {
       expect(stdout).toContain(join(out.dir, `${name}.json`));
       const file = JSON.parse(readFileSync(join(out.dir, `${name}.json`), 'utf8')) as BenchResultFile;
@@ -74,6 +83,31 @@ describe('npm run bench (smoke)', () => {
     const drain = JSON.parse(readFileSync(join(out.dir, 'drain.json'), 'utf8')) as BenchResultFile;
     // every record reached the destinations that count what they receive
     for (const row of drain.tables[0]?.rows ?? []) if (row[4] !== null) expect(row[4]).toBe(row[1]);
+
+    // fleet: both stores at N and N/10, every record accepted, every API answered, both exports streamed
+    const fleet = JSON.parse(readFileSync(join(out.dir, 'fleet.json'), 'utf8')) as BenchResultFile;
+    const runs = (fleet.raw as { runs: FleetRunResult[] }).runs;
+    expect(runs.map((r) => `${r.store}:${r.vms}`)).toEqual([
+      'sqlite:5',
+      'sqlite:50',
+      'postgres:5',
+      'postgres:50',
+    ]);
+    for (const r of runs) {
+      expect(r.ingest.records).toBeGreaterThan(0);
+      expect(r.ingest.accepted).toBe(r.ingest.records);
+      expect(r.ingest.rejected).toBe(0);
+      expect(r.size.bytesPerRecord).toBeGreaterThan(0);
+      expect(r.size.avgBodyChars).toBeGreaterThan(0);
+      for (const window of WINDOWS)
+        for (const api of FLEET_APIS)
+          expect(r.apis[window][api].samples.length).toBe(fleet.parameters.repetitions);
+      expect(r.apis[WINDOWS[1]]['events (page 1)'].items).toBeGreaterThan(0);
+      expect(r.export.map((e) => e.view)).toEqual(['events', 'observations']);
+      for (const e of r.export) expect(e.rows).toBeGreaterThan(0);
+      expect(r.healthz.underLoad.samples).toBeGreaterThan(0);
+      expect(r.healthz.summariesServed).toBeGreaterThan(0);
+    }
 
     const report = renderReport(readResults(out.dir));
     for (const bench of BENCHMARKS) expect(report).toContain(`## ${bench.title}`);
