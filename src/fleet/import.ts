@@ -11,6 +11,7 @@
 import { basename, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
+import { decodeBody } from './history/body.ts';
 import type { FleetHistory, RawFleetEvent } from './history/index.ts';
 
 const { createReadStream, existsSync } = process.getBuiltinModule('node:fs');
@@ -98,13 +99,13 @@ export async function copySqliteHistory(
     );
     let after: [string, string] = ['', ''];
     for (;;) {
-      const rows = page.all(...after) as Array<Record<string, string | number>>;
+      const rows = page.all(...after) as Array<Record<string, unknown>>;
       if (rows.length === 0) break;
       result.records += rows.length;
       add(
         await target.ingest(
           rows.map((row) => ({
-            body: String(row.body),
+            body: decodeBody(row.body),
             partitionId: String(row.partition_id),
             sequenceNumber: Number(row.sequence_number),
             enqueuedAt: new Date(String(row.enqueued_at)),

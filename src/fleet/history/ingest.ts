@@ -18,6 +18,7 @@ import type { LifecycleRecord } from '../../domain/index.ts';
 import { type FleetEvent, foldEvent, occurrenceOf } from '../fold.ts';
 import { foldMaintenance, type MaintenanceEvent } from '../fold-maintenance.ts';
 import { parseRecord } from '../validate.ts';
+import { decodeBody, encodeBody } from './body.ts';
 import { observationFromRow } from './rows.ts';
 import type { SqlExecutor, SqlValue } from './sql.ts';
 
@@ -134,7 +135,7 @@ export async function ingestBatch(
         raw.sequenceNumber,
         raw.enqueuedAt.toISOString(),
         ingestedAt,
-        JSON.stringify(r),
+        encodeBody(JSON.stringify(r)),
       );
     }
     const rows = await tx.all(
@@ -173,7 +174,7 @@ export async function ingestBatch(
       );
       await upsertObservation(
         tx,
-        foldEvent(rows.map((row) => JSON.parse(String(row.body)) as LifecycleRecord)),
+        foldEvent(rows.map((row) => JSON.parse(decodeBody(row.body)) as LifecycleRecord)),
       );
     }
     const observations = await tx.all('SELECT * FROM observations WHERE event_id = ? AND occurrence = ?', [

@@ -4,6 +4,7 @@
  * index. Counts are of maintenance events (EventId + occurrence, once fleet-wide) and the VMs they affect;
  * per-VM views (observations, timelines) show what each VM reported.
  */
+import { decodeBody } from './body.ts';
 import { type MaintenanceView, maintenanceView, type ObservationView, observationView } from './rows.ts';
 import { type SqlExecutor, type SqlValue, toNumber, toNumberOrNull } from './sql.ts';
 
@@ -246,7 +247,7 @@ export async function vmTimeline(db: SqlExecutor, vm: string, limit = 500): Prom
     ]);
   return rows
     .map((row) => {
-      const record = JSON.parse(String(row.body)) as { data: Record<string, unknown> };
+      const record = JSON.parse(decodeBody(row.body)) as { data: Record<string, unknown> };
       return {
         time: String(row.time),
         transition: String(row.transition),
@@ -424,110 +425,160 @@ export interface FleetSummary {
   pending: MaintenanceView[];
 }
 
-async function countBy(
+const STATUSES = ['scheduled', 'started', 'completed', 'canceled'] as const;
+const APPROVALS = ['us', 'dry-run', 'lapsed', 'none'] as const;
+const DISTRIBUTION_COLUMNS = ['notice_seconds', 'advertised_seconds', 'observed_seconds'] as const;
+const TRANSITION_NAMES = ['approved', 'canceled', 'completed', 'scheduled', 'started', 'updated'] as const;
+
+/** Non-zero counts, keys sorted. */
+function nonZero(entries: Iterable<[string, number]>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, n] of entries) if (n > 0) out[k] = (out[k] ?? 0) + n;
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/**
+ * Nearest-rank p50 and p90 of a column in one sorted pass (row_number() over the window's values), given the
+ * number of non-null values.
+ */
+async function percentiles(
   db: SqlExecutor,
-  expression: string,
+  column: string,
   w: Where,
-  extra: string[] = [],
-): Promise<Record<string, number>> {
+  count: number,
+): Promise<{ p50: number | null; p90: number | null }> {
+  if (count === 0) return { p50: null, p90: null };
+  const rank = (p: number) => Math.max(1, Math.ceil((p / 100) * count));
   const rows = await db.all(
-    `SELECT ${expression} AS k, count(*) AS n FROM maintenance m ${sqlWhere(w, extra)} GROUP BY ${expression} ORDER BY 1`,
-    w.params,
+    `SELECT v, rn FROM (
+       SELECT m.${column} AS v, row_number() OVER (ORDER BY m.${column}) AS rn
+       FROM maintenance m ${sqlWhere(w, [`m.${column} IS NOT NULL`])}
+     ) ranked WHERE rn IN (?, ?)`,
+    [...w.params, rank(50), rank(90)],
   );
-  return Object.fromEntries(rows.map((r) => [String(r.k ?? ''), toNumber(r.n)]));
+  const at = (r: number) => toNumberOrNull(rows.find((row) => toNumber(row.rn) === r)?.v);
+  return { p50: at(rank(50)), p90: at(rank(90)) };
 }
 
-async function distributionOf(db: SqlExecutor, column: string, w: Where): Promise<Distribution> {
-  const notNull = [`m.${column} IS NOT NULL`];
-  const [stats] = await db.all(
-    `SELECT count(m.${column}) AS n, min(m.${column}) AS lo, max(m.${column}) AS hi, avg(m.${column}) AS mean
-     FROM maintenance m ${sqlWhere(w, notNull)}`,
-    w.params,
-  );
-  const count = toNumber(stats?.n);
-  if (count === 0) return { count: 0, min: null, p50: null, p90: null, max: null, mean: null };
-  // Nearest rank, as before: the ceil(p/100 × n)-th smallest value.
-  const at = async (p: number) => {
-    const offset = Math.max(0, Math.ceil((p / 100) * count) - 1);
-    const [row] = await db.all(
-      `SELECT m.${column} AS v FROM maintenance m ${sqlWhere(w, notNull)} ORDER BY m.${column} LIMIT 1 OFFSET ?`,
-      [...w.params, offset],
-    );
-    return toNumberOrNull(row?.v);
-  };
-  const mean = toNumberOrNull(stats?.mean);
-  return {
-    count,
-    min: toNumberOrNull(stats?.lo),
-    p50: await at(50),
-    p90: await at(90),
-    max: toNumberOrNull(stats?.hi),
-    mean: mean === null ? null : Math.round(mean * 1000) / 1000,
-  };
-}
-
-/** Summary of the maintenance events matching `filter`, computed in the database. */
+/**
+ * Summary of the maintenance events matching `filter`, computed in the database: one pass for the totals (with
+ * the fixed-vocabulary status and approval counts and each distribution's count/min/max/mean), one GROUP BY for
+ * type × region × zone × scale set, one for inferred endings, one sorted pass per distribution for its
+ * percentiles. The statements are independent and issued together (PostgreSQL runs them on several pooled
+ * connections; SQLite's reader runs them one after another).
+ */
 export async function summarize(
   db: SqlExecutor,
   filter: EventFilter = {},
   now: Date = new Date(),
 ): Promise<FleetSummary> {
   const w = where(filter, 'm');
-  const [totals] = await db.all(
-    `SELECT count(*) AS events, coalesce(sum(m.affected_vms), 0) AS affected, coalesce(sum(m.records), 0) AS records,
-       coalesce(sum(m.n_scheduled), 0) AS n_scheduled, coalesce(sum(m.n_started), 0) AS n_started,
-       coalesce(sum(m.n_completed), 0) AS n_completed, coalesce(sum(m.n_canceled), 0) AS n_canceled,
-       coalesce(sum(m.n_updated), 0) AS n_updated, coalesce(sum(m.n_approved), 0) AS n_approved,
-       coalesce(sum(CASE WHEN m.missing <> '[]' THEN 1 ELSE 0 END), 0) AS missing,
-       coalesce(sum(m.vm_deleted), 0) AS vm_deleted,
-       coalesce(sum(CASE WHEN m.advertised_seconds IS NOT NULL AND m.observed_seconds IS NOT NULL THEN 1 ELSE 0 END), 0) AS compared,
-       coalesce(sum(CASE WHEN m.observed_seconds > m.advertised_seconds THEN 1 ELSE 0 END), 0) AS exceeded,
-       min(m.first_seen_at) AS oldest
-     FROM maintenance m ${sqlWhere(w)}`,
-    w.params,
-  );
-  const [vms] = await db.all(
-    `SELECT count(DISTINCT o.source) AS n FROM observations o
-     JOIN maintenance m ON m.event_id = o.event_id AND m.occurrence = o.occurrence
-     ${sqlWhere(w, ['o.affects_vm = 1'])}`,
-    w.params,
-  );
-  const [reporting] = await db.all('SELECT count(*) AS n FROM vms');
-  const [retention] = await db.all("SELECT value FROM history_settings WHERE name = 'retention'");
-  const [oldest] = await db.all('SELECT min(first_seen_at) AS t FROM maintenance');
-  const pending = await listPending(db, filter, { limit: DEFAULT_PAGE_SIZE });
-  const byTransition: Record<string, number> = {};
-  for (const t of ['approved', 'canceled', 'completed', 'scheduled', 'started', 'updated']) {
-    const n = toNumber(totals?.[`n_${t}`]);
-    if (n > 0) byTransition[t] = n;
-  }
+  const sum = (expression: string, alias: string) => `coalesce(sum(${expression}), 0) AS ${alias}`;
+  const columns = [
+    'count(*) AS events',
+    sum('m.affected_vms', 'affected'),
+    sum('m.records', 'records'),
+    ...TRANSITION_NAMES.map((t) => sum(`m.n_${t}`, `n_${t}`)),
+    sum("CASE WHEN m.missing <> '[]' THEN 1 ELSE 0 END", 'missing'),
+    sum('m.vm_deleted', 'vm_deleted'),
+    ...STATUSES.map((st) =>
+      sum(`CASE WHEN m.vm_deleted = 0 AND m.status = '${st}' THEN 1 ELSE 0 END`, `s_${st}`),
+    ),
+    ...APPROVALS.map((a, i) => sum(`CASE WHEN m.approval = '${a}' THEN 1 ELSE 0 END`, `a_${i}`)),
+    sum(
+      'CASE WHEN m.advertised_seconds IS NOT NULL AND m.observed_seconds IS NOT NULL THEN 1 ELSE 0 END',
+      'compared',
+    ),
+    sum('CASE WHEN m.observed_seconds > m.advertised_seconds THEN 1 ELSE 0 END', 'exceeded'),
+    ...DISTRIBUTION_COLUMNS.flatMap((c) => [
+      `count(m.${c}) AS ${c}_n`,
+      `min(m.${c}) AS ${c}_min`,
+      `max(m.${c}) AS ${c}_max`,
+      `avg(m.${c}) AS ${c}_mean`,
+    ]),
+  ];
   const orLabel = (column: string, label: string) =>
     `CASE WHEN m.${column} = '' THEN '${label}' ELSE m.${column} END`;
+  const [totalsRows, groups, inferred, vmsRows, reportingRows, retentionRows, oldestRows, ingest, pending] =
+    await Promise.all([
+      db.all(`SELECT ${columns.join(', ')} FROM maintenance m ${sqlWhere(w)}`, w.params),
+      db.all(
+        `SELECT m.event_type AS t, ${orLabel('location', '(unknown)')} AS l, ${orLabel('zone', '(none)')} AS z,
+           ${orLabel('scale_set', '(none)')} AS s, count(*) AS n
+         FROM maintenance m ${sqlWhere(w)} GROUP BY m.event_type, m.location, m.zone, m.scale_set`,
+        w.params,
+      ),
+      db.all(
+        `SELECT coalesce(m.reason, '(unknown)') AS k, count(*) AS n FROM maintenance m
+         ${sqlWhere(w, ['m.inferred = 1'])} GROUP BY coalesce(m.reason, '(unknown)')`,
+        w.params,
+      ),
+      // From the window's maintenance rows to their affected observations (covering index
+      // observations_affected). CROSS JOIN keeps that order in SQLite, whose planner would otherwise scan every
+      // observation for the DISTINCT; in PostgreSQL it is an ordinary inner join.
+      db.all(
+        `SELECT count(DISTINCT o.source) AS n FROM maintenance m CROSS JOIN observations o
+         ${sqlWhere(w, ['o.event_id = m.event_id', 'o.occurrence = m.occurrence', 'o.affects_vm = 1'])}`,
+        w.params,
+      ),
+      db.all('SELECT count(*) AS n FROM vms'),
+      db.all("SELECT value FROM history_settings WHERE name = 'retention'"),
+      db.all('SELECT min(first_seen_at) AS t FROM maintenance'),
+      ingestStats(db),
+      listPending(db, filter, { limit: DEFAULT_PAGE_SIZE }),
+    ]);
+  const totals = totalsRows[0] ?? {};
+  const ranked = await Promise.all(
+    DISTRIBUTION_COLUMNS.map((c) => percentiles(db, c, w, toNumber(totals[`${c}_n`]))),
+  );
+  const distribution = (
+    c: (typeof DISTRIBUTION_COLUMNS)[number],
+    p: { p50: number | null; p90: number | null },
+  ) => {
+    const count = toNumber(totals[`${c}_n`]);
+    const mean = toNumberOrNull(totals[`${c}_mean`]);
+    return count === 0
+      ? { count: 0, min: null, p50: null, p90: null, max: null, mean: null }
+      : {
+          count,
+          min: toNumberOrNull(totals[`${c}_min`]),
+          p50: p.p50,
+          p90: p.p90,
+          max: toNumberOrNull(totals[`${c}_max`]),
+          mean: mean === null ? null : Math.round(mean * 1000) / 1000,
+        };
+  };
+  const by = (key: 't' | 'l' | 'z' | 's') =>
+    nonZero(groups.map((g) => [String(g[key] ?? ''), toNumber(g.n)]));
+  const oldest = oldestRows[0]?.t;
   return {
     filter,
     generatedAt: now.toISOString(),
-    retention: retention === undefined ? null : String(retention.value),
-    oldestEventAt: oldest?.t === null || oldest?.t === undefined ? null : String(oldest.t),
-    ingest: await ingestStats(db),
-    events: toNumber(totals?.events),
-    vms: toNumber(vms?.n),
-    affectedVmEvents: toNumber(totals?.affected),
-    reportingVms: toNumber(reporting?.n),
-    records: toNumber(totals?.records),
-    byStatus: await countBy(db, "CASE WHEN m.vm_deleted = 1 THEN 'vm-deleted' ELSE m.status END", w),
-    byType: await countBy(db, 'm.event_type', w),
-    byTransition,
-    byLocation: await countBy(db, orLabel('location', '(unknown)'), w),
-    byZone: await countBy(db, orLabel('zone', '(none)'), w),
-    byScaleSet: await countBy(db, orLabel('scale_set', '(none)'), w),
-    noticeSeconds: await distributionOf(db, 'notice_seconds', w),
-    advertisedSeconds: await distributionOf(db, 'advertised_seconds', w),
-    observedSeconds: await distributionOf(db, 'observed_seconds', w),
-    impactVsAdvertised: { compared: toNumber(totals?.compared), exceeded: toNumber(totals?.exceeded) },
-    approvals: await countBy(db, 'm.approval', w, ['m.approval IS NOT NULL']),
-    inferredEndings: await countBy(db, "coalesce(m.reason, '(unknown)')", w, ['m.inferred = 1']),
-    missingTransitions: toNumber(totals?.missing),
-    vmDeleted: toNumber(totals?.vm_deleted),
+    retention: retentionRows[0] === undefined ? null : String(retentionRows[0].value),
+    oldestEventAt: oldest === null || oldest === undefined ? null : String(oldest),
+    ingest,
+    events: toNumber(totals.events),
+    vms: toNumber(vmsRows[0]?.n),
+    affectedVmEvents: toNumber(totals.affected),
+    reportingVms: toNumber(reportingRows[0]?.n),
+    records: toNumber(totals.records),
+    byStatus: nonZero([
+      ...STATUSES.map((st): [string, number] => [st, toNumber(totals[`s_${st}`])]),
+      ['vm-deleted', toNumber(totals.vm_deleted)],
+    ]),
+    byType: by('t'),
+    byTransition: nonZero(TRANSITION_NAMES.map((t) => [t, toNumber(totals[`n_${t}`])])),
+    byLocation: by('l'),
+    byZone: by('z'),
+    byScaleSet: by('s'),
+    noticeSeconds: distribution('notice_seconds', ranked[0]!),
+    advertisedSeconds: distribution('advertised_seconds', ranked[1]!),
+    observedSeconds: distribution('observed_seconds', ranked[2]!),
+    impactVsAdvertised: { compared: toNumber(totals.compared), exceeded: toNumber(totals.exceeded) },
+    approvals: nonZero(APPROVALS.map((a, i) => [a, toNumber(totals[`a_${i}`])])),
+    inferredEndings: nonZero(inferred.map((r) => [String(r.k), toNumber(r.n)])),
+    missingTransitions: toNumber(totals.missing),
+    vmDeleted: toNumber(totals.vm_deleted),
     pendingTotal: pending.total,
     pending: pending.items,
   };

@@ -69,7 +69,7 @@ const MIGRATIONS: readonly Migration[] = [
         sequence_number BIGINT NOT NULL,
         enqueued_at TEXT NOT NULL,
         ingested_at TEXT NOT NULL,
-        body TEXT NOT NULL,
+        body ${dialect === 'sqlite' ? 'BLOB' : 'BYTEA'} NOT NULL,
         PRIMARY KEY (source, id)
       )${
         // PostgreSQL compresses a row's text only above toast_tuple_target (2 KB by default); bodies are ~1.6 KB
@@ -86,6 +86,7 @@ const MIGRATIONS: readonly Migration[] = [
       )`,
       'CREATE INDEX observations_by_first_seen ON observations (first_seen_at)',
       'CREATE INDEX observations_by_source ON observations (source, first_seen_at)',
+      'CREATE INDEX observations_affected ON observations (event_id, occurrence, affects_vm, source)',
       `CREATE TABLE maintenance (
         event_id TEXT NOT NULL,
         occurrence INTEGER NOT NULL,

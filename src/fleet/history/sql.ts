@@ -12,7 +12,7 @@
  */
 
 /** A value bound to a `?` placeholder. */
-export type SqlValue = string | number | bigint | null;
+export type SqlValue = string | number | bigint | null | Uint8Array;
 
 /** One result row (column name → value). Integers may come back as number or (PostgreSQL bigint) string. */
 export type SqlRow = Record<string, unknown>;
