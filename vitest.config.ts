@@ -4,8 +4,15 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // Own tiers: test/docker (npm run test:docker, needs Docker), test/browser (npm run test:browser, needs Chromium),
+    // test/observability (npm run test:observability, needs Debian's prometheus package),
     // test/package (npm run test:package, builds the release artifacts first).
-    exclude: ['test/docker/**', 'test/browser/**', 'test/package/**', 'node_modules/**'],
+    exclude: [
+      'test/docker/**',
+      'test/browser/**',
+      'test/observability/**',
+      'test/package/**',
+      'node_modules/**',
+    ],
     // Every connection a test process opens must stay on loopback (throws otherwise, naming the address).
     setupFiles: ['test/support/loopback-guard.ts'],
     // One real PostgreSQL server per run (127.0.0.1, binaries from npm) for the PostgreSQL fleet store's tests:

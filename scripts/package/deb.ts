@@ -4,6 +4,7 @@
  *   /lib/systemd/system/scheduled-events-forwarder.service  the hardened unit, as the system user
  *   /etc/scheduled-events-forwarder/forwarder.yaml          the commented example config (a conffile)
  *   /usr/share/doc/scheduled-events-forwarder/              copyright, changelog, licenses
+ *   /usr/share/scheduled-events-forwarder/prometheus/       the Prometheus alert rules and their promtool tests
  *   DEBIAN/postinst|prerm|postrm                            user, state directory, systemd (packaging/debian)
  */
 import { execFile } from 'node:child_process';
@@ -73,6 +74,10 @@ export async function buildDeb(options: {
     `  * Release ${options.version}: see the project's documentation for what changed.\n\n` +
     ` -- ${MAINTAINER}  ${date}\n`;
   writeFileSync(path(...doc, 'changelog.gz'), gzipSync(changelog, { level: 9 }));
+  // The alert rules (docs/observability.md#alert-rules) with their unit tests, which name the rules file relatively.
+  for (const file of ['sef-alerts.rules.yml', 'sef-alerts.test.yml']) {
+    copyFileSync(join(ROOT, 'packaging', 'prometheus', file), path('usr', 'share', NAME, 'prometheus', file));
+  }
   copyFileSync(
     join(ROOT, 'packaging', 'debian', 'lintian-overrides'),
     path('usr', 'share', 'lintian', 'overrides', NAME),

@@ -13,6 +13,7 @@ export {
 } from './health.ts';
 export { timedScheduledEventsReader } from './imds-latency.ts';
 export {
+  addSinks,
   bindOutboxStats,
   type CreateMetricsOptions,
   createMetrics,

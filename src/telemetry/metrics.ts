@@ -3,11 +3,21 @@
  * All names start with `sef_`. Labels are low-cardinality and secret-free: `sink` is the configured sink
  * name, `reason`/`code` are enum-like codes, `transition` is one of six values.
  * Feed functions (observe*) keep the wiring in the pipeline to one line per source of events.
+ *
+ * Every series whose label values are known up front exists from the start at 0 (addSinks for the per-sink
+ * ones): `increase(sef_dead_letters_total[1h]) > 0` must see the first dead letter after a restart, which a
+ * series that first appears at 1 never shows. Only `sef_delivery_failures_total`'s open-ended `code` cannot be
+ * pre-created (docs/observability.md).
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { DeliveryEngineEvent } from '../delivery/events.ts';
-import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
-import type { SinkQueueStats } from '../store/index.ts';
+import {
+  type LifecycleRecord,
+  type PollFailureReason,
+  type PollOutcome,
+  TRANSITIONS,
+} from '../domain/index.ts';
+import type { DeadLetterReason, SinkQueueStats } from '../store/index.ts';
 
 export const METRIC_PREFIX = 'sef_';
 /** Sampling interval (ms) of the `sef_nodejs_eventloop_lag_*` histogram. */
@@ -18,8 +28,33 @@ export const DELIVERY_LATENCY_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 
 /** Seconds; IMDS answers in a few ms, its timeout is seconds. */
 export const IMDS_LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5];
 
+/** Every poll failure reason (a Record, so that a new reason fails to compile until it is listed here). */
+const POLL_FAILURE_REASONS: Record<PollFailureReason, true> = {
+  timeout: true,
+  network: true,
+  'bad-request': true,
+  'not-found': true,
+  throttled: true,
+  gone: true,
+  'server-error': true,
+  'invalid-response': true,
+  'unexpected-status': true,
+  aborted: true,
+};
+/** Every dead-letter reason (a Record for the same reason). */
+const DEAD_LETTER_REASONS: Record<DeadLetterReason, true> = {
+  permanent: true,
+  overflow: true,
+  expired: true,
+};
+
 export interface ForwarderMetrics {
   readonly registry: Registry;
+  /**
+   * The configured sinks (addSinks): each has every per-sink series from the start, the outbox gauges at 0
+   * when its queue is empty (not absent).
+   */
+  readonly sinks: Set<string>;
   readonly polls: Counter<never>;
   readonly pollFailures: Counter<'reason'>;
   readonly documentChanges: Counter<never>;
@@ -52,6 +87,8 @@ export interface CreateMetricsOptions {
   now?: () => number;
   /** Constant labels on every metric, e.g. { vm: 'vm-web-01' }. */
   defaultLabels?: Record<string, string>;
+  /** The configured sinks (see addSinks); more can be added later. */
+  sinks?: readonly string[];
 }
 
 /** Create the registry and every instrument. */
@@ -70,9 +107,17 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
       return []; // a failing store must not break the scrape; /readyz reports the store
     }
   };
+  /** One value per configured sink (0 unless the stats say otherwise), plus any other sink the stats name. */
+  const perSink = (value: (s: SinkQueueStats) => number): Map<string, number> => {
+    const values = new Map<string, number>();
+    for (const sink of metrics.sinks) values.set(sink, 0);
+    for (const s of readStats()) values.set(s.sink, value(s));
+    return values;
+  };
 
   const metrics: ForwarderMetrics = {
     registry,
+    sinks: new Set(),
     outboxStats: options.outboxStats,
     now: options.now ?? Date.now,
     polls: new Counter({
@@ -109,7 +154,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
       registers,
       collect() {
         this.reset();
-        for (const s of readStats()) this.set({ sink: s.sink }, s.pending);
+        for (const [sink, v] of perSink((s) => s.pending)) this.set({ sink }, v);
       },
     }),
     outboxOldestAge: new Gauge({
@@ -120,12 +165,10 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
       collect() {
         this.reset();
         const now = metrics.now();
-        for (const s of readStats()) {
-          this.set(
-            { sink: s.sink },
-            s.oldestCreatedAt === null ? 0 : Math.max(0, (now - s.oldestCreatedAt) / 1000),
-          );
-        }
+        const ages = perSink((s) =>
+          s.oldestCreatedAt === null ? 0 : Math.max(0, (now - s.oldestCreatedAt) / 1000),
+        );
+        for (const [sink, v] of ages) this.set({ sink }, v);
       },
     }),
     deadLetterRows: new Gauge({
@@ -135,7 +178,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
       registers,
       collect() {
         this.reset();
-        for (const s of readStats()) this.set({ sink: s.sink }, s.deadLetters);
+        for (const [sink, v] of perSink((s) => s.deadLetters)) this.set({ sink }, v);
       },
     }),
     deliveries: new Counter({
@@ -190,6 +233,9 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
       registers,
     }),
   };
+  for (const reason of Object.keys(POLL_FAILURE_REASONS)) metrics.pollFailures.inc({ reason }, 0);
+  for (const transition of TRANSITIONS) metrics.records.inc({ transition }, 0);
+  addSinks(metrics, options.sinks ?? []);
   // The event-loop lag histogram samples on a timer; prom-client's default (every 10 ms) would wake an idle
   // forwarder 100 times a second. Once a second is plenty for a sidecar (the stall detector measures freezes).
   if (options.processMetrics ?? true) {
@@ -200,6 +246,23 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
     });
   }
   return metrics;
+}
+
+/**
+ * Declare configured sinks: every per-sink series starts at 0 for each (counters with every known value of
+ * their second label: dead letters by reason, store errors by full), and the outbox gauges report 0 for an
+ * empty queue instead of nothing. Idempotent (each sink is zeroed once, before its first event is observed).
+ */
+export function addSinks(metrics: ForwarderMetrics, sinks: readonly string[]): void {
+  for (const sink of sinks) {
+    if (metrics.sinks.has(sink)) continue;
+    metrics.sinks.add(sink);
+    metrics.deliveries.inc({ sink }, 0);
+    metrics.deliveryRetries.inc({ sink }, 0);
+    for (const reason of Object.keys(DEAD_LETTER_REASONS)) metrics.deadLetters.inc({ sink, reason }, 0);
+    for (const full of ['true', 'false']) metrics.storeErrors.inc({ sink, full }, 0);
+    metrics.deliveryLatency.zero({ sink });
+  }
 }
 
 /** Read the outbox gauges from `stats` on every scrape (typically `() => store.stats()`). */
@@ -236,6 +299,7 @@ export function observeRecords(metrics: ForwarderMetrics, records: readonly Life
  * drained and idle count nothing.
  */
 export function observeDeliveryEvent(metrics: ForwarderMetrics, event: DeliveryEngineEvent): void {
+  addSinks(metrics, [event.sink]); // a sink nobody declared still gets all its series (a no-op otherwise)
   switch (event.type) {
     case 'delivered':
       metrics.deliveries.inc({ sink: event.sink }, event.count);

@@ -5,6 +5,7 @@
 import type { PipelineObserver } from '../pipeline/observer.ts';
 import type { HealthTracker } from './health.ts';
 import {
+  addSinks,
   type ForwarderMetrics,
   observeDeliveryEvent,
   observePollOutcome,
@@ -22,6 +23,7 @@ export function createTelemetryObserver(options: TelemetryObserverOptions): Pipe
   return {
     ready: ({ sinks, storeDamage }) => {
       health.addSinks(sinks);
+      addSinks(metrics, sinks); // every per-sink series at 0 (usually declared already by createMetrics)
       health.recordStoreWrite(true); // the store is open (it may have waited for the disk)
       health.recordStoreDamage(storeDamage ?? []);
       for (const d of storeDamage ?? []) {

@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../support/tmp.ts';
-import { artifact, FILES, VERSION } from './release.ts';
+import { artifact, FILES, REPO, VERSION } from './release.ts';
 
 const tmp = makeTempDir('sef-pkg-deb-');
 afterAll(() => tmp.cleanup());
@@ -51,6 +51,8 @@ describe.each([
       `./usr/share/doc/${NAME}/copyright`,
       `./usr/share/doc/${NAME}/changelog.gz`,
       `./usr/share/lintian/overrides/${NAME}`,
+      `./usr/share/${NAME}/prometheus/sef-alerts.rules.yml`,
+      `./usr/share/${NAME}/prometheus/sef-alerts.test.yml`,
     ]) {
       expect(files).toContain(path);
     }
@@ -67,6 +69,10 @@ describe.each([
     expect(unit).toMatch(/^NoNewPrivileges=yes$/m);
     const config = readFileSync(join(root, 'etc', NAME, 'forwarder.yaml'), 'utf8');
     expect(config).toMatch(new RegExp(`^stateDir: /var/lib/${NAME}$`, 'm'));
+    const rules = join(root, 'usr', 'share', NAME, 'prometheus', 'sef-alerts.rules.yml');
+    expect(readFileSync(rules, 'utf8')).toBe(
+      readFileSync(join(REPO, 'packaging', 'prometheus', 'sef-alerts.rules.yml'), 'utf8'),
+    );
   });
 });
 

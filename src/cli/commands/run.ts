@@ -84,7 +84,10 @@ async function runWithTelemetry(config: Config, logger: Logger, signal: AbortSig
     return;
   }
   const telemetry = await import('../../telemetry/index.ts');
-  const metrics = telemetry.createMetrics();
+  // Every per-sink series exists from the first scrape, at 0 (docs/observability.md).
+  const metrics = telemetry.createMetrics({
+    sinks: config.sinks.filter((s) => s.enabled).map((s) => s.name),
+  });
   const health = new telemetry.HealthTracker({
     sinks: [],
     pollIntervalMs: config.imds.pollIntervalMs,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { PollOutcome } from '../../../src/domain/index.ts';
 import type { SinkQueueStats } from '../../../src/store/index.ts';
 import {
+  addSinks,
   bindOutboxStats,
   createMetrics,
   observeDeliveryEvent,
@@ -121,6 +122,44 @@ describe('createMetrics and the observe* functions', () => {
     s = parsePrometheusText(await m.registry.metrics());
     expect(sampleValue(s, 'sef_outbox_pending', { sink: 'otel' })).toBe(0);
     expect(sampleValue(s, 'sef_outbox_pending', { sink: 'hook' })).toBeUndefined();
+  });
+
+  it('declared sinks have every per-sink series at 0, and counts already made survive a second declaration', async () => {
+    const m = createMetrics({ processMetrics: false, sinks: ['otel'] });
+    let s = parsePrometheusText(await m.registry.metrics());
+    for (const reason of ['permanent', 'overflow', 'expired']) {
+      expect(sampleValue(s, 'sef_dead_letters_total', { sink: 'otel', reason })).toBe(0);
+    }
+    expect(sampleValue(s, 'sef_store_errors_total', { sink: 'otel', full: 'true' })).toBe(0);
+    expect(sampleValue(s, 'sef_store_errors_total', { sink: 'otel', full: 'false' })).toBe(0);
+    expect(sampleValue(s, 'sef_deliveries_total', { sink: 'otel' })).toBe(0);
+    expect(sampleValue(s, 'sef_delivery_retries_total', { sink: 'otel' })).toBe(0);
+    expect(sampleValue(s, 'sef_delivery_latency_seconds_count', { sink: 'otel' })).toBe(0);
+    // No store bound yet: the gauges read 0, not nothing.
+    expect(sampleValue(s, 'sef_outbox_pending', { sink: 'otel' })).toBe(0);
+    expect(sampleValue(s, 'sef_outbox_oldest_age_seconds', { sink: 'otel' })).toBe(0);
+    expect(sampleValue(s, 'sef_dead_letter_rows', { sink: 'otel' })).toBe(0);
+    expect(sampleValue(s, 'sef_poll_failures_total', { reason: 'gone' })).toBe(0);
+    expect(sampleValue(s, 'sef_records_total', { transition: 'approved' })).toBe(0);
+
+    observeDeliveryEvent(m, {
+      type: 'delivered',
+      sink: 'otel',
+      count: 1,
+      latenciesMs: [5],
+      recordIds: ['a'],
+    });
+    // A sink nobody declared gets all its series with its first event.
+    observeDeliveryEvent(m, { type: 'deadLettered', sink: 'hook', count: 2, reason: 'expired' });
+    addSinks(m, ['otel', 'hook']);
+    bindOutboxStats(m, () => [stats('hook', 0, null)]);
+    s = parsePrometheusText(await m.registry.metrics());
+    expect(sampleValue(s, 'sef_deliveries_total', { sink: 'otel' })).toBe(1);
+    expect(sampleValue(s, 'sef_delivery_latency_seconds_count', { sink: 'otel' })).toBe(1);
+    expect(sampleValue(s, 'sef_dead_letters_total', { sink: 'hook', reason: 'expired' })).toBe(2);
+    expect(sampleValue(s, 'sef_dead_letters_total', { sink: 'hook', reason: 'permanent' })).toBe(0);
+    expect(sampleValue(s, 'sef_outbox_pending', { sink: 'otel' })).toBe(0);
+    expect(sampleValue(s, 'sef_dead_letter_rows', { sink: 'hook' })).toBe(2);
   });
 
   it('a throwing stats source does not break the scrape', async () => {
