@@ -31,6 +31,8 @@ export interface PollDocumentOutcome {
   observed: ObservationTime;
   /** True when the document differs from the previous one this source emitted. */
   changed: boolean;
+  /** How long the IMDS request took (monotonic ms); absent for sources that make none (replay). */
+  requestMs?: number;
 }
 
 export interface PollFailureOutcome {
@@ -44,6 +46,8 @@ export interface PollFailureOutcome {
   observed: ObservationTime;
   /** 1 for the first failure after a success, then 2, 3, ... */
   consecutiveFailures: number;
+  /** How long the failed IMDS request took (monotonic ms), when one was made. */
+  requestMs?: number;
 }
 
 export type PollOutcome = PollDocumentOutcome | PollFailureOutcome;

@@ -36,7 +36,7 @@ export function createTelemetryObserver(options: TelemetryObserverOptions): Pipe
       health.recordDeliveryEvent(event);
     },
     outcome: (outcome) => {
-      observePollOutcome(metrics, outcome);
+      observePollOutcome(metrics, outcome, outcome.requestMs);
       health.recordPoll(outcome);
     },
     committed: ({ records }) => {

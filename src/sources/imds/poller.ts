@@ -130,9 +130,11 @@ export class ImdsPoller implements Source {
         let outcome: PollOutcome;
         let retryAfterFailure: ImdsError | undefined;
         let captureDocument: (() => Promise<void>) | undefined;
+        const requestStartedAt = clock.monotonic();
         try {
           const answer = await this.#client.getScheduledEvents(signal, previous);
           const observed = { wallMs: clock.now(), monotonicMs: clock.monotonic() };
+          const requestMs = observed.monotonicMs - requestStartedAt;
           let changed = false;
           if (answer !== previous) {
             const fingerprint = documentFingerprint(answer.document);
@@ -140,7 +142,7 @@ export class ImdsPoller implements Source {
             previousFingerprint = fingerprint;
           }
           const { document, body } = answer;
-          outcome = { kind: 'document', document, observed, changed };
+          outcome = { kind: 'document', document, observed, changed, requestMs };
           if (failureState !== undefined) {
             this.#logger.info(
               { failures: consecutiveFailures, failingForMs: observed.wallMs - failureSinceWallMs },
@@ -160,7 +162,10 @@ export class ImdsPoller implements Source {
           const failure = toImdsError(error);
           const observed = { wallMs: clock.now(), monotonicMs: clock.monotonic() };
           consecutiveFailures += 1;
-          outcome = failureOutcome(failure, observed, consecutiveFailures);
+          outcome = {
+            ...failureOutcome(failure, observed, consecutiveFailures),
+            requestMs: observed.monotonicMs - requestStartedAt,
+          };
           const state = failure.reason;
           if (state !== failureState) {
             if (failureState === undefined) failureSinceWallMs = observed.wallMs;

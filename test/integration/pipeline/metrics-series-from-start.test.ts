@@ -152,6 +152,11 @@ describe('run: per-sink metric series', () => {
       delivered.map(([name, labels]) => `${name}${JSON.stringify(labels)} = 1`),
     );
     expect(exact(drained, 'sef_records_total', { transition: 'scheduled' })[0]?.value).toBe(1);
+    // Every IMDS request's duration lands in the latency histogram (it was never fed by `run` before).
+    const polls = exact(drained, 'sef_polls_total', {})[0]?.value ?? 0;
+    const timed = exact(drained, 'sef_imds_latency_seconds_count', {})[0]?.value ?? 0;
+    expect(polls).toBeGreaterThan(0);
+    expect(timed).toBeGreaterThanOrEqual(polls - 1); // a scrape may land between a poll's count and its timing
 
     child.child.kill('SIGTERM');
     expect((await child.exited).code).toBe(0);
