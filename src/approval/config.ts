@@ -62,10 +62,24 @@ const ruleSchema = z
   })
   .strict();
 
+/** Built-in hooks (instead of a command): implemented by src/kubernetes (docs/kubernetes.md). */
+export const BUILTIN_HOOKS = ['kubernetes-node'] as const;
+export type BuiltinHookName = (typeof BUILTIN_HOOKS)[number];
+
 const hookSchema = z
   .object({
     name: z.string().min(1).describe('Hook name (logs and the approved record).'),
-    command: z.string().min(1).describe('Executable (no shell). Use an absolute path.'),
+    command: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Executable (no shell). Use an absolute path. Exactly one of command and builtin.'),
+    builtin: z
+      .enum(BUILTIN_HOOKS)
+      .optional()
+      .describe(
+        '"kubernetes-node": in prepare, cordon/taint/label/drain this node as kubernetes.actions says; in recover, undo exactly that (needs kubernetes.enabled).',
+      ),
     args: z.array(z.string()).default([]).describe('Arguments.'),
     eventTypes: z
       .array(z.string().min(1))
@@ -79,7 +93,10 @@ const hookSchema = z
       .describe('Kill the hook after this long; never later than NotBefore minus safetyMarginMs.'),
     env: z.record(z.string(), z.string()).default({}).describe('Extra environment variables.'),
   })
-  .strict();
+  .strict()
+  .refine((hook) => (hook.command === undefined) !== (hook.builtin === undefined), {
+    message: 'give exactly one of command and builtin',
+  });
 
 /** The `approval` config section. */
 export const approvalSection = z
@@ -100,6 +117,14 @@ export const approvalSection = z
       .min(0)
       .default(30_000)
       .describe('Prepare hooks must end this long before NotBefore; their timeout is cut to fit.'),
+    shortNoticeMarginMs: z
+      .number()
+      .int()
+      .min(0)
+      .default(5000)
+      .describe(
+        'The margin for short-notice events (notice below twice safetyMarginMs, e.g. Preempt with 30 s): hooks end this long before NotBefore instead, so the margin never eats the notice.',
+      ),
     rerunHooksAfterRestart: z
       .boolean()
       .default(false)

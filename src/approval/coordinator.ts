@@ -12,7 +12,19 @@ import { pendingApprovals, reconcile, resume } from './plan.ts';
 import type { EventProgress } from './progress.ts';
 import { ApprovalRunner, type ApprovalRunnerOptions } from './runner.ts';
 
-export type ApprovalCoordinatorOptions = ApprovalRunnerOptions;
+export interface ApprovalCoordinatorOptions extends ApprovalRunnerOptions {
+  /**
+   * Told every committed step (after the plan ran): e.g. the Kubernetes reporter writing node Events and the
+   * node condition. Must not throw or block (it queues its own I/O).
+   */
+  observer?: CommitObserver | undefined;
+}
+
+/** Sees every committed step; `stop` ends (or waits for) its queued I/O. */
+export interface CommitObserver {
+  observe(step: CommittedStep): void;
+  stop(): Promise<void>;
+}
 
 /** What the pipeline committed. */
 export interface CommittedStep {
@@ -26,11 +38,13 @@ export interface CommittedStep {
 export class ApprovalCoordinator {
   readonly #runner: ApprovalRunner;
   readonly #config: ApprovalCoordinatorOptions['config'];
+  readonly #observer: ApprovalCoordinatorOptions['observer'];
   #started = false;
 
   constructor(options: ApprovalCoordinatorOptions) {
     this.#runner = new ApprovalRunner(options);
     this.#config = options.config;
+    this.#observer = options.observer;
   }
 
   /** Loads the persisted progress and resumes it against the last committed state. */
@@ -38,6 +52,7 @@ export class ApprovalCoordinator {
     this.#started = true;
     this.#runner.apply(resume(this.#runner.load(), this.#config));
     this.#reconcile(state, { records: [], approvals: [] });
+    this.#observer?.observe({ state, records: [], approvals: [] });
   }
 
   /** Approvals decided but not yet committed: pass them to the next transform. */
@@ -49,6 +64,7 @@ export class ApprovalCoordinator {
   afterCommit(step: CommittedStep): void {
     if (!this.#started) this.start(step.state);
     this.#reconcile(step.state, step);
+    this.#observer?.observe(step);
   }
 
   /** Resolves when no hook job and no POST is in progress (tests, shutdown). */
@@ -57,8 +73,9 @@ export class ApprovalCoordinator {
   }
 
   /** Ends running hooks and POST retries; progress stays persisted for the next start. */
-  stop(): Promise<void> {
-    return this.#runner.stop();
+  async stop(): Promise<void> {
+    await this.#runner.stop();
+    await this.#observer?.stop();
   }
 
   /** The persisted progress (tests, diagnostics). */

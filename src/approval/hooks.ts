@@ -50,17 +50,37 @@ export function hookEnvironment(hook: HookConfig, run: HookRun): Record<string, 
   };
 }
 
+/**
+ * Built-in hooks (`builtin:` instead of `command:`), e.g. the Kubernetes node actions (src/kubernetes). They run
+ * under the same rules as commands: order, deadline (`run.timeoutMs`), abort signal, recorded result.
+ */
+export interface BuiltinHooks {
+  run(hook: HookConfig, run: HookRun): Promise<ApprovalHookResult>;
+}
+
 /** Runs one hook and logs its (bounded) output. Never throws: a hook that cannot start is a failed hook. */
-export async function runHook(hook: HookConfig, run: HookRun): Promise<ApprovalHookResult> {
+export async function runHook(
+  hook: HookConfig,
+  run: HookRun,
+  builtins?: BuiltinHooks,
+): Promise<ApprovalHookResult> {
   const log = run.logger.child({ hook: hook.name, phase: run.phase, eventId: run.event.EventId });
+  const budgetMs = Math.max(0, Math.round(run.timeoutMs));
   if (run.timeoutMs <= 0) {
     log.warn('hook not run: no time left before NotBefore minus the safety margin');
-    return { name: hook.name, ok: false, exitCode: null, durationMs: 0, timedOut: true };
+    return { name: hook.name, ok: false, exitCode: null, durationMs: 0, timedOut: true, budgetMs };
   }
-  log.info({ timeoutMs: run.timeoutMs }, 'running hook');
+  log.info({ timeoutMs: run.timeoutMs, deadline: run.deadline }, 'running hook');
+  if (hook.builtin !== undefined) {
+    if (builtins === undefined) {
+      log.error(`built-in hook "${hook.builtin}" is not available (set kubernetes.enabled: true)`);
+      return { name: hook.name, ok: false, exitCode: null, durationMs: 0, timedOut: false, budgetMs };
+    }
+    return { ...(await builtins.run(hook, run)), budgetMs };
+  }
   try {
     const result = await runCommand({
-      command: hook.command,
+      command: hook.command ?? '',
       args: hook.args,
       stdin: `${JSON.stringify(run.record)}\n`,
       env: { ...process.env, ...hookEnvironment(hook, run) },
@@ -86,10 +106,11 @@ export async function runHook(hook: HookConfig, run: HookRun): Promise<ApprovalH
       exitCode: result.exitCode,
       durationMs: Math.round(result.durationMs),
       timedOut: result.timedOut,
+      budgetMs,
     };
   } catch (error) {
     if (!(error instanceof CommandStartError)) throw error;
     log.error({ err: error.message }, 'hook could not be started');
-    return { name: hook.name, ok: false, exitCode: null, durationMs: 0, timedOut: false };
+    return { name: hook.name, ok: false, exitCode: null, durationMs: 0, timedOut: false, budgetMs };
   }
 }

@@ -9,6 +9,8 @@ export {
   type ApprovalMatch,
   type ApprovalRule,
   approvalSection,
+  BUILTIN_HOOKS,
+  type BuiltinHookName,
   defaultApprovalConfig,
   type HookConfig,
   LEADER_MODES,
@@ -17,9 +19,10 @@ export {
 export {
   ApprovalCoordinator,
   type ApprovalCoordinatorOptions,
+  type CommitObserver,
   type CommittedStep,
 } from './coordinator.ts';
-export { type HookPhase, type HookRun, hookEnvironment, runHook } from './hooks.ts';
+export { type BuiltinHooks, type HookPhase, type HookRun, hookEnvironment, runHook } from './hooks.ts';
 export type { Plan, PlanAction, PlanFacts } from './plan.ts';
 export {
   DEFAULT_RULE,

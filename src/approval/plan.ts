@@ -340,12 +340,24 @@ export function nextPrepareHook(
   const hook = prepareHooks(config, entry.eventType, entry.affectsThisVm)[entry.hooks.length];
   if (hook === undefined) return null;
   const nb = notBeforeMs(event);
-  const deadlineMs = nb === null ? null : nb - config.safetyMarginMs;
+  const deadlineMs = nb === null ? null : nb - safetyMarginFor(config, event.firstSeenAtMs, nb);
   return {
     hook,
     timeoutMs: deadlineMs === null ? hook.timeoutMs : Math.min(hook.timeoutMs, deadlineMs - nowMs),
     deadline: deadlineMs === null ? null : new Date(deadlineMs).toISOString(),
   };
+}
+
+/**
+ * The margin a prepare hook must leave before NotBefore: `safetyMarginMs`, except for an event whose notice (first
+ * seen → NotBefore) is shorter than twice that — Preempt gives about 30 s, Terminate what the scale set's
+ * termination notification says — where the margin would eat most or all of the notice: then
+ * `shortNoticeMarginMs` (never more than safetyMarginMs), so the hook gets the time that really remains.
+ */
+export function safetyMarginFor(config: ApprovalConfig, firstSeenAtMs: number, notBeforeMs: number): number {
+  const noticeMs = notBeforeMs - firstSeenAtMs;
+  if (noticeMs >= 2 * config.safetyMarginMs) return config.safetyMarginMs;
+  return Math.min(config.safetyMarginMs, config.shortNoticeMarginMs);
 }
 
 /** Progress of the event `key` after a prepare hook finished (`result`), or was stopped (null). */

@@ -12,7 +12,7 @@ import { buildRecord } from '../transform/build-record.ts';
 import { type ForwarderState, recordSource, type TrackedEvent } from '../transform/index.ts';
 import type { ApprovalConfig } from './config.ts';
 import { recoverHooks } from './decision.ts';
-import { type HookRun, runHook } from './hooks.ts';
+import { type BuiltinHooks, type HookRun, runHook } from './hooks.ts';
 import {
   advance,
   nextPrepareHook,
@@ -45,6 +45,8 @@ export interface ApprovalRunnerOptions {
   logger: Logger;
   /** Wall clock, epoch ms (default Date.now). */
   now?: () => number;
+  /** Built-in hooks (`builtin:` entries), e.g. the Kubernetes node actions; none: such hooks fail. */
+  builtins?: BuiltinHooks | undefined;
 }
 
 type Job = Extract<PlanAction, { kind: 'prepare' | 'recover' }>;
@@ -194,14 +196,18 @@ export class ApprovalRunner {
       const current = this.#tracked.get(key) ?? event;
       const step = entry === undefined ? null : nextPrepareHook(this.#o.config, entry, current, this.#now());
       if (step === null) break;
-      const result = await runHook(step.hook, {
-        ...common,
-        phase: 'prepare',
-        event: current.last,
-        record,
-        timeoutMs: step.timeoutMs,
-        deadline: step.deadline,
-      });
+      const result = await runHook(
+        step.hook,
+        {
+          ...common,
+          phase: 'prepare',
+          event: current.last,
+          record,
+          timeoutMs: step.timeoutMs,
+          deadline: step.deadline,
+        },
+        this.#o.builtins,
+      );
       const stopped = this.#abort.signal.aborted;
       this.#progress = prepareHookEnded(this.#progress, key, stopped ? null : result);
       this.#persist();
@@ -235,14 +241,18 @@ export class ApprovalRunner {
     };
     const common = this.#hookRun(entry, this.#o.identity());
     for (const hook of recoverHooks(this.#o.config, entry.eventType, entry.affectsThisVm)) {
-      await runHook(hook, {
-        ...common,
-        phase: 'recover',
-        event,
-        record,
-        timeoutMs: hook.timeoutMs,
-        deadline: null,
-      });
+      await runHook(
+        hook,
+        {
+          ...common,
+          phase: 'recover',
+          event,
+          record,
+          timeoutMs: hook.timeoutMs,
+          deadline: null,
+        },
+        this.#o.builtins,
+      );
       if (this.#abort.signal.aborted) return; // recover hooks run again after the restart
     }
     this.#progress = phaseDone(this.#progress, key, 'recover');

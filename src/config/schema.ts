@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { approvalSection } from '../approval/config.ts';
 import { DEFAULT_BACKOFF } from '../backoff.ts';
 import { TRANSITIONS } from '../domain/index.ts';
+import { kubernetesSection } from '../kubernetes/config.ts';
 import { defaultStateDir, temporaryDiskReason } from '../platform.ts';
 import { SINK_FACTORIES } from '../sinks/registry.ts';
 import type { SinkFactory, SinkFilter } from '../sinks/types.ts';
@@ -288,6 +289,7 @@ export function buildConfigSchema(options: BuildSchemaOptions = {}) {
       .describe('On SIGTERM/SIGINT, in-flight deliveries get this long before the process exits.'),
     sinks: sinksSchema(factories),
     approval: approvalSection,
+    kubernetes: kubernetesSection,
   };
   return z
     .object(TOP_LEVEL_SECTIONS)
@@ -313,6 +315,21 @@ export function buildConfigSchema(options: BuildSchemaOptions = {}) {
             seen.set(name, index);
           }
         });
+        const hooks = (config.approval as { hooks?: Record<string, unknown> } | undefined)?.hooks ?? {};
+        const kubernetesOn = (config.kubernetes as { enabled?: unknown } | undefined)?.enabled === true;
+        for (const phase of ['prepare', 'recover']) {
+          const list = hooks[phase];
+          if (!Array.isArray(list)) continue;
+          list.forEach((hook: unknown, index) => {
+            if ((hook as { builtin?: unknown } | null)?.builtin === 'kubernetes-node' && !kubernetesOn) {
+              ctx.addIssue({
+                code: 'custom',
+                path: ['approval', 'hooks', phase, index, 'builtin'],
+                message: 'the built-in hook "kubernetes-node" needs kubernetes.enabled: true',
+              });
+            }
+          });
+        }
         const stateDir: unknown = config.stateDir;
         const reason = typeof stateDir === 'string' ? temporaryDiskReason(stateDir, platform) : undefined;
         if (reason !== undefined && config.allowTemporaryDisk !== true) {

@@ -9,6 +9,7 @@ import type { Config, SinkConfig } from '../config/index.ts';
 import type { EngineSink } from '../delivery/index.ts';
 import type { VmIdentity } from '../domain/index.ts';
 import { errorMessage } from '../errors.ts';
+import { createKubernetesAgent } from '../kubernetes/index.ts';
 import type { Logger } from '../log.ts';
 import type { Sink, SinkFactory } from '../sinks/types.ts';
 import { findSourceFactory } from '../sources/registry.ts';
@@ -47,6 +48,15 @@ export function buildApproval(
   identity: () => VmIdentity | undefined,
   logger: Logger,
 ): ApprovalParticipant {
+  let kubernetes: ReturnType<typeof createKubernetesAgent>;
+  try {
+    kubernetes = createKubernetesAgent(config.kubernetes, {
+      logger: logger.child({ component: 'kubernetes' }),
+      vmName: () => identity()?.name,
+    });
+  } catch (error) {
+    throw new ConfigError(errorMessage(error), []);
+  }
   return new ApprovalCoordinator({
     config: config.approval,
     store,
@@ -54,6 +64,8 @@ export function buildApproval(
     identity,
     pollIntervalMs: source.approval?.minIntervalMs ?? 0, // unused without a client: nothing is POSTed
     logger: logger.child({ component: 'approval' }),
+    builtins: kubernetes?.builtins,
+    observer: kubernetes?.observer,
   });
 }
 

@@ -32,6 +32,10 @@ export interface ApprovalHookResult {
   exitCode: number | null;
   durationMs: number;
   timedOut?: boolean;
+  /** How long the hook was given (its timeout, cut to the deadline before NotBefore). */
+  budgetMs?: number;
+  /** What a built-in hook did or why it failed (e.g. the pods and PodDisruptionBudgets that blocked a drain). */
+  detail?: string;
 }
 
 /** An approval committed by the approval module; becomes an `approved` record. */
@@ -151,6 +155,8 @@ function approvalData(approval: ApprovalInput, posted: boolean): Record<string, 
         exitCode: hook.exitCode,
         durationMs: hook.durationMs,
         timedOut: hook.timedOut === true,
+        ...(hook.budgetMs === undefined ? {} : { budgetMs: hook.budgetMs }),
+        ...(hook.detail === undefined ? {} : { detail: hook.detail }),
       })),
     },
   };

@@ -11,6 +11,7 @@ const HEAVY = [
   /^prom-client$/,
   /^pino-pretty$/,
   /^ajv/,
+  /^@kubernetes\//,
 ];
 
 /** The heavy packages among `packages`. */

@@ -229,6 +229,8 @@ describe('approval with the simulator', () => {
     const log = path('prepare.jsonl');
     const { records } = forwarder(sim, {
       safetyMarginMs: 28_000,
+      // A 30 s notice is short (below twice the margin): keep the margin for it too (see shortNoticeMarginMs).
+      shortNoticeMarginMs: 28_000,
       rules: [{ name: 'after-hooks', match: {}, action: 'approve-after-hooks' }],
       hooks: { prepare: [hook('slow', 'hang', log, { timeoutMs: 600_000 })] },
     });

@@ -9,7 +9,7 @@ const BAD: Array<[string, string, string[]]> = [
     'unknown top-level key',
     'stateDirr: /x',
     [
-      'stateDirr: unknown key (allowed here: imds, source, stateDir, allowTemporaryDisk, log, telemetry, shutdownDeadlineMs, sinks, approval)',
+      'stateDirr: unknown key (allowed here: imds, source, stateDir, allowTemporaryDisk, log, telemetry, shutdownDeadlineMs, sinks, approval, kubernetes)',
     ],
   ],
   [

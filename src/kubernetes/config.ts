@@ -1,0 +1,134 @@
+/**
+ * The `kubernetes` section of the configuration (wired into src/config/schema.ts as a top-level section). Off by
+ * default: outside Kubernetes nothing changes (no client is loaded, records are identical). See docs/kubernetes.md.
+ */
+import { z } from 'zod';
+
+/** What the built-in node hook does for one EventType. */
+export const NODE_ACTIONS = ['none', 'cordon', 'drain'] as const;
+export type NodeAction = (typeof NODE_ACTIONS)[number];
+
+export const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const;
+
+/** Defaults operators expect: Freeze (seconds of pause) only notifies; everything that stops the VM drains. */
+export const DEFAULT_PER_EVENT_TYPE: Readonly<Record<string, NodeAction>> = {
+  Freeze: 'none',
+  Reboot: 'drain',
+  Redeploy: 'drain',
+  Preempt: 'drain',
+  Terminate: 'drain',
+};
+
+/** Annotation the forwarder writes on the node: what its prepare action changed (and nothing else is undone). */
+export const ACTIONS_ANNOTATION = 'scheduled-events-forwarder/actions';
+/** Label Kubernetes' service controller honours to take a node out of external load balancers. */
+export const EXCLUDE_LB_LABEL = 'node.kubernetes.io/exclude-from-external-load-balancers';
+/** The node condition set while an event affecting this node is pending (as AKS Node Problem Detector names it). */
+export const CONDITION_TYPE = 'VMEventScheduled';
+
+const taintSchema = z
+  .object({
+    enabled: z.boolean().default(true).describe('Add the taint when preparing (and remove it on recover).'),
+    key: z
+      .string()
+      .min(1)
+      .default('scheduled-events-forwarder/maintenance')
+      .describe('Taint key (a qualified name).'),
+    value: z.string().default('').describe('Taint value ("" = the EventType).'),
+    effect: z.enum(TAINT_EFFECTS).default('NoSchedule').describe('Taint effect.'),
+  })
+  .strict()
+  .prefault({})
+  .describe('The taint added next to the cordon.');
+
+const drainSchema = z
+  .object({
+    deleteEmptyDirData: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Evict pods with emptyDir volumes (their data is lost). false: such pods block the drain (the hook fails, like kubectl drain).',
+      ),
+    gracePeriodSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe(
+        "Grace period asked for each eviction (default: the pod's own); always bounded by the time left before the hook's deadline.",
+      ),
+    retryIntervalMs: z
+      .number()
+      .int()
+      .positive()
+      .default(5000)
+      .describe('Retry an eviction refused by a PodDisruptionBudget (429) this often, until the deadline.'),
+  })
+  .strict()
+  .prefault({})
+  .describe(
+    'Draining by the Eviction API (PodDisruptionBudgets respected; DaemonSet and mirror pods skipped).',
+  );
+
+const actionsSchema = z
+  .object({
+    taint: taintSchema,
+    excludeFromLoadBalancers: z
+      .boolean()
+      .default(false)
+      .describe(`Label the node ${EXCLUDE_LB_LABEL}=true while it is prepared.`),
+    drain: drainSchema,
+    perEventType: z
+      .record(z.string().min(1), z.enum(NODE_ACTIONS))
+      .default({})
+      .describe(
+        'Per EventType (case-insensitive): none | cordon (cordon, taint, label) | drain (that plus eviction). Defaults: Freeze none; Reboot, Redeploy, Preempt, Terminate drain.',
+      ),
+  })
+  .strict()
+  .prefault({})
+  .describe('What the built-in `kubernetes-node` hook does (approval.hooks.*[].builtin).');
+
+/** The `kubernetes` config section. */
+export const kubernetesSection = z
+  .object({
+    enabled: z
+      .boolean()
+      .default(false)
+      .describe('Run as a Kubernetes node agent: Events, the node condition, enrichment, node hooks.'),
+    nodeName: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('This node (default: the NODE_NAME environment variable, set by the downward API).'),
+    clusterName: z.string().min(1).optional().describe('Cluster name put in records (enrichment).'),
+    kubeconfig: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Kubeconfig file to use (default: the in-cluster ServiceAccount).'),
+    labels: z
+      .array(z.string().min(1))
+      .default([])
+      .describe('Node labels copied into records (e.g. topology.kubernetes.io/zone, agentpool).'),
+    events: z
+      .boolean()
+      .default(true)
+      .describe('Write a Kubernetes Event on the Node for each lifecycle transition and action.'),
+    condition: z
+      .boolean()
+      .default(true)
+      .describe(`Set the node condition ${CONDITION_TYPE} while an event affecting this node is pending.`),
+    eventNamespace: z
+      .string()
+      .min(1)
+      .default('default')
+      .describe('Namespace of the Events (node Events live in "default", as the kubelet writes them).'),
+    actions: actionsSchema,
+  })
+  .strict()
+  .prefault({})
+  .describe('Kubernetes nodes (AKS): Events, node condition, record enrichment and built-in node hooks.');
+
+export type KubernetesConfig = z.output<typeof kubernetesSection>;
+export type NodeActionsConfig = KubernetesConfig['actions'];

@@ -1,0 +1,84 @@
+/**
+ * Kubernetes node agent (docs/kubernetes.md): the built-in `kubernetes-node` hook for approval and the reporter of
+ * node Events and the VMEventScheduled condition. Nothing here loads @kubernetes/client-node: the client module
+ * (src/kubernetes/client.ts) is imported on the first API call, and only when `kubernetes.enabled` is true.
+ */
+import type { BuiltinHooks, CommitObserver } from '../approval/index.ts';
+import type { Logger } from '../log.ts';
+import type { NodeApi } from './client.ts';
+import type { KubernetesConfig } from './config.ts';
+import { runNodeHook } from './node-hook.ts';
+import { NodeReporter } from './reporter.ts';
+
+export {
+  ACTIONS_ANNOTATION,
+  CONDITION_TYPE,
+  DEFAULT_PER_EVENT_TYPE,
+  EXCLUDE_LB_LABEL,
+  type KubernetesConfig,
+  kubernetesSection,
+} from './config.ts';
+
+export interface KubernetesAgent {
+  nodeName: string;
+  builtins: BuiltinHooks;
+  observer: CommitObserver;
+}
+
+export interface KubernetesAgentOptions {
+  logger: Logger;
+  /** This VM's name (IMDS compute.name), to tell which events affect this node. */
+  vmName: () => string | undefined;
+  env?: Record<string, string | undefined>;
+  /** Tests: an API instead of the client built from the configuration. */
+  api?: () => Promise<NodeApi>;
+}
+
+/** The node name: `kubernetes.nodeName`, else NODE_NAME (downward API). */
+export function resolveNodeName(
+  config: KubernetesConfig,
+  env: Record<string, string | undefined> = process.env,
+): string | undefined {
+  return config.nodeName ?? (env.NODE_NAME === '' ? undefined : env.NODE_NAME);
+}
+
+/** The agent, or undefined when `kubernetes.enabled` is false. Throws when the node name is unknown. */
+export function createKubernetesAgent(
+  config: KubernetesConfig,
+  options: KubernetesAgentOptions,
+): KubernetesAgent | undefined {
+  if (!config.enabled) return undefined;
+  const nodeName = resolveNodeName(config, options.env);
+  if (nodeName === undefined) {
+    throw new Error(
+      'kubernetes.enabled: the node name is unknown: set kubernetes.nodeName or the NODE_NAME environment variable (downward API: fieldRef spec.nodeName)',
+    );
+  }
+  let loaded: Promise<NodeApi> | undefined;
+  const api =
+    options.api ??
+    (() => {
+      loaded ??= import('./client.ts').then((m) => m.createNodeApi(config.kubeconfig));
+      return loaded;
+    });
+  const reporter = new NodeReporter({
+    api,
+    nodeName,
+    config,
+    logger: options.logger,
+    vmName: options.vmName,
+  });
+  return {
+    nodeName,
+    builtins: {
+      run: (hook, run) =>
+        runNodeHook(hook, run, {
+          api,
+          nodeName,
+          config,
+          report: (reason, message, type) => reporter.report(reason, message, type),
+        }),
+    },
+    observer: reporter,
+  };
+}

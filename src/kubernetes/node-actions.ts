@@ -1,0 +1,368 @@
+/**
+ * The built-in node actions as pure planning (no I/O, no clock reads): what to patch on the Node to prepare it for
+ * an event (cordon, taint, label) and to undo exactly that afterwards, which pods a drain evicts and with which
+ * grace period, the Events and the node condition that make the lifecycle visible, and the error an RBAC denial
+ * becomes. The I/O is in src/kubernetes/node-hook.ts and src/kubernetes/client.ts. See docs/kubernetes.md.
+ */
+import {
+  ACTIONS_ANNOTATION,
+  CONDITION_TYPE,
+  DEFAULT_PER_EVENT_TYPE,
+  EXCLUDE_LB_LABEL,
+  type NodeAction,
+  type NodeActionsConfig,
+} from './config.ts';
+
+export interface Taint {
+  key: string;
+  value?: string | undefined;
+  effect: string;
+}
+
+/** The parts of a Node the planning reads. */
+export interface NodeView {
+  name: string;
+  unschedulable: boolean;
+  taints: Taint[];
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  resourceVersion?: string | undefined;
+}
+
+/** What the forwarder's prepare action changed on the node (stored in ACTIONS_ANNOTATION as JSON). */
+export interface AppliedActions {
+  /** The event whose preparation first changed the node. */
+  eventId: string;
+  /** Every event that holds the node prepared (overlapping events): undone when the last one recovers. */
+  eventIds: string[];
+  /** The forwarder set spec.unschedulable (false when the node was already cordoned, e.g. by an operator). */
+  cordoned: boolean;
+  /** The node was unschedulable before the forwarder touched it: it stays cordoned. */
+  alreadyCordoned: boolean;
+  /** The taint the forwarder added (null: none, or one with the same key and effect was there already). */
+  taint: Taint | null;
+  /** The label the forwarder added (null: none, or it was there already). */
+  label: string | null;
+}
+
+/** A JSON merge patch of a Node (metadata and spec only). */
+export interface NodePatch {
+  metadata: {
+    resourceVersion?: string;
+    annotations?: Record<string, string | null>;
+    labels?: Record<string, string | null>;
+  };
+  spec?: { unschedulable?: boolean; taints?: Taint[] | null };
+}
+
+/** The action for an EventType: the configured one (case-insensitive), else the default, else none. */
+export function actionFor(eventType: string, perEventType: Readonly<Record<string, NodeAction>>): NodeAction {
+  const lower = eventType.toLowerCase();
+  for (const table of [perEventType, DEFAULT_PER_EVENT_TYPE]) {
+    for (const [type, action] of Object.entries(table)) if (type.toLowerCase() === lower) return action;
+  }
+  return 'none';
+}
+
+/** The forwarder's annotation on the node, or null (absent or unreadable: then nothing is undone). */
+export function readApplied(node: NodeView): AppliedActions | null {
+  const text = node.annotations[ACTIONS_ANNOTATION];
+  if (text === undefined) return null;
+  try {
+    const value = JSON.parse(text) as Partial<AppliedActions>;
+    if (typeof value !== 'object' || value === null || typeof value.eventId !== 'string') return null;
+    return {
+      eventId: value.eventId,
+      eventIds: Array.isArray(value.eventIds) ? value.eventIds.map(String) : [value.eventId],
+      cordoned: value.cordoned === true,
+      alreadyCordoned: value.alreadyCordoned === true,
+      taint: value.taint && typeof value.taint.key === 'string' ? value.taint : null,
+      label: typeof value.label === 'string' ? value.label : null,
+    };
+  } catch {
+    return null;
+  }
+}
+
+const sameTaint = (a: Taint, b: Taint) => a.key === b.key && a.effect === b.effect;
+
+export interface PreparePlan {
+  action: NodeAction;
+  /** null: nothing to change (action none, or already prepared for this event). */
+  patch: NodePatch | null;
+  /** What the annotation says after the patch (null for action none). */
+  applied: AppliedActions | null;
+}
+
+/**
+ * Prepares the node for `eventId`: cordon (unless already unschedulable: recorded as alreadyCordoned and left), the
+ * taint and the load-balancer label (unless already there), and the annotation saying what was added. Idempotent:
+ * a node already prepared for this event gives no patch (a restarted forwarder resumes with the drain).
+ */
+export function planPrepare(
+  node: NodeView,
+  event: { eventId: string; eventType: string },
+  config: NodeActionsConfig,
+): PreparePlan {
+  const action = actionFor(event.eventType, config.perEventType);
+  if (action === 'none') return { action, patch: null, applied: null };
+  const prior = readApplied(node);
+  if (prior?.eventIds.includes(event.eventId)) return { action, patch: null, applied: prior };
+  if (prior !== null) {
+    // Another event holds the node prepared: join it; it is undone when the last of them recovers.
+    const applied = { ...prior, eventIds: [...prior.eventIds, event.eventId] };
+    return { action, patch: annotate(node, applied), applied };
+  }
+  const taint: Taint | null = config.taint.enabled
+    ? { key: config.taint.key, value: config.taint.value || event.eventType, effect: config.taint.effect }
+    : null;
+  const addTaint = taint !== null && !node.taints.some((t) => sameTaint(t, taint));
+  const addLabel = config.excludeFromLoadBalancers && node.labels[EXCLUDE_LB_LABEL] === undefined;
+  const applied: AppliedActions = {
+    eventId: event.eventId,
+    eventIds: [event.eventId],
+    cordoned: !node.unschedulable,
+    alreadyCordoned: node.unschedulable,
+    taint: addTaint ? taint : null,
+    label: addLabel ? EXCLUDE_LB_LABEL : null,
+  };
+  const patch = annotate(node, applied);
+  if (addLabel) patch.metadata.labels = { [EXCLUDE_LB_LABEL]: 'true' };
+  const spec: NonNullable<NodePatch['spec']> = {};
+  if (applied.cordoned) spec.unschedulable = true;
+  if (addTaint) spec.taints = [...node.taints, taint];
+  if (Object.keys(spec).length > 0) patch.spec = spec;
+  return { action, patch, applied };
+}
+
+function annotate(node: NodeView, applied: AppliedActions): NodePatch {
+  return {
+    metadata: {
+      ...(node.resourceVersion === undefined ? {} : { resourceVersion: node.resourceVersion }),
+      annotations: { [ACTIONS_ANNOTATION]: JSON.stringify(applied) },
+    },
+  };
+}
+
+export interface RecoverPlan {
+  /** null: nothing of this event's to undo. */
+  patch: NodePatch | null;
+  /** What is undone (for the log, the record and the Event). */
+  undone: { uncordoned: boolean; taint: Taint | null; label: string | null; leftCordoned: boolean };
+  /** Other events still hold the node prepared: only this event's id is removed from the annotation. */
+  stillHeldBy: string[];
+}
+
+/**
+ * Undoes exactly what the prepare action of `eventId` added, as the annotation says: uncordon only if the
+ * forwarder cordoned (a node an operator cordoned stays cordoned), remove its taint and label, drop the annotation.
+ */
+export function planRecover(node: NodeView, eventId: string): RecoverPlan {
+  const nothing = { uncordoned: false, taint: null, label: null, leftCordoned: false };
+  const applied = readApplied(node);
+  if (applied === null || !applied.eventIds.includes(eventId)) {
+    return { patch: null, undone: nothing, stillHeldBy: applied?.eventIds ?? [] };
+  }
+  const others = applied.eventIds.filter((id) => id !== eventId);
+  if (others.length > 0) {
+    return { patch: annotate(node, { ...applied, eventIds: others }), undone: nothing, stillHeldBy: others };
+  }
+  const patch: NodePatch = {
+    metadata: {
+      ...(node.resourceVersion === undefined ? {} : { resourceVersion: node.resourceVersion }),
+      annotations: { [ACTIONS_ANNOTATION]: null },
+    },
+  };
+  const taint = applied.taint;
+  const hasTaint = taint !== null && node.taints.some((t) => sameTaint(t, taint));
+  const hasLabel = applied.label !== null && node.labels[applied.label] !== undefined;
+  const uncordon = applied.cordoned && node.unschedulable;
+  if (hasLabel) patch.metadata.labels = { [applied.label as string]: null };
+  const spec: NonNullable<NodePatch['spec']> = {};
+  if (uncordon) spec.unschedulable = false;
+  if (hasTaint) spec.taints = node.taints.filter((t) => !sameTaint(t, taint));
+  if (Object.keys(spec).length > 0) patch.spec = spec;
+  return {
+    patch,
+    undone: {
+      uncordoned: uncordon,
+      taint: hasTaint ? taint : null,
+      label: hasLabel ? applied.label : null,
+      leftCordoned: applied.alreadyCordoned,
+    },
+    stillHeldBy: [],
+  };
+}
+
+// ---- drain ---------------------------------------------------------------------------------------------------
+
+/** The parts of a Pod the drain planning reads. */
+export interface PodView {
+  namespace: string;
+  name: string;
+  /** ownerReferences with controller: true, kind */
+  controllerKind: string | null;
+  annotations: Record<string, string>;
+  /** status.phase */
+  phase: string;
+  hasEmptyDir: boolean;
+  terminationGracePeriodSeconds: number | null;
+  /** metadata.deletionTimestamp is set: already going away. */
+  terminating: boolean;
+}
+
+export interface DrainPlan {
+  /** Pods to evict, in order. */
+  evict: PodView[];
+  /** Not evicted, by design (DaemonSet, mirror pod, finished). */
+  skipped: Array<{ pod: string; why: string }>;
+  /** Not evicted and blocking the drain (emptyDir without deleteEmptyDirData). */
+  blocked: Array<{ pod: string; why: string }>;
+  /** Already terminating: the drain waits for them to be gone. */
+  waitFor: PodView[];
+}
+
+export const podName = (pod: Pick<PodView, 'namespace' | 'name'>) => `${pod.namespace}/${pod.name}`;
+
+/** Which pods on the node a drain evicts (as kubectl drain decides), sorted by namespace and name. */
+export function planDrain(pods: readonly PodView[], config: NodeActionsConfig['drain']): DrainPlan {
+  const plan: DrainPlan = { evict: [], skipped: [], blocked: [], waitFor: [] };
+  const sorted = [...pods].sort((a, b) => podName(a).localeCompare(podName(b)));
+  for (const pod of sorted) {
+    const name = podName(pod);
+    if (pod.annotations['kubernetes.io/config.mirror'] !== undefined) {
+      plan.skipped.push({ pod: name, why: 'mirror (static) pod' });
+    } else if (pod.controllerKind === 'DaemonSet') {
+      plan.skipped.push({ pod: name, why: 'DaemonSet pod' });
+    } else if (pod.phase === 'Succeeded' || pod.phase === 'Failed') {
+      plan.skipped.push({ pod: name, why: `finished (${pod.phase})` });
+    } else if (pod.terminating) {
+      plan.waitFor.push(pod);
+    } else if (pod.hasEmptyDir && !config.deleteEmptyDirData) {
+      plan.blocked.push({
+        pod: name,
+        why: 'uses emptyDir (set kubernetes.actions.drain.deleteEmptyDirData to evict it)',
+      });
+    } else {
+      plan.evict.push(pod);
+    }
+  }
+  return plan;
+}
+
+/**
+ * The grace period asked for an eviction: the configured one, else the pod's own (30 s when unset), never more
+ * than the whole seconds left before the hook's deadline.
+ */
+export function gracePeriodSeconds(
+  pod: Pick<PodView, 'terminationGracePeriodSeconds'>,
+  configured: number | undefined,
+  remainingMs: number,
+): number {
+  const wanted = configured ?? pod.terminationGracePeriodSeconds ?? 30;
+  return Math.max(0, Math.min(wanted, Math.floor(remainingMs / 1000)));
+}
+
+// ---- visibility ----------------------------------------------------------------------------------------------
+
+/** The Event reasons the forwarder writes on its Node. */
+export const TRANSITION_REASONS: Readonly<Record<string, string>> = {
+  scheduled: 'VMEventScheduled',
+  updated: 'VMEventUpdated',
+  approved: 'VMEventApproved',
+  started: 'VMEventStarted',
+  completed: 'VMEventCompleted',
+  canceled: 'VMEventCanceled',
+};
+
+export interface EventFacts {
+  eventId: string;
+  eventType: string;
+  notBefore: string | null;
+}
+
+/** The message of a node Event: what happened, with EventId, type and NotBefore. */
+export function eventMessage(what: string, facts: EventFacts): string {
+  const nb = facts.notBefore === null || facts.notBefore === '' ? 'none' : facts.notBefore;
+  return `${what}: ${facts.eventType} ${facts.eventId} (NotBefore ${nb})`;
+}
+
+/** A core/v1 Event on the Node `node` (involvedObject Node, namespace as the kubelet writes them). */
+export function nodeEvent(input: {
+  node: string;
+  namespace: string;
+  reason: string;
+  message: string;
+  type: 'Normal' | 'Warning';
+  nowIso: string;
+  /** Unique per Event (the name suffix). */
+  suffix: string;
+}): Record<string, unknown> {
+  const name = `${input.node}.${input.suffix}`
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]/g, '-')
+    .slice(0, 253);
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { name, namespace: input.namespace },
+    involvedObject: { apiVersion: 'v1', kind: 'Node', name: input.node, uid: input.node },
+    reason: input.reason,
+    message: input.message.slice(0, 1024),
+    type: input.type,
+    source: { component: 'scheduled-events-forwarder', host: input.node },
+    reportingComponent: 'scheduled-events-forwarder',
+    reportingInstance: input.node,
+    firstTimestamp: input.nowIso,
+    lastTimestamp: input.nowIso,
+    count: 1,
+  };
+}
+
+/** A strategic merge patch of nodes/status setting the VMEventScheduled condition (merged by type). */
+export function conditionPatch(pending: readonly EventFacts[], nowIso: string): Record<string, unknown> {
+  const status = pending.length > 0 ? 'True' : 'False';
+  const message =
+    pending.length > 0
+      ? pending.map((e) => eventMessage('Scheduled event pending', e)).join('; ')
+      : 'No Scheduled event pending for this VM';
+  return {
+    status: {
+      conditions: [
+        {
+          type: CONDITION_TYPE,
+          status,
+          reason: pending.length > 0 ? `${pending[0]!.eventType}Scheduled` : 'NoVMEventScheduled',
+          message: message.slice(0, 1024),
+          lastHeartbeatTime: nowIso,
+          lastTransitionTime: nowIso,
+        },
+      ],
+    },
+  };
+}
+
+// ---- errors --------------------------------------------------------------------------------------------------
+
+/** The ClusterRole the fix points at. */
+export const CLUSTER_ROLE_FILE = 'packaging/kubernetes (ClusterRole scheduled-events-forwarder)';
+
+/**
+ * The message of a 403 from the API server: which verb on which resource was denied (from the Status' message
+ * when it says, else the call made) and the fix.
+ */
+export function forbiddenMessage(
+  attempted: { verb: string; resource: string },
+  status: { message?: unknown } | undefined,
+): string {
+  const text = typeof status?.message === 'string' ? status.message : '';
+  const m = /cannot (\S+) resource "([^"]+)"(?: in API group "([^"]*)")?/.exec(text);
+  const verb = m?.[1] ?? attempted.verb;
+  const resource = m?.[2] ?? attempted.resource;
+  const group = m?.[3] ? `${m[3]}/` : '';
+  return (
+    `Kubernetes RBAC denied "${verb}" on "${group}${resource}"` +
+    (text === '' ? '' : ` (${text})`) +
+    `: grant it to the forwarder's ServiceAccount — apply the ClusterRole in ${CLUSTER_ROLE_FILE}`
+  );
+}

@@ -1,0 +1,193 @@
+/**
+ * The built-in `kubernetes-node` hook: the I/O around the pure planning of src/kubernetes/node-actions.ts. In
+ * prepare it cordons, taints and labels the node (annotation saying what it added) and, for `drain`, evicts the
+ * node's pods through the Eviction API until none is left or the hook's deadline (a PodDisruptionBudget refusal,
+ * 429, is retried until then; the failure says which pods and budgets blocked). In recover it undoes exactly what
+ * the annotation lists. It runs under approval's rules: `run.timeoutMs` is its budget, `run.signal` stops it.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { HookConfig, HookRun } from '../approval/index.ts';
+import type { ApprovalHookResult } from '../transform/index.ts';
+import type { NodeApi } from './client.ts';
+import type { KubernetesConfig } from './config.ts';
+import {
+  type EventFacts,
+  eventMessage,
+  gracePeriodSeconds,
+  type NodeView,
+  planDrain,
+  planPrepare,
+  planRecover,
+  podName,
+} from './node-actions.ts';
+
+export interface NodeHookContext {
+  api: () => Promise<NodeApi>;
+  nodeName: string;
+  config: KubernetesConfig;
+  /** Writes a node Event (queued; never throws). */
+  report: (reason: string, message: string, type: 'Normal' | 'Warning') => void;
+  now?: () => number;
+}
+
+class HookFailure extends Error {}
+
+/** Runs the built-in node hook for `run.phase`; never throws (a failure is a failed hook with its reason). */
+export async function runNodeHook(
+  hook: HookConfig,
+  run: HookRun,
+  ctx: NodeHookContext,
+): Promise<ApprovalHookResult> {
+  const now = ctx.now ?? Date.now;
+  const started = now();
+  const deadlineMs = started + run.timeoutMs;
+  const log = run.logger.child({ hook: hook.name, phase: run.phase, eventId: run.event.EventId });
+  const facts: EventFacts = {
+    eventId: run.event.EventId,
+    eventType: run.event.EventType,
+    notBefore: run.event.notBeforeUtc,
+  };
+  const result = (ok: boolean, detail: string, timedOut = false): ApprovalHookResult => ({
+    name: hook.name,
+    ok,
+    exitCode: null,
+    durationMs: Math.round(now() - started),
+    timedOut,
+    detail: detail.slice(0, 2000),
+  });
+  try {
+    const api = await ctx.api();
+    const detail =
+      run.phase === 'prepare'
+        ? await prepare(api, ctx, run, facts, deadlineMs, now)
+        : await recover(api, ctx, facts);
+    log.info({ detail, durationMs: Math.round(now() - started) }, 'node hook succeeded');
+    return result(true, detail);
+  } catch (error) {
+    const message = (error as Error).message;
+    const timedOut = error instanceof HookFailure && now() >= deadlineMs;
+    log.warn({ err: message, timedOut }, 'node hook failed');
+    ctx.report(
+      run.phase === 'prepare' ? 'VMEventNodePrepareFailed' : 'VMEventNodeRecoverFailed',
+      eventMessage(message, facts),
+      'Warning',
+    );
+    return result(false, message, timedOut);
+  }
+}
+
+/** Reads the node and applies `plan(node)`'s patch; on a concurrent change (409) reads again (a few times). */
+async function patchWithRetry<T extends { patch: unknown }>(
+  api: NodeApi,
+  name: string,
+  plan: (node: NodeView) => T,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const planned = plan(await api.readNode(name));
+    if (planned.patch === null) return planned;
+    try {
+      await api.patchNode(name, planned.patch as never);
+      return planned;
+    } catch (error) {
+      if ((error as { status?: number }).status !== 409 || attempt >= 5) throw error;
+    }
+  }
+}
+
+async function prepare(
+  api: NodeApi,
+  ctx: NodeHookContext,
+  run: HookRun,
+  facts: EventFacts,
+  deadlineMs: number,
+  now: () => number,
+): Promise<string> {
+  const actions = ctx.config.actions;
+  const planned = await patchWithRetry(api, ctx.nodeName, (node) =>
+    planPrepare(node, { eventId: facts.eventId, eventType: facts.eventType }, actions),
+  );
+  if (planned.action === 'none') {
+    return `${facts.eventType}: notify only (kubernetes.actions.perEventType)`;
+  }
+  const applied = planned.applied!;
+  const parts = [
+    applied.alreadyCordoned ? 'node was already cordoned (left as it is)' : 'cordoned',
+    ...(applied.taint ? [`tainted ${applied.taint.key}:${applied.taint.effect}`] : []),
+    ...(applied.label ? [`labelled ${applied.label}`] : []),
+  ];
+  if (planned.patch !== null)
+    ctx.report('VMEventNodeCordoned', eventMessage(parts.join(', '), facts), 'Normal');
+  if (planned.action === 'cordon') return parts.join(', ');
+  const evicted = await drain(api, ctx, run, facts, deadlineMs, now);
+  const summary = `${parts.join(', ')}; drained (${evicted} pod(s) evicted)`;
+  ctx.report('VMEventNodeDrained', eventMessage(summary, facts), 'Normal');
+  return summary;
+}
+
+/** Evicts the node's pods until none is left to evict or wait for; returns how many were evicted. */
+async function drain(
+  api: NodeApi,
+  ctx: NodeHookContext,
+  run: HookRun,
+  facts: EventFacts,
+  deadlineMs: number,
+  now: () => number,
+): Promise<number> {
+  const { drain: settings } = ctx.config.actions;
+  const log = run.logger.child({ eventId: facts.eventId });
+  let evicted = 0;
+  for (;;) {
+    if (run.signal?.aborted) throw new HookFailure('stopped');
+    const plan = planDrain(await api.listPodsOnNode(ctx.nodeName), settings);
+    if (plan.blocked.length > 0) {
+      throw new HookFailure(`drain blocked: ${plan.blocked.map((b) => `${b.pod} ${b.why}`).join('; ')}`);
+    }
+    if (plan.evict.length === 0 && plan.waitFor.length === 0) return evicted;
+    const refused: string[] = [];
+    for (const pod of plan.evict) {
+      const grace = gracePeriodSeconds(pod, settings.gracePeriodSeconds, deadlineMs - now());
+      const outcome = await api.evictPod(pod, grace);
+      if (outcome.kind === 'evicted') {
+        evicted++;
+        log.info({ pod: podName(pod), gracePeriodSeconds: grace }, 'pod evicted');
+      } else if (outcome.kind === 'blocked') {
+        refused.push(`${podName(pod)} (${outcome.message})`);
+      }
+    }
+    const remaining = deadlineMs - now();
+    if (remaining <= 0) {
+      const waiting = plan.waitFor.map(podName);
+      throw new HookFailure(
+        `drain did not finish before the hook's deadline: ${
+          [
+            ...(refused.length > 0
+              ? [`evictions refused by a PodDisruptionBudget: ${refused.join('; ')}`]
+              : []),
+            ...(waiting.length > 0 ? [`still terminating: ${waiting.join(', ')}`] : []),
+          ].join('; ') || 'pods still on the node'
+        }`,
+      );
+    }
+    if (refused.length > 0) log.info({ refused }, 'evictions refused (PodDisruptionBudget); retrying');
+    // Refused evictions are retried at the configured interval; terminating pods are checked sooner.
+    const pause = refused.length > 0 ? settings.retryIntervalMs : Math.min(settings.retryIntervalMs, 250);
+    await sleep(Math.min(pause, remaining), undefined, { signal: run.signal }).catch(() => {});
+  }
+}
+
+async function recover(api: NodeApi, ctx: NodeHookContext, facts: EventFacts): Promise<string> {
+  const planned = await patchWithRetry(api, ctx.nodeName, (node) => planRecover(node, facts.eventId));
+  if (planned.patch === null) return 'nothing of this event to undo';
+  if (planned.stillHeldBy.length > 0) {
+    return `still prepared for ${planned.stillHeldBy.join(', ')}: left as it is`;
+  }
+  const { undone } = planned;
+  const parts = [
+    undone.uncordoned ? 'uncordoned' : undone.leftCordoned ? 'left cordoned (cordoned before the event)' : '',
+    undone.taint ? `taint ${undone.taint.key}:${undone.taint.effect} removed` : '',
+    undone.label ? `label ${undone.label} removed` : '',
+  ].filter((p) => p !== '');
+  const summary = parts.length > 0 ? parts.join(', ') : 'annotation removed';
+  ctx.report('VMEventNodeRecovered', eventMessage(summary, facts), 'Normal');
+  return summary;
+}
