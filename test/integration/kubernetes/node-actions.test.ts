@@ -1,0 +1,292 @@
+/**
+ * The built-in Kubernetes node hook end to end, with real processes: `node src/cli/main.ts run --config` against
+ * the IMDS simulator over HTTP and the Kubernetes API test double (HTTPS on 127.0.0.1, kubeconfig with its CA and
+ * a bearer token) as the API server.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import type { LifecycleRecord } from '../../../src/domain/index.ts';
+import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { type ForwarderChild, fileSinkRecords, spawnCli } from '../../support/child.ts';
+import {
+  daemonSetFixture,
+  type KubernetesDouble,
+  nodeFixture,
+  pdbFixture,
+  podFixture,
+  startKubernetesDouble,
+  writeKubeconfig,
+} from '../../support/kubernetes-double/index.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+import { waitFor } from '../../support/wait.ts';
+
+const NODE = 'aks-nodepool1-0';
+const VM = 'aks-nodepool1-0_0';
+const tmp = makeTempDir('sef-k8s-');
+const children: ForwarderChild[] = [];
+let sim: RunningSimulator | undefined;
+let k8s: KubernetesDouble | undefined;
+afterEach(async () => {
+  for (const c of children.splice(0))
+    if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
+  await sim?.close();
+  await k8s?.close();
+});
+afterAll(() => tmp.cleanup());
+
+const lines = (file: string): LifecycleRecord[] =>
+  existsSync(file) ? fileSinkRecords<LifecycleRecord>(readFileSync(file, 'utf8')).records : [];
+const record = (file: string, id: string, transition: string) =>
+  lines(file).find((r) => r.subject === id && r.transition === transition);
+
+let runs = 0;
+/** Writes the forwarder's config for this test (kubeconfig with `token`) and starts it. */
+async function startForwarder(token: string, extra: { rerun?: boolean } = {}) {
+  const dir = join(tmp.dir, `run-${++runs}`);
+  mkdirSync(dir);
+  const kubeconfig = writeKubeconfig(join(dir, 'kubeconfig'), k8s!, token);
+  const out = join(dir, 'records.jsonl');
+  const configFile = join(dir, 'forwarder.yaml');
+  writeFileSync(
+    configFile,
+    stringify({
+      imds: { endpoint: sim!.url, pollIntervalMs: 200 },
+      stateDir: join(dir, 'state'),
+      sinks: [{ name: 'file', type: 'file', path: out }],
+      kubernetes: {
+        enabled: true,
+        nodeName: NODE,
+        kubeconfig,
+        actions: { drain: { retryIntervalMs: 100 } },
+      },
+      approval: {
+        rerunHooksAfterRestart: extra.rerun === true,
+        rules: [{ name: 'drain-then-approve', match: {}, action: 'approve-after-hooks' }],
+        hooks: {
+          prepare: [{ name: 'node', builtin: 'kubernetes-node' }],
+          recover: [{ name: 'node', builtin: 'kubernetes-node' }],
+        },
+      },
+    }),
+  );
+  const child = spawnCli(['run', '--config', configFile]);
+  children.push(child);
+  await child.ready;
+  return { child, out, configFile };
+}
+
+/** Two pods of `web` under a PDB (minAvailable 1), a DaemonSet pod and a mirror pod on the node. */
+function workload(double: KubernetesDouble): void {
+  double.addDaemonSet(daemonSetFixture('kube-proxy'));
+  double.addPod(
+    podFixture({
+      name: 'kube-proxy-abc',
+      namespace: 'kube-system',
+      nodeName: NODE,
+      owner: { kind: 'DaemonSet', name: 'kube-proxy' },
+    }),
+  );
+  double.addPod(podFixture({ name: `etcd-${NODE}`, namespace: 'kube-system', nodeName: NODE, mirror: true }));
+  for (const name of ['web-1', 'web-2']) {
+    double.addPod(
+      podFixture({
+        name,
+        namespace: 'app',
+        nodeName: NODE,
+        labels: { app: 'web' },
+        owner: { kind: 'ReplicaSet', name: 'web-rs' },
+      }),
+    );
+  }
+  double.addPodDisruptionBudget(
+    pdbFixture('web-pdb', { namespace: 'app', matchLabels: { app: 'web' }, minAvailable: 1 }),
+  );
+}
+
+it('Reboot on a node with pods and a PDB: cordoned, tainted, drained in PDB order, approved, Events and condition, uncordoned after Completed', async () => {
+  k8s = await startKubernetesDouble({ nodes: [nodeFixture(NODE), nodeFixture('aks-nodepool1-1')] });
+  workload(k8s);
+  // The ReplicaSet's part: once the PDB refused an eviction, a replacement web pod becomes ready elsewhere.
+  let replaced = false;
+  k8s.onRequest((entry) => {
+    if (entry.reason === 'TooManyRequests' && !replaced) {
+      replaced = true;
+      k8s!.addPod(
+        podFixture({
+          name: 'web-3',
+          namespace: 'app',
+          nodeName: 'aks-nodepool1-1',
+          labels: { app: 'web' },
+          owner: { kind: 'ReplicaSet', name: 'web-rs' },
+        }),
+      );
+    }
+  });
+  sim = await startSimulator({ vmName: VM, timeScale: 0 });
+  const { child, out } = await startForwarder(k8s.adminToken);
+  sim.admin.injectEvent({ id: 'E-REBOOT', type: 'Reboot', resources: [VM], noticeSeconds: '15m' });
+
+  await waitFor(() => sim!.admin.approvals().length === 1, 'the approval');
+  const approved = await waitFor(() => record(out, 'E-REBOOT', 'approved'), 'the approved record');
+  expect(approved.data.approval).toMatchObject({
+    posted: true,
+    hooks: [{ name: 'node', ok: true, detail: expect.stringContaining('2 pod(s) evicted') }],
+  });
+  const node = k8s.node(NODE)!;
+  expect(node.spec.unschedulable).toBe(true);
+  expect(node.spec.taints).toEqual([
+    expect.objectContaining({ key: 'scheduled-events-forwarder/maintenance', effect: 'NoSchedule' }),
+  ]);
+  expect(JSON.parse(node.metadata.annotations['scheduled-events-forwarder/actions'])).toMatchObject({
+    eventId: 'E-REBOOT',
+    cordoned: true,
+  });
+  // Evicted one at a time as the PDB allowed: one refusal (429) before web-2; DaemonSet and mirror pods stay.
+  expect(k8s.deletedPods().map((d) => `${d.name} ${d.via}`)).toEqual(['web-1 eviction', 'web-2 eviction']);
+  expect(k8s.requests().filter((r) => r.reason === 'TooManyRequests').length).toBeGreaterThanOrEqual(1);
+  expect(
+    k8s
+      .pods({ nodeName: NODE })
+      .map((p) => p.metadata.name)
+      .sort(),
+  ).toEqual([`etcd-${NODE}`, 'kube-proxy-abc']);
+  const condition = () =>
+    (k8s!.node(NODE)!.status.conditions as Array<{ type: string; status: string }>).find(
+      (c) => c.type === 'VMEventScheduled',
+    );
+  await waitFor(() => condition()?.status === 'True', 'the VMEventScheduled condition');
+
+  await waitFor(() => record(out, 'E-REBOOT', 'started'), 'the started record');
+  sim.admin.removeEvent('E-REBOOT');
+  await waitFor(() => record(out, 'E-REBOOT', 'completed'), 'the completed record');
+  await waitFor(() => k8s!.node(NODE)!.spec.unschedulable !== true, 'the uncordon');
+  await waitFor(() => condition()?.status === 'False', 'the condition cleared');
+  const after = k8s.node(NODE)!;
+  expect(after.spec.taints ?? []).toEqual([]);
+  expect(after.metadata.annotations['scheduled-events-forwarder/actions']).toBeUndefined();
+  const reasons = () => k8s!.events().map((e) => e.reason as string);
+  await waitFor(() => reasons().includes('VMEventNodeRecovered'), 'the recovered Event');
+  expect(reasons()).toEqual(
+    expect.arrayContaining([
+      'VMEventScheduled',
+      'VMEventNodeCordoned',
+      'VMEventNodeDrained',
+      'VMEventApproved',
+      'VMEventStarted',
+      'VMEventCompleted',
+    ]),
+  );
+  const scheduled = k8s.events().find((e) => e.reason === 'VMEventScheduled')!;
+  expect(scheduled.involvedObject).toMatchObject({ kind: 'Node', name: NODE });
+  expect(scheduled.message).toContain('Reboot E-REBOOT (NotBefore 20');
+  child.child.kill('SIGTERM');
+  expect(await child.exited).toEqual({ code: 0, signal: null });
+  // The bearer token never reaches the logs.
+  expect(child.stderr()).not.toContain(k8s.adminToken);
+});
+
+it('Preempt with 30 s notice: the hook gets the time that remains and drains within it', async () => {
+  k8s = await startKubernetesDouble({ nodes: [nodeFixture(NODE)] });
+  k8s.addPod(
+    podFixture({ name: 'batch-1', namespace: 'app', nodeName: NODE, terminationGracePeriodSeconds: 600 }),
+  );
+  sim = await startSimulator({ vmName: VM, timeScale: 0 });
+  const { child, out } = await startForwarder(k8s.adminToken);
+  sim.admin.injectEvent({ id: 'E-PREEMPT', type: 'Preempt', resources: [VM], noticeSeconds: '30s' });
+  const approved = await waitFor(() => record(out, 'E-PREEMPT', 'approved'), 'the approved record');
+  const [hook] = approved.data.approval
+    ? (approved.data.approval as { hooks: Array<Record<string, unknown>> }).hooks
+    : [];
+  expect(hook).toMatchObject({ name: 'node', ok: true });
+  // Not cut to nothing by the 30 s safety margin: NotBefore − 5 s (shortNoticeMarginMs) − now.
+  expect(hook!.budgetMs).toBeGreaterThan(0);
+  expect(hook!.budgetMs).toBeLessThanOrEqual(25_000);
+  // The eviction's grace period was bounded by the time left (the pod asks for 600 s).
+  const [deletion] = k8s.deletedPods();
+  expect(deletion).toMatchObject({ name: 'batch-1', via: 'eviction' });
+  expect(deletion!.gracePeriodSeconds).toBeLessThanOrEqual(25);
+  expect(child.stderr()).toMatch(/"timeoutMs":\d+.*"msg":"running hook"/);
+  child.child.kill('SIGTERM');
+  await child.exited;
+});
+
+it('an operator-cordoned node is left cordoned after the event', async () => {
+  const cordoned = nodeFixture(NODE);
+  cordoned.spec.unschedulable = true;
+  k8s = await startKubernetesDouble({ nodes: [cordoned] });
+  sim = await startSimulator({ vmName: VM, timeScale: 0 });
+  const { child, out } = await startForwarder(k8s.adminToken);
+  sim.admin.injectEvent({ id: 'E-OP', type: 'Redeploy', resources: [VM], noticeSeconds: '15m' });
+  await waitFor(() => record(out, 'E-OP', 'started'), 'the started record');
+  sim.admin.removeEvent('E-OP');
+  await waitFor(() => record(out, 'E-OP', 'completed'), 'the completed record');
+  await waitFor(
+    () => k8s!.node(NODE)!.metadata.annotations['scheduled-events-forwarder/actions'] === undefined,
+    'the annotation removed by the recover hook',
+  );
+  expect(k8s.node(NODE)!.spec.unschedulable).toBe(true);
+  expect(k8s.node(NODE)!.spec.taints ?? []).toEqual([]);
+  child.child.kill('SIGTERM');
+  await child.exited;
+});
+
+it('SIGKILLed mid-drain: after the restart the node is cleaned up when the event completes', async () => {
+  k8s = await startKubernetesDouble({ nodes: [nodeFixture(NODE)] });
+  workload(k8s);
+  sim = await startSimulator({ vmName: VM, timeScale: 0 });
+  const first = await startForwarder(k8s.adminToken);
+  sim.admin.injectEvent({ id: 'E-KILL', type: 'Reboot', resources: [VM], noticeSeconds: '15m' });
+  // web-2 stays blocked by the PDB (no replacement): the drain retries until the forwarder is killed.
+  await waitFor(
+    () => k8s!.requests().some((r) => r.reason === 'TooManyRequests'),
+    'an eviction refused by the PDB',
+  );
+  first.child.child.kill('SIGKILL');
+  expect(await first.child.exited).toEqual({ code: null, signal: 'SIGKILL' });
+  expect(k8s.node(NODE)!.spec.unschedulable).toBe(true);
+
+  const second = spawnCli(['run', '--config', first.configFile]);
+  children.push(second);
+  await second.ready;
+  // The interrupted hook counts as failed: no approval; the event starts at NotBefore (here: the simulator).
+  const approved = await waitFor(() => record(first.out, 'E-KILL', 'approved'), 'the not-posted record');
+  expect(approved.data.approval).toMatchObject({ posted: false, hooks: [{ name: 'node', ok: false }] });
+  expect(sim.admin.approvals()).toEqual([]);
+  sim.admin.setStatus('E-KILL', 'Started');
+  await waitFor(() => record(first.out, 'E-KILL', 'started'), 'the started record');
+  sim.admin.removeEvent('E-KILL');
+  await waitFor(() => k8s!.node(NODE)!.spec.unschedulable !== true, 'the uncordon after the restart');
+  expect(k8s.node(NODE)!.metadata.annotations['scheduled-events-forwarder/actions']).toBeUndefined();
+  second.child.kill('SIGTERM');
+  await second.exited;
+});
+
+it('RBAC denied: the hook fails with the missing verb and resource and the fix', async () => {
+  k8s = await startKubernetesDouble({
+    nodes: [nodeFixture(NODE)],
+    tokens: {
+      limited: {
+        user: 'system:serviceaccount:scheduled-events:scheduled-events-forwarder',
+        permissions: [
+          { verb: 'get', group: '', resource: 'nodes' },
+          { verb: 'create', group: '', resource: 'events' },
+          { verb: 'patch', group: '', resource: 'nodes/status' },
+        ],
+      },
+    },
+  });
+  sim = await startSimulator({ vmName: VM, timeScale: 0 });
+  const { child, out } = await startForwarder('limited');
+  sim.admin.injectEvent({ id: 'E-RBAC', type: 'Reboot', resources: [VM], noticeSeconds: '15m' });
+  const approved = await waitFor(() => record(out, 'E-RBAC', 'approved'), 'the not-posted record');
+  const detail = (approved.data.approval as { hooks: Array<{ detail: string }> }).hooks[0]!.detail;
+  expect(detail).toMatch(/RBAC denied "patch" on "nodes"/);
+  expect(detail).toContain('packaging/kubernetes');
+  expect(approved.data.approval).toMatchObject({ posted: false });
+  expect(child.stderr()).toContain('RBAC denied \\"patch\\" on \\"nodes\\"');
+  expect(sim.admin.approvals()).toEqual([]);
+  child.child.kill('SIGTERM');
+  await child.exited;
+});
