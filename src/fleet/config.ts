@@ -13,6 +13,7 @@ import { registerUrlCredentials } from '../redact.ts';
 import { type Env, readSecretValue, SecretResolutionError, secretInput, secretSchema } from '../secret.ts';
 import { parseDuration } from '../simulator/clock.ts';
 import { checkEventHubTarget } from '../sinks/event-hubs/options.ts';
+import { type DashboardAuth, isLoopbackAddress, missingCredentialMessage } from './dashboard/access.ts';
 
 /** Where the history is kept and for how long: shared by `fleet run` and the commands that only read or write it. */
 function historyFields(env: () => Env) {
@@ -52,6 +53,78 @@ function historyFields(env: () => Env) {
       .describe('history older than this is pruned (newest record of an event); e.g. 90d, 400d'),
   };
 }
+
+/** A host name for `Host` (optionally name:port or [IPv6]:port), without a scheme or path. */
+const allowedHost = z
+  .string()
+  .regex(
+    /^(\[[0-9A-Fa-f:.]+\]|[^\s:/[\]@]+)(:\d{1,5})?$/,
+    'a host name, optionally with :port (no scheme or path)',
+  );
+
+/**
+ * The dashboard server's settings (`fleet run` and `fleet dashboard`): where it listens, who may use it
+ * (src/fleet/dashboard/access.ts) and the blast-radius threshold of its metrics.
+ */
+function dashboardSchema(env: () => Env) {
+  return z
+    .object({
+      enabled: z
+        .boolean()
+        .default(true)
+        .describe('serve the dashboard, its API, /metrics, /healthz and /readyz'),
+      host: z.string().min(1).default('127.0.0.1').describe('listen address (loopback by default)'),
+      port: z.number().int().min(0).max(65_535).default(8480).describe('listen port (0 = any free port)'),
+      auth: z
+        .object({
+          bearerToken: secretSchema(env)
+            .optional()
+            .describe('requests must send Authorization: Bearer <token> (a secret)'),
+          basic: z
+            .object({
+              username: z.string().min(1),
+              password: secretSchema(env).describe('a secret'),
+            })
+            .strict()
+            .optional()
+            .describe('HTTP Basic authentication'),
+        })
+        .strict()
+        .optional()
+        .superRefine((a, ctx) => {
+          if (a !== undefined && (a.bearerToken === undefined) === (a.basic === undefined))
+            ctx.addIssue({ code: 'custom', message: 'give exactly one of bearerToken or basic' });
+        })
+        .transform((a): DashboardAuth | undefined =>
+          a === undefined
+            ? undefined
+            : a.bearerToken !== undefined
+              ? { bearerToken: a.bearerToken }
+              : { basic: a.basic! },
+        )
+        .describe('credential every request needs (required when host is not a loopback address)'),
+      allowedHosts: z
+        .array(allowedHost)
+        .default([])
+        .describe(
+          'host names accepted in the Host header besides the bind address, localhost, 127.0.0.1 and [::1] ' +
+            'with the port (e.g. the name a proxy forwards); others get 421',
+        ),
+      blastRadiusThreshold: z
+        .number()
+        .int()
+        .min(0)
+        .default(10)
+        .describe('VMs; exported as sef_fleet_blast_radius_threshold for alert rules'),
+    })
+    .strict()
+    .superRefine((d, ctx) => {
+      if (d.enabled && d.auth === undefined && !isLoopbackAddress(d.host))
+        ctx.addIssue({ code: 'custom', path: ['auth'], message: missingCredentialMessage(d.host) });
+    });
+}
+
+export type DashboardConfig = z.infer<ReturnType<typeof dashboardSchema>>;
 
 /** The history part of a fleet config (`fleet report`, `import`, `dashboard`): other keys are not checked. */
 export function historyConfigSchema(env: () => Env = () => process.env) {
@@ -155,14 +228,7 @@ export function fleetConfigSchema(env: () => Env = () => process.env) {
       eventHubs,
       checkpoints,
       ...historyFields(env),
-      dashboard: z
-        .object({
-          enabled: z.boolean().default(true),
-          host: z.string().min(1).default('127.0.0.1').describe('listen address (loopback by default)'),
-          port: z.number().int().min(0).max(65_535).default(8480).describe('listen port (0 = any free port)'),
-        })
-        .strict()
-        .prefault({}),
+      dashboard: dashboardSchema(env).prefault({}),
       log: z
         .object({ level: z.enum(LOG_LEVELS).default('info') })
         .strict()
@@ -233,6 +299,34 @@ export function loadHistoryConfig(
   const picked = { database: raw.database, postgres: raw.postgres, retention: raw.retention };
   const env = options.env ?? process.env;
   const result = historyConfigSchema(() => env).safeParse(picked);
+  if (!result.success) throw configError(result.error.issues, options.file ?? 'command-line options');
+  return result.data;
+}
+
+/** What `fleet dashboard` reads: the history keys and the dashboard's (host, port, auth, allowedHosts, ...). */
+export type DashboardServeConfig = HistoryConfig & { dashboard: DashboardConfig };
+
+/**
+ * Validates the history and dashboard keys of a fleet config file merged with CLI overrides (`fleet dashboard`):
+ * the consumer's Event Hubs and checkpoint secrets are not needed to serve the history.
+ */
+export function loadDashboardConfig(
+  options: { file?: string | undefined; overrides?: Record<string, unknown>; env?: Env } = {},
+): DashboardServeConfig {
+  const fromFile = options.file === undefined ? {} : readConfigFile(options.file);
+  const raw = mergeRaw(fromFile, options.overrides ?? {});
+  const picked = {
+    database: raw.database,
+    postgres: raw.postgres,
+    retention: raw.retention,
+    dashboard: raw.dashboard,
+  };
+  const env = options.env ?? process.env;
+  const schema = z.object({
+    ...historyFields(() => env),
+    dashboard: dashboardSchema(() => env).prefault({}),
+  });
+  const result = schema.safeParse(picked);
   if (!result.success) throw configError(result.error.issues, options.file ?? 'command-line options');
   return result.data;
 }

@@ -27,6 +27,27 @@ import type { Logger } from '../log.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetHistory, IngestResult, RawFleetEvent } from './history/index.ts';
 
+/** How long start() waits for the hub's partition ids (the metrics' per-partition series) before going on. */
+const PARTITION_IDS_TIMEOUT_MS = 10_000;
+
+/** Where one partition is, for the metrics (src/fleet/metrics.ts). */
+export interface PartitionProgress {
+  partitionId: string;
+  /** This instance processes the partition now. */
+  owned: boolean;
+  /** Seconds from the enqueue time to the ingest time of the last event this instance ingested; 0 before one. */
+  lagSeconds: number;
+  /** The partition's last enqueued sequence number minus the last one ingested here; 0 when unknown. */
+  eventsBehind: number;
+}
+
+interface PartitionState {
+  context: PartitionContext | undefined;
+  /** The last ingested sequence number (before any: one before the first event received). */
+  lastIngested: number | undefined;
+  lagSeconds: number;
+}
+
 /** Retrying a failed commit of a batch (store unavailable, disk full): 200 ms doubling to 10 s. */
 const FLEET_COMMIT_BACKOFF: BackoffOptions = { initialMs: 200, maxMs: 10_000 };
 
@@ -136,6 +157,11 @@ export class FleetConsumer {
   #subscription: Subscription | undefined;
   #closing = false;
   readonly #owned = new Set<string>();
+  readonly #partitions = new Map<string, PartitionState>();
+  /** The hub's partition ids, asked for at start (empty if the hub did not answer in time). */
+  partitionIds: string[] = [];
+  /** Enqueue time (ms) of the newest record ingested by this instance. */
+  lastRecordEnqueuedAt: number | undefined;
 
   constructor(options: FleetConsumerOptions) {
     this.#options = options;
@@ -163,14 +189,27 @@ export class FleetConsumer {
         clientOptions,
       );
     }
+    try {
+      this.partitionIds = await this.#client.getPartitionIds({
+        abortSignal: AbortSignal.timeout(PARTITION_IDS_TIMEOUT_MS),
+      });
+    } catch (error) {
+      logger.warn(
+        { err: (error as Error).message },
+        'cannot read the partition ids of the hub yet; per-partition metrics appear as partitions are claimed',
+      );
+    }
     this.#subscription = this.#client.subscribe(
       {
         processInitialize: async (context) => {
+          this.#state(context.partitionId).context = context;
           this.#owned.add(context.partitionId);
           this.stats.partitions = [...this.#owned].sort();
           logger.info({ partition: context.partitionId }, 'partition claimed');
         },
         processClose: async (reason, context) => {
+          // Reclaimed later, it resumes from whatever checkpoint another instance left: start afresh.
+          this.#partitions.delete(context.partitionId);
           this.#owned.delete(context.partitionId);
           this.stats.partitions = [...this.#owned].sort();
           logger.info({ partition: context.partitionId, reason }, 'partition released');
@@ -186,6 +225,8 @@ export class FleetConsumer {
         startPosition: eh.startPosition === 'earliest' ? earliestEventPosition : latestEventPosition,
         maxBatchSize: eh.maxBatchSize,
         maxWaitTimeInSeconds: eh.maxWaitTimeMs / 1000,
+        // context.lastEnqueuedEventProperties: how far behind the hub each partition is (the metrics).
+        trackLastEnqueuedEventProperties: true,
       },
     );
     logger.info(
@@ -194,8 +235,39 @@ export class FleetConsumer {
     );
   }
 
+  #state(partitionId: string): PartitionState {
+    let state = this.#partitions.get(partitionId);
+    if (state === undefined) {
+      state = { context: undefined, lastIngested: undefined, lagSeconds: 0 };
+      this.#partitions.set(partitionId, state);
+    }
+    return state;
+  }
+
+  /** True once subscribed, until closed. */
+  get subscribed(): boolean {
+    return !this.#closing && this.#subscription?.isRunning === true;
+  }
+
+  /** Every partition of the hub (and any claimed since), with its lag and how far behind it is. */
+  partitionProgress(): PartitionProgress[] {
+    const ids = new Set([...this.partitionIds, ...this.#partitions.keys()]);
+    return [...ids].sort().map((partitionId) => {
+      const owned = this.#owned.has(partitionId);
+      const state = this.#partitions.get(partitionId);
+      if (!owned || state === undefined) return { partitionId, owned, lagSeconds: 0, eventsBehind: 0 };
+      const last = state.context?.lastEnqueuedEventProperties?.sequenceNumber;
+      const eventsBehind =
+        last === undefined || state.lastIngested === undefined ? 0 : Math.max(0, last - state.lastIngested);
+      return { partitionId, owned, lagSeconds: state.lagSeconds, eventsBehind };
+    });
+  }
+
   async #processEvents(events: ReceivedEventData[], context: PartitionContext): Promise<void> {
     if (events.length === 0) return;
+    const state = this.#state(context.partitionId);
+    state.context = context;
+    state.lastIngested ??= events[0]!.sequenceNumber - 1;
     const batch: RawFleetEvent[] = events.map((e) => ({
       body: e.body,
       partitionId: context.partitionId,
@@ -205,6 +277,11 @@ export class FleetConsumer {
     const result = await this.#commitWithRetry(batch, context.partitionId);
     if (result === undefined) return; // closing: not committed, so not checkpointed either
     const last = events[events.length - 1]!;
+    const enqueuedAt = last.enqueuedTimeUtc.getTime();
+    state.lastIngested = last.sequenceNumber;
+    state.lagSeconds = Math.max(0, (Date.now() - enqueuedAt) / 1000);
+    if (this.lastRecordEnqueuedAt === undefined || enqueuedAt > this.lastRecordEnqueuedAt)
+      this.lastRecordEnqueuedAt = enqueuedAt;
     this.stats.batches++;
     this.stats.events += events.length;
     this.stats.accepted += result.accepted;

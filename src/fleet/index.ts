@@ -7,16 +7,35 @@ import type { Logger } from '../log.ts';
 import { parseDuration } from '../simulator/clock.ts';
 import type { FleetConfig } from './config.ts';
 import { FleetConsumer, type FleetConsumerOptions } from './consumer.ts';
-import { type RunningDashboard, startDashboard } from './dashboard/server.ts';
+import { assertDashboardAccess } from './dashboard/access.ts';
+import {
+  historyReachable,
+  type Readiness,
+  type RunningDashboard,
+  startDashboard,
+} from './dashboard/server.ts';
 import type { FleetHistory } from './history/index.ts';
+import { createFleetMetrics, type FleetMetrics } from './metrics.ts';
 import { openConfiguredHistory } from './open.ts';
 
 export { type FleetConfig, FleetConfigError, fleetConfigSchema, loadFleetConfig } from './config.ts';
 export { createBlobCheckpointStore, FleetConsumer, type FleetConsumerStats } from './consumer.ts';
-export { dashboardHandler, type RunningDashboard, startDashboard } from './dashboard/server.ts';
+export {
+  assertDashboardAccess,
+  type DashboardAccess,
+  DashboardAccessError,
+  type DashboardAuth,
+} from './dashboard/access.ts';
+export {
+  dashboardHandler,
+  type Readiness,
+  type RunningDashboard,
+  startDashboard,
+} from './dashboard/server.ts';
 export { type FleetEvent, foldEvent } from './fold.ts';
 export { foldMaintenance, type MaintenanceEvent } from './fold-maintenance.ts';
 export * from './history/index.ts';
+export { createFleetMetrics, type FleetMetrics, readHistoryGauges } from './metrics.ts';
 export { openConfiguredHistory } from './open.ts';
 export { formatReport } from './report.ts';
 export { parseRecord } from './validate.ts';
@@ -29,7 +48,24 @@ export interface RunningFleet {
   history: FleetHistory;
   consumer: FleetConsumer;
   dashboard: RunningDashboard | undefined;
+  /** The registry served at the dashboard's /metrics (undefined when the dashboard is disabled). */
+  metrics: FleetMetrics | undefined;
   close(): Promise<void>;
+}
+
+/** `fleet run` is ready when the history answers and the consumer is subscribed. */
+async function fleetReadiness(history: FleetHistory, consumer: FleetConsumer): Promise<Readiness> {
+  const reachable = await historyReachable(history);
+  const subscribed = consumer.subscribed;
+  const reasons: string[] = [];
+  if (!reachable.ok) reasons.push(`history unreachable: ${reachable.error}`);
+  if (!subscribed) reasons.push('the consumer is not subscribed');
+  return {
+    ready: reasons.length === 0,
+    ...(reasons.length === 0 ? {} : { reason: reasons.join('; ') }),
+    history: reachable,
+    consumer: { subscribed, partitions: consumer.stats.partitions },
+  };
 }
 
 /** Prunes history older than the retention now and then every hour; returns the stop function. */
@@ -66,6 +102,8 @@ export async function startFleet(
   logger: Logger,
   extra: Pick<FleetConsumerOptions, 'checkpointStore' | 'onBatch'> = {},
 ): Promise<RunningFleet> {
+  // Refuse a non-loopback dashboard without a credential before opening anything.
+  if (config.dashboard.enabled) assertDashboardAccess(config.dashboard.host, config.dashboard.auth);
   const history = await openConfiguredHistory(config);
   await history.setRetention(config.retention);
   const stopRetention = startRetention(history, config.retention, logger.child({ component: 'retention' }));
@@ -76,15 +114,27 @@ export async function startFleet(
     ...extra,
   });
   let dashboard: RunningDashboard | undefined;
+  let metrics: FleetMetrics | undefined;
   try {
     await consumer.start();
     if (config.dashboard.enabled) {
+      const dashboardLogger = logger.child({ component: 'dashboard' });
+      metrics = createFleetMetrics({
+        history,
+        consumer,
+        blastRadiusThreshold: config.dashboard.blastRadiusThreshold,
+        logger: dashboardLogger,
+      });
       dashboard = await startDashboard({
         history,
         host: config.dashboard.host,
         port: config.dashboard.port,
-        logger: logger.child({ component: 'dashboard' }),
+        logger: dashboardLogger,
         status: () => ({ ...consumer.stats, consumerGroup: config.eventHubs.consumerGroup }),
+        metrics: metrics.registry,
+        ready: () => fleetReadiness(history, consumer),
+        access: { auth: config.dashboard.auth, allowedHosts: config.dashboard.allowedHosts },
+        blastRadiusThreshold: config.dashboard.blastRadiusThreshold,
       });
     }
   } catch (error) {
@@ -97,6 +147,7 @@ export async function startFleet(
     history,
     consumer,
     dashboard,
+    metrics,
     close: async () => {
       await dashboard?.close();
       await consumer.close();

@@ -6,6 +6,7 @@
 import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sendPrometheusMetrics } from '../prometheus.ts';
 import { redactText } from '../redact.ts';
 import type { HealthState } from './health.ts';
 import type { ForwarderMetrics } from './metrics.ts';
@@ -52,15 +53,10 @@ async function handle(
       sendJson(res, state.ready ? 200 : 503, state);
       return;
     }
-    case '/metrics': {
-      const text = await options.metrics.registry.metrics();
-      res.writeHead(200, {
-        'content-type': options.metrics.registry.contentType,
-        'cache-control': 'no-store',
-      });
-      res.end(redactText(text)); // label values (sink names, VM identity) can be configured text
+    case '/metrics':
+      // Label values (sink names, VM identity) can be configured text: the shared writer redacts the body.
+      await sendPrometheusMetrics(res, options.metrics.registry);
       return;
-    }
     default:
       sendJson(res, 404, { error: `no such endpoint ${path}; try /healthz, /readyz or /metrics` });
   }

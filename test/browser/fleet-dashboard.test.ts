@@ -238,6 +238,11 @@ describe('fleet dashboard in headless Chromium over a SQLite fleet history', () 
         'db_c',
       ]);
       expect(await text(page, '#detail-summary')).toContain('affects 2 VM(s): db_a, db_b');
+      // The event page has its own URL; back to the overview.
+      expect(new URL(page.url()).hash).toBe('#event=BCAST-1:1');
+      await page.click('#event-back');
+      await page.waitForSelector('#overview:not([hidden])');
+      expect(await page.isHidden('#detail-section')).toBe(true);
 
       // A VM's timeline: click an affected VM's name.
       await page.click('#pending tbody tr[data-event="BCAST-1"] a.vm[data-vm="db_b"]');

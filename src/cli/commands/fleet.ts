@@ -30,6 +30,7 @@ interface FleetRunOptions {
   startPosition?: string;
   retention?: string;
   logLevel?: string;
+  authTokenEnv?: string;
 }
 
 interface HistoryOptions {
@@ -53,6 +54,7 @@ interface FleetDashboardOptions extends HistoryOptions {
   host?: string;
   port?: string;
   logLevel?: string;
+  authTokenEnv?: string;
 }
 
 function toPort(value: string | undefined): number | undefined {
@@ -61,6 +63,15 @@ function toPort(value: string | undefined): number | undefined {
   if (!Number.isInteger(n) || n < 0 || n > 65_535)
     throw new UsageError(`--port must be 0..65535, got ${value}`);
   return n;
+}
+
+/** --host / --port / --auth-token-env → the raw `dashboard` overrides (the token as an env secret). */
+function dashboardOverrides(opts: { host?: string; port?: string; authTokenEnv?: string }) {
+  return {
+    host: opts.host,
+    port: toPort(opts.port),
+    auth: opts.authTokenEnv === undefined ? undefined : { bearerToken: { env: opts.authTokenEnv } },
+  };
 }
 
 /** CLI options → raw config overrides (the same shape as the YAML file). */
@@ -87,8 +98,7 @@ function runOverrides(opts: FleetRunOptions): Record<string, unknown> {
     retention: opts.retention,
     dashboard: {
       enabled: opts.dashboard === false ? false : undefined,
-      host: opts.host,
-      port: toPort(opts.port),
+      ...dashboardOverrides(opts),
     },
     log: { level: opts.logLevel },
   };
@@ -262,23 +272,53 @@ async function importFiles(files: string[], opts: HistoryOptions): Promise<numbe
   }
 }
 
+/** The dashboard settings of --config (its `dashboard` keys) and the CLI options (which win). */
+async function dashboardServeConfig(opts: FleetDashboardOptions) {
+  const [{ FleetConfigError, loadDashboardConfig }, { SecretResolutionError }] = await Promise.all([
+    import('../../fleet/config.ts'),
+    import('../../secret.ts'),
+  ]);
+  try {
+    return loadDashboardConfig({
+      file: opts.config,
+      overrides: { database: opts.database, dashboard: dashboardOverrides(opts) },
+    }).dashboard;
+  } catch (error) {
+    if (error instanceof FleetConfigError || error instanceof SecretResolutionError) {
+      throw new UsageError(error.message);
+    }
+    throw error;
+  }
+}
+
 async function serveDashboard(opts: FleetDashboardOptions): Promise<number> {
-  const [{ createLogger }, { startDashboard }] = await Promise.all([
+  const [{ createLogger }, { startDashboard }, { createFleetMetrics }] = await Promise.all([
     import('../../log.ts'),
     import('../../fleet/dashboard/server.ts'),
+    import('../../fleet/metrics.ts'),
   ]);
   const logger = createLogger({ level: (opts.logLevel as LogLevel | undefined) ?? 'info' });
-  const port = toPort(opts.port) ?? 8480;
+  // Checked before opening the history: a non-loopback --host without a credential is refused here.
+  const settings = await dashboardServeConfig(opts);
   const history = await openHistoryFor(opts, true);
   const controller = new AbortController();
   return handleShutdownSignals(logger, controller, async () => {
     try {
+      const dashboardLogger = logger.child({ component: 'dashboard' });
+      const metrics = createFleetMetrics({
+        history,
+        blastRadiusThreshold: settings.blastRadiusThreshold,
+        logger: dashboardLogger,
+      });
       const dashboard = await startDashboard({
         history,
-        host: opts.host ?? '127.0.0.1',
-        port,
-        logger: logger.child({ component: 'dashboard' }),
+        host: settings.host,
+        port: settings.port,
+        logger: dashboardLogger,
         status: () => ({ mode: 'dashboard only (not consuming)' }),
+        metrics: metrics.registry,
+        access: { auth: settings.auth, allowedHosts: settings.allowedHosts },
+        blastRadiusThreshold: settings.blastRadiusThreshold,
       });
       process.stdout.write(
         `${JSON.stringify({ dashboard: dashboard.url, database: history.description, consuming: false })}\n`,
@@ -335,8 +375,15 @@ export function register(program: Command): void {
     .option('--checkpoint-container <name>', 'blob container for checkpoints and ownership')
     .option('--database <path|url>', 'SQLite history file (default fleet.db) or postgres:// URL')
     .option('--retention <duration>', 'prune history older than this (default 400d)')
-    .option('--host <address>', 'dashboard listen address (default 127.0.0.1)')
+    .option(
+      '--host <address>',
+      'dashboard listen address (default 127.0.0.1; elsewhere a credential is required: dashboard.auth)',
+    )
     .option('--port <port>', 'dashboard port (default 8480; 0 = any free port)')
+    .option(
+      '--auth-token-env <name>',
+      'environment variable holding the bearer token the dashboard and /metrics require (dashboard.auth)',
+    )
     .option('--no-dashboard', 'do not serve the dashboard')
     .option('--start-position <where>', 'earliest (default) or latest, for partitions without a checkpoint')
     .option('--log-level <level>', 'log level')
@@ -386,8 +433,12 @@ export function register(program: Command): void {
       'SQLite history file or postgres:// URL (default: from --config, else fleet.db)',
     )
     .option('-c, --config <file>', 'fleet YAML config (for database and postgres settings)')
-    .option('--host <address>', 'listen address (default 127.0.0.1)')
+    .option('--host <address>', 'listen address (default 127.0.0.1; elsewhere a credential is required)')
     .option('--port <port>', 'port (default 8480; 0 = any free port)')
+    .option(
+      '--auth-token-env <name>',
+      'environment variable holding the bearer token the dashboard and /metrics require (dashboard.auth)',
+    )
     .option('--log-level <level>', 'log level')
     .action(async (opts: FleetDashboardOptions) => {
       process.exitCode = await serveDashboard(opts);

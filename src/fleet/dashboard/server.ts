@@ -7,11 +7,19 @@
  * Lists are paged with the history's keyset cursor: the body stays a JSON array (as before paging existed) and
  * the next page is in the headers — `Link: <…&cursor=…>; rel="next"` and `X-Next-Cursor` (absent on the last
  * page); /api/pending also sends `X-Total-Count`. A bad parameter is a 400 `{error, parameter}` naming it.
+ *
+ * The same server answers /metrics (Prometheus text, the fleet's private registry: src/fleet/metrics.ts),
+ * /healthz (process alive) and /readyz (200, or 503 with the reason). Access (./access.ts): a credential when
+ * one is configured (required off loopback), and only this server's names in `Host` (421 otherwise); /healthz
+ * and /readyz stay open for probes.
  */
 import { once } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
 import type { Logger } from '../../log.ts';
+import { sendPrometheusMetrics } from '../../prometheus.ts';
+import { redactText } from '../../redact.ts';
 import {
   DEFAULT_PAGE_SIZE,
   type EventFilter,
@@ -23,8 +31,17 @@ import {
   VALUE_FIELDS,
   type ValueField,
 } from '../history/index.ts';
+import {
+  allowedHostList,
+  assertDashboardAccess,
+  authChallenge,
+  checkCredential,
+  type DashboardAccess,
+  hostAllowed,
+} from './access.ts';
 import { APP_CSS, APP_JS, INDEX_HTML } from './assets.ts';
 import { ClientGoneError, EXPORT_VIEWS, type ExportView, streamExport } from './export.ts';
+import { sendView } from './views.ts';
 
 const { createServer } = process.getBuiltinModule('node:http');
 
@@ -37,6 +54,56 @@ export interface DashboardOptions {
   status?: () => Record<string, unknown>;
   /** The server's clock: /api/status reports it, and the page's default window (the last 30 days) ends at it. */
   now?: () => Date;
+  /** Served at /metrics (404 without). */
+  metrics?: Pick<Registry, 'metrics' | 'contentType'> | undefined;
+  /** Readiness for /readyz; default: the history answers a query. */
+  ready?: (() => Promise<Readiness>) | undefined;
+  /**
+   * Credential and extra Host names. startDashboard adds the bind address and loopback names with the port to
+   * the accepted hosts; dashboardHandler alone checks Host only when `allowedHosts` is given.
+   */
+  access?: DashboardAccess | undefined;
+  /** `dashboard.blastRadiusThreshold` (VMs): blast-radius rows above it are flagged (views.ts). */
+  blastRadiusThreshold?: number | undefined;
+}
+
+/** The body of /readyz: 200 when ready, 503 with the reason otherwise. */
+export interface Readiness {
+  ready: boolean;
+  reason?: string;
+  [detail: string]: unknown;
+}
+
+/** How long /readyz waits for the history to answer. */
+const READY_TIMEOUT_MS = 5_000;
+
+/** Whether the history answers a trivial query in time; the reason (redacted) when it does not. */
+export async function historyReachable(history: FleetHistory): Promise<{ ok: boolean; error?: string }> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      history.db.all('SELECT 1 AS ok'),
+      new Promise((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`no answer within ${READY_TIMEOUT_MS / 1000} s`)),
+          READY_TIMEOUT_MS,
+        );
+      }),
+    ]);
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, error: redactText((error as Error).message) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Readiness of a dashboard without a consumer: the history is reachable. */
+async function historyReadiness(history: FleetHistory): Promise<Readiness> {
+  const reachable = await historyReachable(history);
+  return reachable.ok
+    ? { ready: true, history: reachable }
+    : { ready: false, reason: `history unreachable: ${reachable.error}`, history: reachable };
 }
 
 export interface RunningDashboard {
@@ -205,8 +272,9 @@ async function route(
   }
   const params = url.searchParams;
   switch (url.pathname) {
-    case '/healthz':
-      json(res, { ok: true });
+    case '/metrics':
+      if (options.metrics === undefined) break;
+      await sendPrometheusMetrics(res, options.metrics, SECURITY_HEADERS);
       return;
     case '/api/status':
       json(res, { now: now().toISOString(), ...(options.status?.() ?? {}) });
@@ -253,15 +321,60 @@ async function route(
       json(res, await history.timeline(vm, integerParameter(params, 'limit', 1, 5000)));
       return;
     }
+    case '/api/timeseries':
+    case '/api/blast-radius':
+    case '/api/lead-time':
+    case '/api/event/records':
+    case '/api/event/approvals':
+      await sendView(req, res, url, options, { json, sendPage, filterFromQuery, pageFromQuery, BadRequest });
+      return;
     case '/api/export.json':
       await sendExport(req, res, options, url, 'json');
       return;
     case '/api/export.csv':
       await sendExport(req, res, options, url, 'csv');
       return;
-    default:
-      send(res, 404, 'text/plain; charset=utf-8', 'not found\n');
   }
+  send(res, 404, 'text/plain; charset=utf-8', 'not found\n');
+}
+
+/** /healthz and /readyz: open to probes (no Host check, no credential); true when answered. */
+async function probe(res: ServerResponse, options: DashboardOptions, path: string): Promise<boolean> {
+  if (path === '/healthz') {
+    json(res, { ok: true });
+    return true;
+  }
+  if (path === '/readyz') {
+    const state = await (options.ready ?? (() => historyReadiness(options.history)))();
+    send(res, state.ready ? 200 : 503, JSON_TYPE, redactText(JSON.stringify(state)));
+    return true;
+  }
+  return false;
+}
+
+/** Host and credential checks; true when the request may go on (otherwise it was answered 421 or 401). */
+function admitted(req: IncomingMessage, res: ServerResponse, options: DashboardOptions): boolean {
+  const access = options.access;
+  if (access?.allowedHosts !== undefined && !hostAllowed(req.headers.host, access.allowedHosts)) {
+    json(res, { error: 'misdirected request: this server does not answer for that Host' }, {}, 421);
+    return false;
+  }
+  const verdict = checkCredential(req, access?.auth);
+  if (verdict !== 'ok' && access?.auth !== undefined) {
+    // Never log the Authorization header: only that a request was refused.
+    options.logger.debug(
+      { path: req.url?.split('?')[0], verdict },
+      'dashboard request without a valid credential',
+    );
+    json(
+      res,
+      { error: verdict === 'missing' ? 'authentication required' : 'invalid credentials' },
+      { 'www-authenticate': authChallenge(access.auth, verdict) },
+      401,
+    );
+    return false;
+  }
+  return true;
 }
 
 /** The request handler (exported for tests without a socket). It never rejects: every error is answered. */
@@ -275,6 +388,9 @@ export function dashboardHandler(
         send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n', { allow: 'GET, HEAD' });
         return;
       }
+      const path = new URL(req.url ?? '/', 'http://dashboard.invalid').pathname;
+      if (await probe(res, options, path)) return;
+      if (!admitted(req, res, options)) return;
       await route(req, res, options, now);
     } catch (error) {
       try {
@@ -305,15 +421,32 @@ export function dashboardHandler(
   };
 }
 
-/** Starts the dashboard; resolves once it listens. */
+/**
+ * Starts the dashboard; resolves once it listens. Refuses (DashboardAccessError, before binding) to listen on a
+ * non-loopback address without a credential.
+ */
 export async function startDashboard(options: DashboardOptions): Promise<RunningDashboard> {
-  const handler = dashboardHandler(options);
+  const bindHost = options.host ?? '127.0.0.1';
+  assertDashboardAccess(bindHost, options.access?.auth);
+  let handler: ReturnType<typeof dashboardHandler> | undefined;
   const server: Server = createServer((req, res) => {
+    if (handler === undefined) {
+      res.destroy(); // not yet configured (a request racing the listening event)
+      return;
+    }
     handler(req, res).catch(() => res.destroy());
   });
-  server.listen(options.port ?? 0, options.host ?? '127.0.0.1');
-  await once(server, 'listening');
+  server.listen(options.port ?? 0, bindHost);
+  await Promise.race([once(server, 'listening'), once(server, 'error').then(([e]) => Promise.reject(e))]);
   const address = server.address() as AddressInfo;
+  // The accepted Host names need the port, known only now (port 0 = any free port).
+  handler = dashboardHandler({
+    ...options,
+    access: {
+      auth: options.access?.auth,
+      allowedHosts: allowedHostList(bindHost, address.port, options.access?.allowedHosts ?? []),
+    },
+  });
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     url: `http://${host}:${address.port}`,

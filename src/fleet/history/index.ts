@@ -32,6 +32,20 @@ import type { MaintenanceView, ObservationView } from './rows.ts';
 import { migrate, SCHEMA_VERSION } from './schema.ts';
 import type { SqlDatabase } from './sql.ts';
 import { openSqliteDatabase } from './sqlite-database.ts';
+import {
+  type BlastRadiusPage,
+  type BlastScope,
+  blastRadius,
+  DEFAULT_BLAST_RADIUS_THRESHOLD,
+  type EventApprovals,
+  type EventRecord,
+  eventApprovals,
+  eventRecords,
+  type LeadTimeAndImpact,
+  leadTimeAndImpact,
+  type TimeSeries,
+  timeSeries,
+} from './views.ts';
 
 export type { IngestResult, RawFleetEvent } from './ingest.ts';
 export * from './queries.ts';
@@ -39,6 +53,7 @@ export type { MaintenanceView, ObservationView } from './rows.ts';
 export { LegacyHistoryError, SCHEMA_VERSION, SchemaTooNewError } from './schema.ts';
 export type { SqlDatabase } from './sql.ts';
 export { MissingDatabaseError } from './sqlite-database.ts';
+export * from './views.ts';
 
 /** What one prune() removed. */
 export interface PruneResult {
@@ -104,6 +119,38 @@ export class FleetHistory {
   }
   stats(): Promise<IngestStats> {
     return ingestStats(this.db);
+  }
+
+  // The operator views (views.ts).
+  /** Maintenance events per UTC day by type, with their impact. */
+  timeSeries(filter: EventFilter = {}): Promise<TimeSeries> {
+    return timeSeries(this.db, filter);
+  }
+  /** Pending VMs and the most VMs impacted at once per scale set, zone and region; paged. */
+  blastRadius(
+    filter: EventFilter = {},
+    threshold: number = DEFAULT_BLAST_RADIUS_THRESHOLD,
+    page: PageRequest = {},
+    scope?: BlastScope,
+  ): Promise<BlastRadiusPage> {
+    return blastRadius(this.db, filter, threshold, page, scope);
+  }
+  /** Notice lead time and observed impact per event type and region. */
+  leadTimeAndImpact(filter: EventFilter = {}): Promise<LeadTimeAndImpact> {
+    return leadTimeAndImpact(this.db, filter);
+  }
+  /** The records of one event per VM (affected VMs only unless affectsOnly is false); paged. */
+  eventRecords(
+    eventId: string,
+    occurrence = 1,
+    options: { affectsOnly?: boolean | undefined } = {},
+    page: PageRequest = {},
+  ): Promise<Page<EventRecord>> {
+    return eventRecords(this.db, eventId, occurrence, options, page);
+  }
+  /** The approvals of one event; undefined when unknown. */
+  eventApprovals(eventId: string, occurrence = 1): Promise<EventApprovals | undefined> {
+    return eventApprovals(this.db, eventId, occurrence);
   }
 
   /** Records the retention the consumers prune to, for the report and the dashboard. */

@@ -48,11 +48,13 @@ export class InvalidCursorError extends Error {
   }
 }
 
-function encodeCursor(values: readonly SqlValue[]): string {
+/** Internal to the history's queries (also views.ts). */
+export function encodeCursor(values: readonly SqlValue[]): string {
   return Buffer.from(JSON.stringify(values)).toString('base64url');
 }
 
-function decodeCursor(cursor: string, length: number): SqlValue[] {
+/** Internal to the history's queries (also views.ts). */
+export function decodeCursor(cursor: string, length: number): SqlValue[] {
   try {
     const values = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
     if (
@@ -67,18 +69,20 @@ function decodeCursor(cursor: string, length: number): SqlValue[] {
   throw new InvalidCursorError();
 }
 
-function pageSize(request: PageRequest): number {
+/** Internal to the history's queries (also views.ts). */
+export function pageSize(request: PageRequest): number {
   const limit = request.limit ?? DEFAULT_PAGE_SIZE;
   return Math.min(Math.max(1, Math.trunc(limit)), MAX_PAGE_SIZE);
 }
 
-interface Where {
+/** Internal to the history's queries (also views.ts). */
+export interface Where {
   clauses: string[];
   params: SqlValue[];
 }
 
 /** WHERE clauses of `filter` over the maintenance table (`m.`) or the observations table (`o.`). */
-function where(filter: EventFilter, alias: 'm' | 'o'): Where {
+export function where(filter: EventFilter, alias: 'm' | 'o'): Where {
   const w: Where = { clauses: [], params: [] };
   const add = (clause: string, value: SqlValue) => {
     w.clauses.push(clause);
@@ -101,7 +105,7 @@ function where(filter: EventFilter, alias: 'm' | 'o'): Where {
   return w;
 }
 
-const sqlWhere = (w: Where, extra: string[] = []) => {
+export const sqlWhere = (w: Where, extra: string[] = []) => {
   const all = [...w.clauses, ...extra];
   return all.length === 0 ? '' : `WHERE ${all.join(' AND ')}`;
 };
@@ -266,14 +270,15 @@ export async function vmTimeline(db: SqlExecutor, vm: string, limit = 500): Prom
     );
 }
 
-const TRANSITION_ORDER = ['scheduled', 'updated', 'approved', 'started', 'completed', 'canceled'];
+export const TRANSITION_ORDER = ['scheduled', 'updated', 'approved', 'started', 'completed', 'canceled'];
 
 function approvalPosted(data: Record<string, unknown>): boolean {
   const a = (data.approval ?? {}) as Record<string, unknown>;
   return a.posted === true || (a.dryRun !== true && typeof a.postedAt === 'string');
 }
 
-function timelineDetail(transition: string, data: Record<string, unknown>): string {
+/** The one-line detail of a record in a timeline (views.ts uses it for an event's records too). */
+export function timelineDetail(transition: string, data: Record<string, unknown>): string {
   const timing = (data.timing ?? {}) as Record<string, unknown>;
   switch (transition) {
     case 'scheduled':

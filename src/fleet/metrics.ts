@@ -1,0 +1,279 @@
+/**
+ * The fleet process's Prometheus metrics (prom-client, on a private Registry), served at /metrics by the
+ * dashboard server of `fleet run` and `fleet dashboard`. The names are a contract (alert rules, Grafana panels:
+ * docs/fleet.md, Metrics); every series exists from the start at 0, never absent.
+ *
+ * - From the consumer (`fleet run` only), read at scrape time: per-partition lag and events behind (every
+ *   partition of the hub; 0 on an instance that does not own the partition), records by result, failed commit
+ *   attempts, owned partitions, the age of the newest ingested record.
+ * - From the history (both), computed in SQL that SQLite and PostgreSQL share (maintenance pending = 1,
+ *   observations affects_vm = 1, vms) and cached for HISTORY_CACHE_MS, so scrapes never hammer the store:
+ *   pending events per type, affected VMs of pending events per location / zone / scale set and in all, lapsed
+ *   approvals of the last 24 h; plus the configured blast-radius threshold.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import type { Logger } from '../log.ts';
+import type { FleetConsumer } from './consumer.ts';
+import type { FleetHistory } from './history/index.ts';
+import { toNumber } from './history/sql.ts';
+
+export const FLEET_METRIC_PREFIX = 'sef_fleet_';
+/** How long history-derived gauges are reused between scrapes. */
+export const HISTORY_CACHE_MS = 10_000;
+/** Event types whose pending series exist from the start (others appear once seen). */
+export const MAINTENANCE_EVENT_TYPES = ['Freeze', 'Reboot', 'Redeploy', 'Preempt', 'Terminate'] as const;
+/** The scopes of `sef_fleet_pending_vms`, each a column of `vms` and `observations`. */
+export const PENDING_SCOPES = ['location', 'zone', 'scale_set'] as const;
+export type PendingScope = (typeof PENDING_SCOPES)[number];
+
+/** Event-loop lag sampling (ms): once a second, as the forwarder, not prom-client's every 10 ms. */
+const EVENT_LOOP_SAMPLE_MS = 1000;
+const LAPSED_WINDOW = '24h';
+const LAPSED_WINDOW_MS = 24 * 60 * 60 * 1000;
+const RECORD_RESULTS = [
+  ['accepted', 'accepted'],
+  ['duplicate', 'duplicates'],
+  ['rejected', 'rejected'],
+] as const;
+
+/** The history-derived values of one scrape. */
+export interface HistoryGauges {
+  /** Pending maintenance events per EventType. */
+  pendingEvents: Record<string, number>;
+  /** Distinct affected VMs of pending events per scope value (every value known in `vms`, 0 when none). */
+  pendingVms: Record<PendingScope, Record<string, number>>;
+  /** Affected VMs of all pending events (the sum of their affected_vms, as the summary's pending list). */
+  affectedVmsPending: number;
+  /** Maintenance events first seen in the last 24 h whose approval lapsed. */
+  lapsedEvents: number;
+}
+
+/** The label of an empty scope value: "(unknown)" location (as the summary), "(none)" zone or scale set. */
+function scopeLabel(scope: PendingScope, value: unknown): string {
+  const text = value === null || value === undefined ? '' : String(value);
+  if (text !== '') return text;
+  return scope === 'location' ? '(unknown)' : '(none)';
+}
+
+/** Computes the history gauges in SQL (the same statements on SQLite and PostgreSQL). */
+export async function readHistoryGauges(history: FleetHistory, now: Date): Promise<HistoryGauges> {
+  const db = history.db;
+  const pendingEvents: Record<string, number> = {};
+  for (const row of await db.all(
+    'SELECT event_type AS k, count(*) AS n FROM maintenance WHERE pending = 1 GROUP BY event_type',
+  ))
+    pendingEvents[String(row.k ?? '')] = toNumber(row.n);
+
+  const pendingVms = { location: {}, zone: {}, scale_set: {} } as HistoryGauges['pendingVms'];
+  for (const row of await db.all('SELECT DISTINCT location, zone, scale_set FROM vms')) {
+    for (const scope of PENDING_SCOPES) pendingVms[scope][scopeLabel(scope, row[scope])] = 0;
+  }
+  for (const scope of PENDING_SCOPES) {
+    const rows = await db.all(
+      `SELECT o.${scope} AS k, count(DISTINCT o.source) AS n
+       FROM observations o JOIN maintenance m ON m.event_id = o.event_id AND m.occurrence = o.occurrence
+       WHERE m.pending = 1 AND o.affects_vm = 1
+       GROUP BY o.${scope}`,
+    );
+    for (const row of rows) pendingVms[scope][scopeLabel(scope, row.k)] = toNumber(row.n);
+  }
+
+  const [affected] = await db.all(
+    'SELECT coalesce(sum(affected_vms), 0) AS n FROM maintenance WHERE pending = 1',
+  );
+  const [lapsed] = await db.all(
+    "SELECT count(*) AS n FROM maintenance WHERE approval = 'lapsed' AND first_seen_at >= ?",
+    [new Date(now.getTime() - LAPSED_WINDOW_MS).toISOString()],
+  );
+  return {
+    pendingEvents,
+    pendingVms,
+    affectedVmsPending: toNumber(affected?.n),
+    lapsedEvents: toNumber(lapsed?.n),
+  };
+}
+
+export interface FleetMetricsOptions {
+  history: FleetHistory;
+  /** The consumer of `fleet run`; without it (`fleet dashboard`) only the history gauges are exported. */
+  consumer?: FleetConsumer | undefined;
+  /** `dashboard.blastRadiusThreshold` (VMs). */
+  blastRadiusThreshold: number;
+  logger: Logger;
+  /** Wall clock in ms (tests). */
+  now?: () => number;
+  /** Default HISTORY_CACHE_MS. */
+  cacheMs?: number;
+  /** Also export prom-client's process/runtime metrics (prefixed `sef_fleet_`). Default true. */
+  processMetrics?: boolean;
+}
+
+export interface FleetMetrics {
+  readonly registry: Registry;
+}
+
+const EMPTY: HistoryGauges = {
+  pendingEvents: {},
+  pendingVms: { location: {}, zone: {}, scale_set: {} },
+  affectedVmsPending: 0,
+  lapsedEvents: 0,
+};
+
+/** Creates the registry and every fleet instrument; see the module comment. */
+export function createFleetMetrics(options: FleetMetricsOptions): FleetMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const p = FLEET_METRIC_PREFIX;
+  const now = options.now ?? Date.now;
+  const startedAt = now();
+  const { consumer, history } = options;
+
+  // History gauges: one cached computation shared by every gauge of a scrape (and by concurrent scrapes).
+  let cached: { at: number; value: Promise<HistoryGauges> } | undefined;
+  let lastGood: HistoryGauges = EMPTY;
+  const cacheMs = options.cacheMs ?? HISTORY_CACHE_MS;
+  const historyGauges = (): Promise<HistoryGauges> => {
+    const t = now();
+    if (cached === undefined || t - cached.at >= cacheMs) {
+      const value = readHistoryGauges(history, new Date(t)).then(
+        (gauges) => {
+          lastGood = gauges;
+          return gauges;
+        },
+        (error: unknown) => {
+          // Keep the last values; /readyz reports the history. Retried after the cache period.
+          options.logger.warn(
+            { err: (error as Error).message },
+            'cannot compute the history metrics; serving the last values',
+          );
+          return lastGood;
+        },
+      );
+      cached = { at: t, value };
+    }
+    return cached.value;
+  };
+  const seenTypes = new Set<string>(MAINTENANCE_EVENT_TYPES);
+
+  new Gauge({
+    name: `${p}pending_events`,
+    help: 'Maintenance events pending now (scheduled or started on an affected VM), per EventType.',
+    labelNames: ['event_type'],
+    registers,
+    async collect() {
+      const gauges = await historyGauges();
+      for (const type of Object.keys(gauges.pendingEvents)) seenTypes.add(type);
+      for (const type of seenTypes) this.set({ event_type: type }, gauges.pendingEvents[type] ?? 0);
+    },
+  });
+  new Gauge({
+    name: `${p}pending_vms`,
+    help:
+      'Affected VMs of pending maintenance events, per scope (location, zone, scale_set) and name; every ' +
+      'location, zone and scale set known in the history has a series ("(none)": no zone / scale set).',
+    labelNames: ['scope', 'name'],
+    registers,
+    async collect() {
+      const gauges = await historyGauges();
+      this.reset();
+      for (const scope of PENDING_SCOPES)
+        for (const [name, n] of Object.entries(gauges.pendingVms[scope])) this.set({ scope, name }, n);
+    },
+  });
+  new Gauge({
+    name: `${p}affected_vms_pending`,
+    help: 'Affected VMs of all pending maintenance events (compare with sef_fleet_blast_radius_threshold).',
+    registers,
+    async collect() {
+      this.set((await historyGauges()).affectedVmsPending);
+    },
+  });
+  new Gauge({
+    name: `${p}lapsed_events`,
+    help: 'Maintenance events first seen in the window whose approval lapsed (Azure started them first).',
+    labelNames: ['window'],
+    registers,
+    async collect() {
+      this.set({ window: LAPSED_WINDOW }, (await historyGauges()).lapsedEvents);
+    },
+  });
+  new Gauge({
+    name: `${p}blast_radius_threshold`,
+    help: 'The configured blast-radius threshold (dashboard.blastRadiusThreshold), in VMs.',
+    registers,
+  }).set(options.blastRadiusThreshold);
+
+  if (consumer !== undefined) {
+    const partitionIds = () => consumer.partitionProgress();
+    new Gauge({
+      name: `${p}partition_lag_seconds`,
+      help:
+        'Seconds between the enqueue time and the ingest time of the last ingested event of the partition ' +
+        '(0 on an instance that does not own it).',
+      labelNames: ['partition'],
+      registers,
+      collect() {
+        for (const part of partitionIds()) this.set({ partition: part.partitionId }, part.lagSeconds);
+      },
+    });
+    new Gauge({
+      name: `${p}partition_events_behind`,
+      help:
+        "The partition's last enqueued sequence number minus the last ingested one (0 on an instance that " +
+        'does not own it).',
+      labelNames: ['partition'],
+      registers,
+      collect() {
+        for (const part of partitionIds()) this.set({ partition: part.partitionId }, part.eventsBehind);
+      },
+    });
+    const counted: Record<string, number> = { accepted: 0, duplicate: 0, rejected: 0 };
+    new Counter({
+      name: `${p}records_total`,
+      help: 'Records ingested by this instance, by result (accepted, duplicate, rejected).',
+      labelNames: ['result'],
+      registers,
+      collect() {
+        for (const [result, key] of RECORD_RESULTS) {
+          const total = consumer.stats[key];
+          this.inc({ result }, Math.max(0, total - counted[result]!));
+          counted[result] = Math.max(total, counted[result]!);
+        }
+      },
+    });
+    let failures = 0;
+    new Counter({
+      name: `${p}commit_failures_total`,
+      help: 'Failed attempts to commit a batch to the history (the partition is held and the commit retried).',
+      registers,
+      collect() {
+        const total = consumer.stats.commitRetries;
+        this.inc(Math.max(0, total - failures));
+        failures = Math.max(total, failures);
+      },
+    });
+    new Gauge({
+      name: `${p}owned_partitions`,
+      help: 'Partitions this instance processes now.',
+      registers,
+      collect() {
+        this.set(consumer.stats.partitions.length);
+      },
+    });
+    new Gauge({
+      name: `${p}last_record_age_seconds`,
+      help: 'Seconds since the newest record ingested by this instance was enqueued (since start when none).',
+      registers,
+      collect() {
+        this.set(Math.max(0, (now() - (consumer.lastRecordEnqueuedAt ?? startedAt)) / 1000));
+      },
+    });
+  }
+  if (options.processMetrics ?? true)
+    collectDefaultMetrics({
+      register: registry,
+      prefix: p,
+      eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
+    });
+  return { registry };
+}
