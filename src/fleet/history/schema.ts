@@ -129,7 +129,8 @@ const MIGRATIONS: readonly Migration[] = [
       )`,
       'CREATE INDEX maintenance_by_first_seen ON maintenance (first_seen_at, event_id, occurrence)',
       'CREATE INDEX maintenance_pending ON maintenance (pending, not_before)',
-      'CREATE INDEX maintenance_by_type ON maintenance (event_type, first_seen_at)',
+      // The type filter, and the summary's GROUP BY type × region × zone × scale set read from the index alone.
+      'CREATE INDEX maintenance_by_dimensions ON maintenance (event_type, location, zone, scale_set, first_seen_at)',
       'CREATE INDEX maintenance_by_status ON maintenance (status, first_seen_at)',
       'CREATE INDEX maintenance_by_location ON maintenance (location, first_seen_at)',
       'CREATE INDEX maintenance_by_zone ON maintenance (zone, first_seen_at)',
