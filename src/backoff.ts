@@ -37,27 +37,39 @@ export function fullJitterBackoffMs(attempt: number, options: BackoffOptions, ra
 }
 
 /**
- * Parse a Retry-After header (delta-seconds or an HTTP date) to milliseconds from `nowMs`.
- * Returns undefined when absent or unparseable; never negative.
+ * Parse a Retry-After header (delta-seconds or an HTTP date) to milliseconds from `nowMs`, capped at
+ * MAX_RETRY_AFTER_MS (capRetryAfterMs). Returns undefined when absent or unparseable; never negative.
  */
 export function parseRetryAfter(value: string | undefined, nowMs: number): number | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();
-  if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
+  if (/^\d+(\.\d+)?$/.test(text)) return capRetryAfterMs(Math.round(Number(text) * 1000));
   const date = Date.parse(text);
   if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - nowMs);
+  return capRetryAfterMs(date - nowMs);
 }
 
 /** Delivery defaults (the config schema's `backoff` defaults come from here). */
 export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 5 * 60 * 1000 };
 
-/** A server's Retry-After is honoured up to this ceiling (or the backoff cap if that is larger). */
+/**
+ * The one ceiling for every Retry-After, wherever it is honoured (the delivery engine's next attempt, a webhook
+ * sink's rate limiter, an approval POST): a server cannot hold anything back for longer. (IMDS polling caps it
+ * lower still: imds.maxRetryAfterMs.) Also keeps every delay far below setTimeout's 2^31−1 ms limit, beyond
+ * which a timer fires at once.
+ */
 export const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;
+
+/** A server-requested delay clamped to [0, MAX_RETRY_AFTER_MS] (NaN counts as 0). */
+export function capRetryAfterMs(ms: number): number {
+  if (Number.isNaN(ms)) return 0;
+  return Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS);
+}
 
 /**
  * Delay before retry number `attempts` (1 = first retry): uniform in [0, min(maxMs, initialMs·2^(attempts−1))]
- * ("full jitter"). When the destination asked for a delay (Retry-After), that delay is used instead.
+ * ("full jitter"). When the destination asked for a delay (Retry-After), that delay is used instead, capped at
+ * MAX_RETRY_AFTER_MS.
  */
 export function retryDelayMs(
   attempts: number,
@@ -66,7 +78,7 @@ export function retryDelayMs(
   retryAfterMs?: number,
 ): number {
   if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) {
-    return Math.round(Math.min(retryAfterMs, Math.max(options.maxMs, MAX_RETRY_AFTER_MS)));
+    return Math.round(capRetryAfterMs(retryAfterMs));
   }
   return fullJitterBackoffMs(attempts, options, random);
 }

@@ -6,7 +6,7 @@
  * one coarse rescan as a safety net (DEFAULT_RESCAN_INTERVAL_MS); a waiting worker's only other timers are its
  * next retry and the next expiry (caps.maxAgeMs). Events go to the observer given in the options.
  */
-import { type BackoffOptions, DEFAULT_BACKOFF, retryDelayMs } from '../backoff.ts';
+import { type BackoffOptions, DEFAULT_BACKOFF, MAX_RETRY_AFTER_MS, retryDelayMs } from '../backoff.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import { childLogger, type Logger } from '../log.ts';
 import { redactedMessage } from '../redact.ts';
@@ -178,6 +178,12 @@ class SinkWorker {
   #failing: { attempts: number; sinceMs: number } | undefined;
   /** While the head seq is ≤ this, deliver one record at a time (isolating a permanent failure). */
   #isolateThrough = 0;
+  /**
+   * When the head row's retry is due, on the MONOTONIC clock: the row's next_attempt_at is wall-clock time (it
+   * must survive a restart), and a wall clock stepped back by hours would otherwise hold the retry back by as
+   * much. Set when this worker schedules a retry, or when it first waits for one it did not schedule.
+   */
+  #retryDue: { seq: number; nextAttemptAt: number; dueMonotonic: number } | undefined;
   #wake: (() => void) | undefined;
 
   constructor(config: EngineSink, deps: WorkerDeps) {
@@ -253,15 +259,44 @@ class SinkWorker {
         this.#isolateThrough = 0; // isolation done: back to full batches
         continue;
       }
-      const now = clock.now();
-      if (head.nextAttemptAt > now) {
+      const retryInMs = this.#retryInMs(head);
+      if (retryInMs > 0) {
         // Waiting for the retry; wake earlier when a row expires (caps.maxAgeMs), so it is dead-lettered on time.
-        await this.#sleep(Math.min(head.nextAttemptAt, this.#expiresAt(rows)) - now, false);
+        await this.#sleep(Math.min(retryInMs, this.#expiresAt(rows) - clock.now()), false);
         continue;
       }
       await this.#deliver(rows);
     }
     logger.debug('delivery worker stopped');
+  }
+
+  /**
+   * How long until the head row may be retried (≤ 0: now), measured on the monotonic clock, so that a step of
+   * the wall clock in either direction never delays a retry beyond its backoff. A retry this worker scheduled
+   * is due its delay after it was scheduled. One it did not schedule (stored by an earlier run, whatever the
+   * wall clock did since) is converted once, from the stored time, bounded by the longest delay a retry can
+   * have (a stored time further out than that means the wall clock was stepped back).
+   */
+  #retryInMs(head: OutboxRow): number {
+    const { clock } = this.#deps;
+    const known = this.#retryDue;
+    if (known !== undefined && known.seq === head.seq && known.nextAttemptAt === head.nextAttemptAt) {
+      return known.dueMonotonic - clock.monotonic();
+    }
+    this.#retryDue = undefined;
+    const remaining = Math.min(head.nextAttemptAt - clock.now(), this.#maxRetryDelayMs());
+    if (remaining <= 0) return 0;
+    this.#retryDue = {
+      seq: head.seq,
+      nextAttemptAt: head.nextAttemptAt,
+      dueMonotonic: clock.monotonic() + remaining,
+    };
+    return remaining;
+  }
+
+  /** The longest delay retryDelayMs() can choose: the backoff cap, or a capped Retry-After. */
+  #maxRetryDelayMs(): number {
+    return Math.max(this.#backoff.maxMs, MAX_RETRY_AFTER_MS);
   }
 
   /**
@@ -389,14 +424,16 @@ class SinkWorker {
     const attempts = head.attempts + 1;
     const retryAfterMs = error instanceof DeliveryError ? error.retryAfterMs : undefined;
     const delayMs = retryDelayMs(attempts, this.#backoff, this.#deps.random, retryAfterMs);
+    const nextAttemptAt = clock.now() + delayMs;
     const ok = await this.#storeWrite('recording a failed attempt', () =>
       this.#deps.store.recordFailure(
         this.sink.name,
         rows.map((r) => r.seq),
-        { attempts, nextAttemptAt: clock.now() + delayMs, error: `${code}: ${message}` },
+        { attempts, nextAttemptAt, error: `${code}: ${message}` },
       ),
     );
     if (!ok) return;
+    this.#retryDue = { seq: head.seq, nextAttemptAt, dueMonotonic: clock.monotonic() + delayMs };
     this.#failing = { attempts, sinceMs: this.#failing?.sinceMs ?? clock.now() };
     logger.warn(
       { code, attempts, delayMs, pendingInBatch: rows.length, err: message },

@@ -1,7 +1,7 @@
 /** Opening an existing store for the CLI (inspection, dead-letter replay) beside a running forwarder. */
 import { DatabaseSync } from 'node:sqlite';
 import type { Logger } from '../log.ts';
-import { statePath } from '../platform.ts';
+import { describeOwnerAndMode, processIdentity, readAccessProblem, statePath } from '../platform.ts';
 import { BUSY_TIMEOUT_MS, DATABASE_FILE } from './database.ts';
 import { StoreOpenError } from './errors.ts';
 import { SCHEMA_VERSION } from './schema.ts';
@@ -13,7 +13,9 @@ const { existsSync } = process.getBuiltinModule('node:fs');
 
 /**
  * Open an existing store for CLI inspection or replay while a forwarder may be running: no lock, no
- * directory or database creation. Returns undefined when there is no database (nothing pending).
+ * directory or database creation. Returns undefined when there is no database (nothing pending). A state
+ * directory or database that exists but that this process cannot read (or, for replay, write) is a
+ * StoreOpenError naming the path, the owner and mode found and the fix — never "nothing pending".
  * Writes (replay) go through SQLite's own locking with the busy timeout.
  */
 export function openStoreForInspection(options: {
@@ -21,15 +23,36 @@ export function openStoreForInspection(options: {
   logger: Logger;
   platform?: NodeJS.Platform;
   readOnly?: boolean;
+  /** The CLI command, for the fix in messages ("outbox status"). */
+  command?: string;
 }): Store | undefined {
   const platform = options.platform ?? process.platform;
   const stateDir = resolveStateDir(options.stateDir, platform);
   const databasePath = statePath(stateDir, DATABASE_FILE);
+  const readOnly = options.readOnly ?? false;
+  const access = {
+    platform,
+    write: !readOnly,
+    ...(options.command === undefined ? {} : { command: options.command }),
+  };
+  const dirProblem = readAccessProblem(stateDir, 'directory', { ...access, write: false });
+  if (dirProblem !== undefined) throw new StoreOpenError(dirProblem);
   if (!existsSync(databasePath)) return undefined;
-  const db = new DatabaseSync(databasePath, {
-    timeout: BUSY_TIMEOUT_MS,
-    readOnly: options.readOnly ?? false,
-  });
+  for (const path of [databasePath, `${databasePath}-wal`, `${databasePath}-shm`]) {
+    const problem = readAccessProblem(path, 'file', access);
+    if (problem !== undefined) throw new StoreOpenError(problem);
+  }
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(databasePath, { timeout: BUSY_TIMEOUT_MS, readOnly });
+  } catch (error) {
+    throw new StoreOpenError(
+      `cannot open the state database ${databasePath} (${describeOwnerAndMode(databasePath, platform)}; this ` +
+        `command runs as ${processIdentity(platform)}): ${(error as Error).message}. Run the command as the user ` +
+        'the forwarder runs as (or root / an administrator).',
+      { cause: error },
+    );
+  }
   try {
     const row = db.prepare('PRAGMA user_version').get() as { user_version: number };
     if (row.user_version > SCHEMA_VERSION) {
@@ -45,9 +68,11 @@ export function openStoreForInspection(options: {
   } catch (error) {
     if (db.isOpen) db.close();
     if (error instanceof StoreOpenError) throw error;
-    throw new StoreOpenError(`cannot read the database ${databasePath}: ${(error as Error).message}`, {
-      cause: error,
-    });
+    throw new StoreOpenError(
+      `cannot read the state database ${databasePath} (${describeOwnerAndMode(databasePath, platform)}; this ` +
+        `command runs as ${processIdentity(platform)}): ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   return new SqliteStore({ db, stateDir, databasePath, logger: options.logger, now: Date.now });
 }

@@ -22,8 +22,18 @@ import type {
   Store,
 } from './types.ts';
 
-const { closeSync, existsSync, fsyncSync, openSync, statSync, unlinkSync, writeSync } =
+const { closeSync, existsSync, fsyncSync, openSync, statfsSync, statSync, unlinkSync, writeSync } =
   process.getBuiltinModule('node:fs');
+
+/**
+ * Which writes may spend the disk-full reserve on SQLITE_FULL: the drain path (acks, retry bookkeeping,
+ * dead-letter moves: so delivered records can still be acknowledged) and commits that carry records (so
+ * transitions seen on a full disk are made durable instead of waiting in memory, where a stop would lose them).
+ */
+type ReserveUse = 'drain' | 'records' | undefined;
+
+/** The reserve is re-created once the disk has at least this much free beyond the reserve itself. */
+const RESERVE_HEADROOM_BYTES = 1024 * 1024;
 
 export interface StoreInternals {
   db: DatabaseSync;
@@ -69,7 +79,8 @@ export class SqliteStore implements Store {
     deliveries: ReadonlyArray<{ record: LifecycleRecord; sinks: readonly string[] }>,
   ): void {
     const now = this.#now();
-    this.#write('commit of state and outbox rows', false, () => {
+    const use: ReserveUse = deliveries.length > 0 ? 'records' : undefined;
+    this.#write('commit of state and outbox rows', use, () => {
       this.#db
         .prepare(
           'INSERT INTO state (id, json, updated_at) VALUES (1, ?, ?) ' +
@@ -85,7 +96,6 @@ export class SqliteStore implements Store {
         for (const sink of sinks) insert.run(sink, record.id, record.source, json, bytes, now);
       }
     });
-    this.#maybeRestoreReserve();
   }
 
   pending(sink: string, limit: number): OutboxRow[] {
@@ -110,7 +120,7 @@ export class SqliteStore implements Store {
 
   ack(sink: string, seqs: readonly number[]): void {
     if (seqs.length === 0) return;
-    this.#write('acknowledging delivered rows', true, () => {
+    this.#write('acknowledging delivered rows', 'drain', () => {
       const del = this.#db.prepare('DELETE FROM outbox WHERE sink = ? AND seq = ?');
       for (const seq of seqs) del.run(sink, seq);
     });
@@ -122,7 +132,7 @@ export class SqliteStore implements Store {
     failure: { attempts: number; nextAttemptAt: number; error: string },
   ): void {
     if (seqs.length === 0) return;
-    this.#write('recording a failed attempt', true, () => {
+    this.#write('recording a failed attempt', 'drain', () => {
       const update = this.#db.prepare(
         'UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE sink = ? AND seq = ?',
       );
@@ -134,7 +144,7 @@ export class SqliteStore implements Store {
 
   deadLetter(sink: string, seqs: readonly number[], why: { reason: DeadLetterReason; error: string }): void {
     if (seqs.length === 0) return;
-    this.#write('moving rows to dead letters', true, () => this.#moveToDeadLetters(sink, seqs, why));
+    this.#write('moving rows to dead letters', 'drain', () => this.#moveToDeadLetters(sink, seqs, why));
   }
 
   #moveToDeadLetters(
@@ -177,7 +187,7 @@ export class SqliteStore implements Store {
     const withinRows = caps.maxPendingRows === undefined || Number(queue.n) <= caps.maxPendingRows;
     const withinBytes = caps.maxPendingBytes === undefined || Number(queue.b) <= caps.maxPendingBytes;
     if (expiredNone && withinRows && withinBytes) return result;
-    this.#write('moving rows beyond the sink caps to dead letters', true, () => {
+    this.#write('moving rows beyond the sink caps to dead letters', 'drain', () => {
       if (caps.maxAgeMs !== undefined) {
         const cutoff = nowMs - caps.maxAgeMs;
         const expired = this.#seqs('SELECT seq FROM outbox WHERE sink = ? AND created_at < ? ORDER BY seq', [
@@ -309,7 +319,7 @@ export class SqliteStore implements Store {
     const where = `WHERE id IN (SELECT id FROM dead_letters ${matching.where} ORDER BY id LIMIT ?)`;
     const params = [...matching.params, filter.limit ?? -1];
     let moved = 0;
-    this.#write('replaying dead letters', false, () => {
+    this.#write('replaying dead letters', undefined, () => {
       const now = this.#now();
       const result = this.#db
         .prepare(
@@ -325,7 +335,7 @@ export class SqliteStore implements Store {
   }
 
   setMeta(key: string, value: string): void {
-    this.#write(`writing meta key ${key}`, false, () => {
+    this.#write(`writing meta key ${key}`, undefined, () => {
       this.#db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(key, value);
     });
   }
@@ -392,22 +402,24 @@ export class SqliteStore implements Store {
 
   /**
    * Run `fn` in one IMMEDIATE transaction. On SQLITE_FULL in the drain path (acks, retry bookkeeping,
-   * dead-letter moves), release the reserve file once and retry, so a full disk never wedges delivery.
+   * dead-letter moves) or in a commit that carries records, release the reserve file once and retry, so a full
+   * disk never wedges delivery nor leaves observed transitions only in memory. After a successful write, a
+   * released reserve is re-created as soon as the disk has room for it again.
    */
-  #write(what: string, drainPath: boolean, fn: () => void): void {
+  #write(what: string, use: ReserveUse, fn: () => void): void {
     try {
       this.#transaction(fn);
     } catch (error) {
-      if (drainPath && sqliteErrorCode(error) === SQLITE_FULL && this.#releaseReserve()) {
-        try {
-          this.#transaction(fn);
-          return;
-        } catch (retryError) {
-          throw toWriteError(what, retryError);
-        }
+      if (use === undefined || sqliteErrorCode(error) !== SQLITE_FULL || !this.#releaseReserve(use)) {
+        throw toWriteError(what, error);
       }
-      throw toWriteError(what, error);
+      try {
+        this.#transaction(fn);
+      } catch (retryError) {
+        throw toWriteError(what, retryError);
+      }
     }
+    this.#maybeRestoreReserve();
   }
 
   #transaction(fn: () => void): void {
@@ -452,7 +464,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  #releaseReserve(): boolean {
+  #releaseReserve(use: 'drain' | 'records'): boolean {
     if (this.#reservePath === undefined || this.#reserveReleased) return false;
     try {
       unlinkSync(this.#reservePath);
@@ -460,22 +472,42 @@ export class SqliteStore implements Store {
       // already gone
     }
     this.#reserveReleased = true;
-    this.#lastReserveAttempt = this.#now();
+    this.#lastReserveAttempt = Number.NEGATIVE_INFINITY;
     this.#logger.error(
-      { reserveBytes: RESERVE_BYTES },
-      'DISK FULL: released the reserve file so delivered records can still be acknowledged; ' +
-        'new records cannot be committed until space is freed',
+      { reserveBytes: RESERVE_BYTES, reserveFile: this.#reservePath },
+      use === 'records'
+        ? 'DISK FULL: released the disk-full reserve file to commit the transitions just observed; once that ' +
+            'space is used up, new transitions wait in memory until space is freed (the reserve is re-created then)'
+        : 'DISK FULL: released the reserve file so delivered records can still be acknowledged; ' +
+            'new records cannot be committed until space is freed',
     );
     return true;
   }
 
+  /**
+   * Re-create a released reserve when the disk has room for it again (free space above the reserve plus
+   * headroom, so re-creating it does not fill the disk at once). A failed attempt is retried at most every
+   * RESERVE_RETRY_MS (each one writes up to 4 MiB).
+   */
   #maybeRestoreReserve(): void {
     if (!this.#reserveReleased || this.#reservePath === undefined) return;
+    const free = this.#freeBytes();
+    if (free !== undefined && free < RESERVE_BYTES + RESERVE_HEADROOM_BYTES) return;
     const now = this.#now();
-    if (now - this.#lastReserveAttempt < RESERVE_RETRY_MS) return;
+    if (Math.abs(now - this.#lastReserveAttempt) < RESERVE_RETRY_MS) return;
     this.#lastReserveAttempt = now;
     this.#ensureReserve();
     if (!this.#reserveReleased) this.#logger.info('disk space is back: disk-full reserve file restored');
+  }
+
+  /** Free bytes on the filesystem holding the state directory (for this user), or undefined if unknown. */
+  #freeBytes(): number | undefined {
+    try {
+      const s = statfsSync(this.stateDir);
+      return s.bavail * s.bsize;
+    } catch {
+      return undefined;
+    }
   }
 }
 

@@ -15,9 +15,13 @@ export interface ForwarderChild {
   stdout(): string;
 }
 
-/** Starts the CLI with `args` (logs as JSON on stderr). */
-export function spawnCli(args: string[], env: Record<string, string> = {}): ForwarderChild {
-  const child = spawn(process.execPath, [MAIN, ...args], {
+/** Starts the CLI with `args` (logs as JSON on stderr); `nodeArgs` go to node itself (e.g. `--import <preload>`). */
+export function spawnCli(
+  args: string[],
+  env: Record<string, string> = {},
+  nodeArgs: readonly string[] = [],
+): ForwarderChild {
+  const child = spawn(process.execPath, [...nodeArgs, MAIN, ...args], {
     cwd: REPO,
     env: { ...process.env, ...env, HTTP_PROXY: '', HTTPS_PROXY: '' },
     stdio: ['ignore', 'pipe', 'pipe'],

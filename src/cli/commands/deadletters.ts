@@ -124,7 +124,7 @@ export function register(program: Command): void {
       .option('--sink <name>', 'only this sink')
       .option('--json', 'print JSON (full records)'),
   ).action(async (opts: StoreCommandOptions & { sink?: string; json?: boolean }) => {
-    const rows = await withStore(opts, true, (store, config) => {
+    const rows = await withStore(opts, { readOnly: true, command: 'deadletters list' }, (store, config) => {
       checkSinkExists(opts.sink, store?.stats() ?? [], config);
       return store === undefined
         ? []
@@ -163,16 +163,20 @@ export function register(program: Command): void {
       ...(opts.sink === undefined ? {} : { sink: opts.sink }),
       ...(id === undefined ? {} : { id }),
     };
-    const moved = await withStore(opts, false, (store, config) => {
-      const stats = store?.stats() ?? [];
-      checkSinkExists(opts.sink, stats, config);
-      checkIdExists(store, id, opts.sink);
-      if (store === undefined) return 0;
-      const rows = store.listDeadLetters({ ...filter, ...(limit === undefined ? {} : { limit }) });
-      if (rows.length === 0) return 0;
-      checkCaps(rows, stats, config, defaults);
-      return store.replayDeadLetters({ ...filter, ...(limit === undefined ? {} : { limit }) });
-    });
+    const moved = await withStore(
+      opts,
+      { readOnly: false, command: 'deadletters replay' },
+      (store, config) => {
+        const stats = store?.stats() ?? [];
+        checkSinkExists(opts.sink, stats, config);
+        checkIdExists(store, id, opts.sink);
+        if (store === undefined) return 0;
+        const rows = store.listDeadLetters({ ...filter, ...(limit === undefined ? {} : { limit }) });
+        if (rows.length === 0) return 0;
+        checkCaps(rows, stats, config, defaults);
+        return store.replayDeadLetters({ ...filter, ...(limit === undefined ? {} : { limit }) });
+      },
+    );
     print(
       moved > 0
         ? `replayed ${plural(moved, 'dead letter')}\n`

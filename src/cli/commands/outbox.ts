@@ -1,7 +1,8 @@
 /**
  * `outbox status`: what is pending per sink (count, bytes, oldest age, next attempt, last error) and how many
  * dead letters each sink has. Reads the state directory without locking it, so it works while the forwarder runs;
- * an empty or missing state directory answers "nothing pending" (exit 0) without creating anything.
+ * an empty or missing state directory answers "nothing pending" (exit 0) without creating anything; one this
+ * user cannot read is an error (exit 1) that names the path, its owner and mode, and the fix.
  *
  * The store commands read only `stateDir` and the sinks' names and `delivery` settings from --config: they never
  * resolve secret references, so they work from an admin shell where the service's secret variables are not set.
@@ -92,10 +93,14 @@ export async function resolveStateConfig(opts: StoreCommandOptions): Promise<Sta
   };
 }
 
-/** Open the store for inspection and run `fn`; undefined store means nothing was ever written there. */
+/**
+ * Open the store for inspection and run `fn`; undefined store means nothing was ever written there. A state
+ * directory or database this user cannot read is an error (exit 1) naming the path, its owner and mode and the
+ * fix (`command` is named in it), never "nothing pending".
+ */
 export async function withStore<T>(
   opts: StoreCommandOptions,
-  readOnly: boolean,
+  access: { readOnly: boolean; command: string },
   fn: (store: Store | undefined, config: StateConfig) => T,
 ): Promise<T> {
   const [{ createLogger }, { openStoreForInspection }] = await Promise.all([
@@ -104,7 +109,12 @@ export async function withStore<T>(
   ]);
   const logger = createLogger({ level: 'warn', pretty: false });
   const config = await resolveStateConfig(opts);
-  const store = openStoreForInspection({ stateDir: config.stateDir, logger, readOnly });
+  const store = openStoreForInspection({
+    stateDir: config.stateDir,
+    logger,
+    readOnly: access.readOnly,
+    command: access.command,
+  });
   try {
     return fn(store, config);
   } finally {
@@ -134,7 +144,11 @@ export function register(program: Command): void {
       .option('--json', 'print JSON'),
   ).action(async (opts: StoreCommandOptions & { json?: boolean }) => {
     const now = Date.now();
-    const stats = await withStore(opts, true, (store) => store?.stats() ?? []);
+    const stats = await withStore(
+      opts,
+      { readOnly: true, command: 'outbox status' },
+      (store) => store?.stats() ?? [],
+    );
     if (opts.json === true) {
       print(`${JSON.stringify(stats, null, 2)}\n`);
       return;

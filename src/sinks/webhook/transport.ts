@@ -126,8 +126,7 @@ export class WebhookTransport {
       this.#logger.debug({ status }, 'webhook delivered');
       return;
     }
-    if (failure.retryAfterMs !== undefined)
-      this.#limiter.deferUntil(this.#clock.now() + failure.retryAfterMs);
+    if (failure.retryAfterMs !== undefined) this.#limiter.deferFor(failure.retryAfterMs);
     this.#logger.debug({ status, code: failure.code, retryable: failure.retryable }, failure.message);
     throw failure;
   }

@@ -1,10 +1,13 @@
 /**
- * A transition seen while the state disk is full is not lost (issue 14, item 1), with a REAL full disk: the
- * state directory lives on a small tmpfs mounted by the test (tests run as root), filled with a filler file;
- * the CLI `run` is a real child process against the IMDS simulator; the file sink writes to the normal disk.
+ * A transition seen while the state disk is full is not lost (issue 14, item 1; round 3, item 4), with a REAL
+ * full disk: the state directory lives on a small tmpfs mounted by the test (tests run as root), filled with a
+ * filler file; the CLI `run` is a real child process against the IMDS simulator; the file sink writes to the
+ * normal disk.
  *
- * Event committed as Scheduled → the state disk fills → IMDS shows it Started, then removes it → space
- * returns: the file sink must receive scheduled, started, completed — in that order.
+ * Event committed as Scheduled → the state disk fills → IMDS shows it Started: the forwarder spends its 4 MiB
+ * disk-full reserve to commit that transition at once → the disk fills again (no reserve left) → IMDS removes
+ * the event: that transition waits in memory → space returns: it is committed, and the reserve re-created. The
+ * file sink must receive scheduled, started, completed — in that order.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,6 +15,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { RESERVE_BYTES, RESERVE_FILE } from '../../../src/store/index.ts';
 import { type ForwarderChild, jsonLines, spawnCli } from '../../support/child.ts';
 import { fillDisk, mountTmpfs } from '../../support/mount.ts';
 import { makeTempDir } from '../../support/tmp.ts';
@@ -84,10 +88,21 @@ describe('full state disk (real tmpfs)', () => {
     const settled = gets(s) + 3;
     await waitFor(() => gets(s) >= settled, 'a few more polls');
 
+    const reserve = join(stateDir, RESERVE_FILE);
+    expect(statSync(reserve).size).toBe(RESERVE_BYTES);
     const filler = fillDisk(mountPoint);
     expect(statSync(filler).size).toBeGreaterThan(0);
 
+    // Started on a full disk: the reserve is released to commit it, so it is durable (and delivered) at once.
     s.admin.setStatus(event.id, 'Started');
+    await waitFor(() => readRecords(out).length === 2, 'the started record, committed with the reserve');
+    expect(existsSync(reserve)).toBe(false);
+    expect(fwd.stderr()).toContain('released the disk-full reserve file to commit the transitions');
+    await waitFor(() => pendingRows(stateDir) === 0, 'the outbox drained');
+
+    // Full again, and no reserve left: the next transition waits in memory.
+    const filler2 = fillDisk(mountPoint, 'filler-2.bin');
+    s.admin.removeEvent(event.id);
     await waitFor(
       () => fwd!.stderr().includes('the disk holding the state directory is full'),
       'the disk-full error line',
@@ -98,14 +113,19 @@ describe('full state disk (real tmpfs)', () => {
       .find((l) => l.includes('the disk holding the state directory is full'))!;
     expect(JSON.parse(errorLine)).toMatchObject({ level: 50, diskFull: true, waitingTransitions: 1 });
     expect(errorLine).toMatch(/1 transition\(s\) wait in memory/);
-
-    s.admin.removeEvent(event.id);
-    const afterRemoval = gets(s) + 3; // the poll that saw it gone has been handled once two more were sent
-    await waitFor(() => gets(s) >= afterRemoval, 'polls after the removal');
-    expect(readRecords(out).map((r) => r.transition)).toEqual(['scheduled']); // nothing committed while full
+    const afterRemoval = gets(s) + 3;
+    await waitFor(() => gets(s) >= afterRemoval, 'more polls while full');
+    expect(readRecords(out).map((r) => r.transition)).toEqual(['scheduled', 'started']); // nothing more
 
     rmSync(filler); // space returns
-    await waitFor(() => readRecords(out).length >= 3, 'started and completed after space returned');
+    rmSync(filler2);
+    await waitFor(() => readRecords(out).length >= 3, 'completed after space returned');
+    // The reserve comes back while the forwarder runs, once there is room for it.
+    await waitFor(
+      () => existsSync(reserve) && statSync(reserve).size === RESERVE_BYTES,
+      'the disk-full reserve file to be re-created',
+    );
+    expect(fwd.stderr()).toContain('disk space is back: disk-full reserve file restored');
     fwd.child.kill('SIGTERM');
     expect((await fwd.exited).code).toBe(0);
 

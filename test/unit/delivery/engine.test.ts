@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { retryDelayMs } from '../../../src/backoff.ts';
+import { MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelayMs } from '../../../src/backoff.ts';
 import { DEFAULT_RESCAN_INTERVAL_MS, DeliveryEngine, type EngineSink } from '../../../src/delivery/engine.ts';
 import { type Logger, silentLogger } from '../../../src/log.ts';
 import { type Outbox, openStore, type Store } from '../../../src/store/index.ts';
@@ -96,6 +96,18 @@ describe('retryDelayMs', () => {
     expect(retryDelayMs(50, opts, () => 1)).toBe(300_000);
     expect(retryDelayMs(5000, opts, () => 0.999)).toBeLessThanOrEqual(300_000);
     expect(retryDelayMs(1, opts, () => 1, 42_000)).toBe(42_000);
+  });
+
+  it('caps every Retry-After at MAX_RETRY_AFTER_MS (1 h), whatever the backoff cap', () => {
+    expect(MAX_RETRY_AFTER_MS).toBe(3_600_000);
+    expect(parseRetryAfter('999999', 0)).toBe(MAX_RETRY_AFTER_MS);
+    expect(parseRetryAfter('Fri, 19 Sep 2125 18:02:00 GMT', Date.parse('2025-09-19T18:00:00Z'))).toBe(
+      MAX_RETRY_AFTER_MS,
+    );
+    expect(parseRetryAfter('120', 0)).toBe(120_000);
+    expect(retryDelayMs(1, { initialMs: 1000, maxMs: 6 * 3_600_000 }, () => 1, 999_999_000)).toBe(
+      MAX_RETRY_AFTER_MS,
+    );
   });
 });
 
