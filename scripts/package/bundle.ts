@@ -95,6 +95,10 @@ export const CHUNKS: ReadonlyArray<{ name: string; packages: RegExp }> = [
   // lazily). Its optional `require('pg-native')` sits in a try block, which esbuild leaves as a plain require:
   // the pure JavaScript client is what runs (pg-native is not a dependency).
   { name: 'postgres', packages: /^pg(-connection-string)?$/ },
+  // The Kubernetes client, for the node agent (src/kubernetes/client.ts, itself imported lazily and only when
+  // `kubernetes.enabled`): about 1.4 MB with its dependencies (openid-client, ws, js-yaml, its own undici), which
+  // `run` without a `kubernetes` section must never parse.
+  { name: 'kubernetes', packages: /^@kubernetes\// },
 ];
 
 const packageOf = (specifier: string) =>

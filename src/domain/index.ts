@@ -7,6 +7,7 @@ export type {
   PollOutcome,
 } from './poll.ts';
 export {
+  type KubernetesRecordContext,
   type LifecycleRecord,
   type LifecycleRecordData,
   RECORD_TYPE_PREFIX,

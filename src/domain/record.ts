@@ -33,6 +33,22 @@ export interface LifecycleRecord {
   data: LifecycleRecordData;
 }
 
+/**
+ * The Kubernetes node the forwarder runs on, as put in records (`data.kubernetes`): an input of the transform
+ * like the VM identity, gathered by src/kubernetes (node name from the downward API, labels read from the Node).
+ */
+export interface KubernetesRecordContext {
+  /** The Node's name (`kubernetes.nodeName`, else the NODE_NAME environment variable). */
+  nodeName: string;
+  /** `kubernetes.clusterName`, when configured. */
+  clusterName?: string;
+  /**
+   * The configured `kubernetes.labels` with their values on the Node, when labels are configured and the Node
+   * was read; a configured key the Node does not carry is absent.
+   */
+  labels?: Record<string, string>;
+}
+
 /** The record's data. Field-level documentation lives in docs/record-format.md. */
 export interface LifecycleRecordData {
   EventId: string;
@@ -59,6 +75,11 @@ export interface LifecycleRecordData {
     vmSize: string;
     computerName: string;
   };
+  /**
+   * Kubernetes enrichment (docs/kubernetes.md): only when `kubernetes.enabled`; absent otherwise, so records
+   * outside Kubernetes are unchanged.
+   */
+  kubernetes?: KubernetesRecordContext;
   timing: {
     firstSeenAt: string;
     startedAt: string | null;

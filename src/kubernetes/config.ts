@@ -101,7 +101,11 @@ export const kubernetesSection = z
       .min(1)
       .optional()
       .describe('This node (default: the NODE_NAME environment variable, set by the downward API).'),
-    clusterName: z.string().min(1).optional().describe('Cluster name put in records (enrichment).'),
+    clusterName: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Cluster name put in every record (data.kubernetes.clusterName).'),
     kubeconfig: z
       .string()
       .min(1)
@@ -110,7 +114,9 @@ export const kubernetesSection = z
     labels: z
       .array(z.string().min(1))
       .default([])
-      .describe('Node labels copied into records (e.g. topology.kubernetes.io/zone, agentpool).'),
+      .describe(
+        'Node labels copied into every record (data.kubernetes.labels), e.g. topology.kubernetes.io/zone, kubernetes.azure.com/agentpool: read from the Node at start, then every 10 minutes.',
+      ),
     events: z
       .boolean()
       .default(true)

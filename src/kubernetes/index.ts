@@ -1,12 +1,15 @@
 /**
- * Kubernetes node agent (docs/kubernetes.md): the built-in `kubernetes-node` hook for approval and the reporter of
- * node Events and the VMEventScheduled condition. Nothing here loads @kubernetes/client-node: the client module
- * (src/kubernetes/client.ts) is imported on the first API call, and only when `kubernetes.enabled` is true.
+ * Kubernetes node agent (docs/kubernetes.md): the built-in `kubernetes-node` hook for approval, the reporter of
+ * node Events and the VMEventScheduled condition, and the node context put in records (enrichment.ts). Nothing
+ * here loads @kubernetes/client-node: the client module (src/kubernetes/client.ts) is imported on the first API
+ * call, and only when `kubernetes.enabled` is true.
  */
 import type { BuiltinHooks, CommitObserver } from '../approval/index.ts';
+import type { KubernetesRecordContext } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
 import type { NodeApi } from './client.ts';
 import type { KubernetesConfig } from './config.ts';
+import { NodeEnrichment } from './enrichment.ts';
 import { runNodeHook } from './node-hook.ts';
 import { NodeReporter } from './reporter.ts';
 
@@ -23,6 +26,14 @@ export interface KubernetesAgent {
   nodeName: string;
   builtins: BuiltinHooks;
   observer: CommitObserver;
+  /** `data.kubernetes` for the records made now (an input of the transform; cached, no I/O). */
+  recordContext(): KubernetesRecordContext;
+  /**
+   * Starts the enrichment: the first read of the node labels (when `kubernetes.labels` is set) and its periodic
+   * refresh. Resolves after that first read (or its bounded wait); never rejects.
+   */
+  start(): Promise<void>;
+  stop(): void;
 }
 
 export interface KubernetesAgentOptions {
@@ -68,8 +79,12 @@ export function createKubernetesAgent(
     logger: options.logger,
     vmName: options.vmName,
   });
+  const enrichment = new NodeEnrichment({ api, nodeName, config, logger: options.logger });
   return {
     nodeName,
+    recordContext: () => enrichment.current(),
+    start: () => enrichment.start(),
+    stop: () => enrichment.stop(),
     builtins: {
       run: (hook, run) =>
         runNodeHook(hook, run, {

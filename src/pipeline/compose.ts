@@ -9,7 +9,7 @@ import type { Config, SinkConfig } from '../config/index.ts';
 import type { EngineSink } from '../delivery/index.ts';
 import type { VmIdentity } from '../domain/index.ts';
 import { errorMessage } from '../errors.ts';
-import { createKubernetesAgent } from '../kubernetes/index.ts';
+import { createKubernetesAgent, type KubernetesAgent } from '../kubernetes/index.ts';
 import type { Logger } from '../log.ts';
 import type { Sink, SinkFactory } from '../sinks/types.ts';
 import { findSourceFactory } from '../sources/registry.ts';
@@ -40,6 +40,25 @@ export function givenSource(source: Source, config: Config): BuiltSource {
   return { source, maxGapMs: imdsMaxGapMs(config.imds), firstOutcomeWaitMs: config.imds.pollIntervalMs };
 }
 
+/**
+ * The Kubernetes node agent (src/kubernetes, docs/kubernetes.md), or undefined when `kubernetes.enabled` is
+ * false. Its built-in hook and reporter go to approval, its node context to every record.
+ */
+export function buildKubernetes(
+  config: Config,
+  identity: () => VmIdentity | undefined,
+  logger: Logger,
+): KubernetesAgent | undefined {
+  try {
+    return createKubernetesAgent(config.kubernetes, {
+      logger: logger.child({ component: 'kubernetes' }),
+      vmName: () => identity()?.name,
+    });
+  } catch (error) {
+    throw new ConfigError(errorMessage(error), []);
+  }
+}
+
 /** Approval (src/approval, docs/approval.md): resumes persisted progress against the loaded state. */
 export function buildApproval(
   config: Config,
@@ -47,16 +66,8 @@ export function buildApproval(
   source: Pick<BuiltSource, 'approval'>,
   identity: () => VmIdentity | undefined,
   logger: Logger,
+  kubernetes: KubernetesAgent | undefined,
 ): ApprovalParticipant {
-  let kubernetes: ReturnType<typeof createKubernetesAgent>;
-  try {
-    kubernetes = createKubernetesAgent(config.kubernetes, {
-      logger: logger.child({ component: 'kubernetes' }),
-      vmName: () => identity()?.name,
-    });
-  } catch (error) {
-    throw new ConfigError(errorMessage(error), []);
-  }
   return new ApprovalCoordinator({
     config: config.approval,
     store,

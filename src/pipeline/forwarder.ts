@@ -13,10 +13,13 @@
  * meanwhile. The first identity request (instance metadata) runs concurrently with the first poll. The first
  * outcome is handled (and approval started) once that identity request has settled, so the first records still
  * carry the identity whenever IMDS answers it (it is part of every record id); a failed identity request is
- * retried on later polls.
+ * retried on later polls. With `kubernetes.labels`, the first read of the node's labels (src/kubernetes) is
+ * waited for the same way (bounded), so the first records carry them too.
  */
 import type { Config } from '../config/index.ts';
+import { configWarnings } from '../config/warnings.ts';
 import { DeliveryEngine, type DeliveryEngineEvent } from '../delivery/index.ts';
+import type { KubernetesAgent } from '../kubernetes/index.ts';
 import type { Logger } from '../log.ts';
 import { findSinkFactory } from '../sinks/registry.ts';
 import type { Sink, SinkFactory } from '../sinks/types.ts';
@@ -26,6 +29,7 @@ import { openStoreWhenPossible, type Store, storeDamage } from '../store/index.t
 import { hostBootTimeMs } from './boot-time.ts';
 import {
   buildApproval,
+  buildKubernetes,
   buildSource,
   createSink,
   engineSink,
@@ -121,6 +125,7 @@ export class Forwarder {
     signal.addEventListener('abort', onAbort, { once: true });
     const sinks: Sink[] = [];
     let approval: ApprovalParticipant | undefined;
+    let kubernetes: KubernetesAgent | undefined;
     let step: PipelineStep | undefined;
     let stopping = false;
     // The engine's events go to the observer until shutdown begins; 'idle' also wakes waitUntilDrained.
@@ -149,15 +154,18 @@ export class Forwarder {
       const enabled = config.sinks.filter((s) => s.enabled);
       const routed: RoutedSink[] = enabled.map((s) => ({ name: s.name, filter: s.filter }));
       warnAboutOrphanedQueues(store, new Set(config.sinks.map((s) => s.name)), logger);
-      if (enabled.length === 0) {
-        logger.warn('no sinks enabled: records are committed to the state directory but delivered nowhere');
-      }
+      // The warnings `config validate` prints (one function for both: src/config/warnings.ts).
+      for (const warning of configWarnings(config)) logger.warn({ configKey: warning.path }, warning.message);
       stall.start();
 
       // The identity is part of every record id: its first request runs beside the first poll, and the first
       // outcome waits for it (see the module comment), so polling starts at once.
       const firstIdentity = identity?.start?.(internal.signal);
-      approval = buildApproval(config, store, built, () => identity?.current(), logger);
+      kubernetes = buildKubernetes(config, () => identity?.current(), logger);
+      // The node's labels are part of every record too (kubernetes.labels): read beside the first poll as well.
+      const firstNodeRead = kubernetes?.start();
+      approval = buildApproval(config, store, built, () => identity?.current(), logger, kubernetes);
+      const agent = kubernetes;
       step = new PipelineStep({
         store,
         logger,
@@ -165,6 +173,7 @@ export class Forwarder {
         state,
         routed,
         identity,
+        kubernetes: agent === undefined ? undefined : () => agent.recordContext(),
         bootTimeMs,
         maxGapMs: built.maxGapMs,
         stall,
@@ -179,8 +188,11 @@ export class Forwarder {
       const startApproval = () => {
         if (!internal.signal.aborted && !stopping) participant.start(pipeline.state);
       };
-      if (firstIdentity === undefined) startApproval();
-      else pipeline.holdFirstOutcomeUntil(firstIdentity.then(startApproval, startApproval));
+      if (firstIdentity === undefined && firstNodeRead === undefined) startApproval();
+      else {
+        const ready = Promise.allSettled([firstIdentity, firstNodeRead]);
+        pipeline.holdFirstOutcomeUntil(ready.then(startApproval));
+      }
 
       // First poll first: the source starts before the sinks are built, so loading their SDKs never delays the
       // first Scheduled Events GET. Outcomes are committed to the outbox as usual meanwhile; the delivery engine
@@ -256,6 +268,7 @@ export class Forwarder {
       stall.stop();
       await approval?.stop(); // approval: ends running hooks / POST retries; progress stays persisted
       identity?.stop?.();
+      kubernetes?.stop();
       if (this.#engine !== undefined) await this.#engine.stop(config.shutdownDeadlineMs);
       else await Promise.allSettled(sinks.map((s) => s.close?.()));
       built?.close?.();

@@ -14,7 +14,7 @@
  * the pipeline falls back to the last committed state and the next diff infers conservatively.
  */
 
-import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
+import type { KubernetesRecordContext, LifecycleRecord, PollOutcome } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
 import type { StallDetector } from '../sources/stall-detector.ts';
 import type { IdentitySource } from '../sources/types.ts';
@@ -52,6 +52,8 @@ export interface StepOptions {
   state: ForwarderState;
   routed: readonly RoutedSink[];
   identity: IdentitySource | undefined;
+  /** The Kubernetes node context for records (`kubernetes.enabled`); undefined: records have no data.kubernetes. */
+  kubernetes?: (() => KubernetesRecordContext) | undefined;
   bootTimeMs: number;
   /** The source's gap limit (BuiltSource.maxGapMs). */
   maxGapMs: number;
@@ -164,6 +166,7 @@ export class PipelineStep {
     const result = transform(this.#state, {
       outcome,
       vm: identity?.current(),
+      kubernetes: this.#o.kubernetes?.(),
       hostBootTimeMs: this.#o.bootTimeMs,
       maxStallMs,
       maxGapMs: this.#o.maxGapMs,

@@ -4,6 +4,7 @@
  */
 
 import {
+  type KubernetesRecordContext,
   type LifecycleRecord,
   type LifecycleRecordData,
   recordType,
@@ -65,10 +66,21 @@ function noticeSeconds(tracked: TrackedEvent): number | null {
   return Math.round((notBefore - tracked.firstSeenAtMs) / 1000);
 }
 
+/** `data.kubernetes`: a copy, with only the fields that are set (labels in the configured order). */
+function kubernetesData(k8s: KubernetesRecordContext): KubernetesRecordContext {
+  return {
+    nodeName: k8s.nodeName,
+    ...(k8s.clusterName === undefined ? {} : { clusterName: k8s.clusterName }),
+    ...(k8s.labels === undefined ? {} : { labels: { ...k8s.labels } }),
+  };
+}
+
 /** Everything a record needs besides the tracked event. */
 export interface RecordContext {
   vm: VmIdentity | undefined;
   source: string;
+  /** The Kubernetes node (enrichment); undefined outside Kubernetes: no `data.kubernetes` at all. */
+  kubernetes?: KubernetesRecordContext | undefined;
 }
 
 /** Per-record inputs. */
@@ -110,6 +122,7 @@ export function buildRecord(ctx: RecordContext, tracked: TrackedEvent, spec: Rec
     notBeforeUtc: event.notBeforeUtc,
     affectsThisVm: affectsVm(event.Resources, ctx.vm),
     vm: vmData(ctx.vm),
+    ...(ctx.kubernetes === undefined ? {} : { kubernetes: kubernetesData(ctx.kubernetes) }),
     timing: {
       firstSeenAt: isoTime(tracked.firstSeenAtMs),
       startedAt: tracked.startedAtMs === null ? null : isoTime(tracked.startedAtMs),

@@ -1,6 +1,6 @@
 /**
- * Lifecycle transform: a pure function from (previous state, poll outcome, VM identity, host boot time,
- * measured stall, approvals) to (next state, CloudEvents lifecycle records). See docs/record-format.md.
+ * Lifecycle transform: a pure function from (previous state, poll outcome, VM identity, Kubernetes node, host
+ * boot time, measured stall, approvals) to (next state, CloudEvents lifecycle records). See docs/record-format.md.
  */
 
 export { affectsVm, isoTime, recordSource } from './build-record.ts';

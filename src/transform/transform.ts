@@ -1,12 +1,13 @@
 /**
- * The pure diff transform: (previous state, poll outcome, VM identity, host boot time, stall, approvals)
- * → (next state, lifecycle records). No I/O, no clock reads, no randomness: every time comes from the
+ * The pure diff transform: (previous state, poll outcome, VM identity, Kubernetes node, host boot time, stall,
+ * approvals) → (next state, lifecycle records). No I/O, no clock reads, no randomness: every time comes from the
  * inputs, so the same inputs always give the same state and the same records (with the same ids).
  *
  * The rules are documented in docs/record-format.md ("When each transition is produced").
  */
 
 import type {
+  KubernetesRecordContext,
   LifecycleRecord,
   LifecycleRecordData,
   PollOutcome,
@@ -60,6 +61,11 @@ export interface ApprovalInput {
 export interface TransformInput {
   outcome: PollOutcome;
   vm: VmIdentity | undefined;
+  /**
+   * The Kubernetes node this forwarder runs on (`kubernetes.enabled`), put in every record as `data.kubernetes`;
+   * undefined (the default) outside Kubernetes: records carry no such field.
+   */
+  kubernetes?: KubernetesRecordContext | undefined;
   /** Host boot time, epoch ms (wall clock). A boot after the last observation means the host rebooted. */
   hostBootTimeMs?: number;
   /** Longest process stall measured since the previous document (StallDetector.takeMaxStallMs()). */
@@ -210,6 +216,10 @@ function observedImpact(tracked: TrackedEvent): Record<string, unknown> {
 
 const roundMs = (ms: number | null): number | null => (ms === null ? null : Math.round(ms));
 
+function recordContext(input: TransformInput): RecordContext {
+  return { vm: input.vm, source: recordSource(input.vm), kubernetes: input.kubernetes };
+}
+
 /**
  * Applies one poll outcome to the state. A failed poll yields no record and changes nothing: without
  * approvals it returns the previous state object itself. Approvals passed along with a failed poll are
@@ -221,7 +231,7 @@ export function transform(previous: ForwarderState, input: TransformInput): Tran
     if (input.approvals === undefined || input.approvals.length === 0)
       return { state: previous, records: [] };
     const state: ForwarderState = structuredClone(previous);
-    const ctx: RecordContext = { vm: input.vm, source: recordSource(input.vm) };
+    const ctx = recordContext(input);
     const records: LifecycleRecord[] = [];
     for (const approval of input.approvals) {
       const event =
@@ -236,7 +246,7 @@ export function transform(previous: ForwarderState, input: TransformInput): Tran
   const nowMs = outcome.observed.wallMs;
   const document = outcome.document;
   const incarnation = document.DocumentIncarnation;
-  const ctx: RecordContext = { vm: input.vm, source: recordSource(input.vm) };
+  const ctx = recordContext(input);
   const maxGapMs = input.maxGapMs ?? DEFAULT_MAX_GAP_MS;
   const records: LifecycleRecord[] = [];
 

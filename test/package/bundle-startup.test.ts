@@ -6,13 +6,14 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundle } from '../../scripts/package/bundle.ts';
 import { EMBEDDED_ASSETS } from '../../scripts/package/release-files.ts';
 import { startSimulator } from '../../src/simulator/index.ts';
 import { heavyIn } from '../support/heavy-packages.ts';
+import { nodeFixture, startKubernetesDouble, writeKubeconfig } from '../support/kubernetes-double/index.ts';
 import { makeTempDir } from '../support/tmp.ts';
 import { waitFor } from '../support/wait.ts';
 import { VERSION } from './release.ts';
@@ -42,14 +43,21 @@ function cli(args: string[]): { status: number | null; stdout: string; packages:
  * Runs `run` with a file sink and `extraSinks` until a record is out (and, with `untilLog`, until stderr has a
  * line matching it), then SIGTERM; returns the packages.
  */
-async function runUntilRecord(extraSinks: string[], untilLog?: RegExp): Promise<string[]> {
+async function runUntilRecord(
+  extraSinks: string[],
+  untilLog?: RegExp,
+  extraConfig: string[] = [],
+  onRecord?: (text: string) => void,
+): Promise<string[]> {
   const sim = await startSimulator({});
   const file = join(tmp.dir, `packages-${++runs}.json`);
   const records = join(tmp.dir, `records-${runs}.jsonl`);
   const config = join(tmp.dir, `config-${runs}.yaml`);
   writeFileSync(
     config,
-    ['sinks:', `  - { name: file, type: file, path: ${records} }`, ...extraSinks, ''].join('\n'),
+    ['sinks:', `  - { name: file, type: file, path: ${records} }`, ...extraSinks, ...extraConfig, ''].join(
+      '\n',
+    ),
   );
   const child = spawn(
     process.execPath,
@@ -85,6 +93,7 @@ async function runUntilRecord(extraSinks: string[], untilLog?: RegExp): Promise<
       }
     }, 'a record from the bundled CLI');
     if (untilLog !== undefined) await waitFor(() => untilLog.test(stderr), `a log line matching ${untilLog}`);
+    onRecord?.(readFileSync(records, 'utf8'));
   } finally {
     child.kill('SIGTERM');
     await once(child, 'exit');
@@ -121,5 +130,45 @@ describe('bundled CLI start-up', () => {
     );
     expect(packages.some((p) => p.startsWith('@opentelemetry/'))).toBe(true);
     expect(packages.some((p) => p.startsWith('@azure/'))).toBe(false);
+  });
+
+  it('the Kubernetes client is in its own chunk, evaluated and working when the node agent reads the node', async () => {
+    // kubernetes.labels: the node is read at start through @kubernetes/client-node (chunks/kubernetes.cjs), and
+    // the labels read end up in the record, so the chunk was loaded, evaluated and talked to the API server.
+    const k8s = await startKubernetesDouble({ nodes: [nodeFixture('aks-nodepool1-0')] });
+    try {
+      const kubeconfig = writeKubeconfig(join(tmp.dir, `kubeconfig-${runs}`), k8s, k8s.adminToken);
+      let text = '';
+      const packages = await runUntilRecord(
+        [],
+        undefined,
+        [
+          'kubernetes:',
+          '  enabled: true',
+          '  nodeName: aks-nodepool1-0',
+          `  kubeconfig: ${JSON.stringify(kubeconfig)}`,
+          '  labels: [kubernetes.azure.com/agentpool]',
+          '  events: false',
+          '  condition: false',
+        ],
+        (records) => {
+          text = records;
+        },
+      );
+      expect(text).toContain(
+        '"kubernetes":{"nodeName":"aks-nodepool1-0","labels":{"kubernetes.azure.com/agentpool":"nodepool1"}}',
+      );
+      expect(packages).toContain('@kubernetes/client-node');
+      expect(heavyIn(packages).filter((p) => !p.startsWith('@kubernetes/') && p !== 'undici')).toEqual([]);
+    } finally {
+      await k8s.close();
+    }
+  });
+
+  it('the Kubernetes client is a chunk of its own, not in the main bundle', () => {
+    const chunk = join(tmp.dir, 'chunks', 'kubernetes.cjs');
+    expect(existsSync(chunk)).toBe(true);
+    expect(readFileSync(chunk, 'utf8')).toContain('loadFromCluster');
+    expect(readFileSync(outfile, 'utf8')).not.toContain('KUBERNETES_SERVICE_HOST');
   });
 });

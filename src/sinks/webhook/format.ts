@@ -145,6 +145,16 @@ export function vmDescription(record: LifecycleRecord): string {
   return parts.length === 0 ? vmDisplayName(record) : `${vmDisplayName(record)} (${parts.join(', ')})`;
 }
 
+/**
+ * The Kubernetes node of the record (`data.kubernetes`, docs/kubernetes.md): "aks-nodepool1-0 (cluster
+ * prod-weu)", or null outside Kubernetes.
+ */
+export function kubernetesNodeText(record: LifecycleRecord): string | null {
+  const k8s = record.data.kubernetes;
+  if (k8s === undefined || k8s.nodeName === '') return null;
+  return k8s.clusterName ? `${k8s.nodeName} (cluster ${k8s.clusterName})` : k8s.nodeName;
+}
+
 /** "Azure maintenance scheduled: Reboot on vm-web-01" */
 export function titleOf(record: LifecycleRecord): string {
   const word = TRANSITION_WORDS[record.transition] ?? record.transition;

@@ -7,6 +7,7 @@ import type { LifecycleRecord } from '../../domain/index.ts';
 import {
   formatExpectedDuration,
   joinLimited,
+  kubernetesNodeText,
   notBeforeText,
   SLACK_EMOJI,
   severityOf,
@@ -66,6 +67,7 @@ export function buildSlackMessage(record: LifecycleRecord): SlackMessage {
       : joinLimited(d.Resources.map(escapeMrkdwn), SLACK_LIMITS.fieldText - resourcesLabel.length);
   const description =
     d.Description === '' ? '_No description provided by Azure._' : escapeMrkdwn(d.Description);
+  const node = kubernetesNodeText(record);
   const blocks: SlackBlock[] = [
     { type: 'header', text: { type: 'plain_text', text: `${emoji} ${titleOf(record)}`, emoji: true } },
     { type: 'section', text: { type: 'mrkdwn', text: description } },
@@ -73,6 +75,7 @@ export function buildSlackMessage(record: LifecycleRecord): SlackMessage {
       type: 'section',
       fields: [
         field('VM', escapeMrkdwn(vmDescription(record))),
+        ...(node === null ? [] : [field('Kubernetes node', escapeMrkdwn(node))]),
         field('Event type', escapeMrkdwn(d.EventType)),
         field('Status', escapeMrkdwn(d.EventStatus || record.transition)),
         field('Not before', escapeMrkdwn(notBeforeText(record))),

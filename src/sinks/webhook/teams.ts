@@ -7,6 +7,7 @@ import type { LifecycleRecord } from '../../domain/index.ts';
 import {
   formatExpectedDuration,
   joinLimited,
+  kubernetesNodeText,
   notBeforeText,
   portalUrl,
   severityOf,
@@ -50,6 +51,7 @@ export function buildAdaptiveCard(
 ): Record<string, unknown> {
   const d = record.data;
   const emoji = UNICODE_EMOJI[severityOf(record)];
+  const node = kubernetesNodeText(record);
   const body: Array<Record<string, unknown>> = [
     { type: 'TextBlock', size: 'Large', weight: 'Bolder', wrap: true, text: `${emoji} ${titleOf(record)}` },
     {
@@ -65,6 +67,7 @@ export function buildAdaptiveCard(
       type: 'FactSet',
       facts: [
         { title: 'VM', value: vmDescription(record) },
+        ...(node === null ? [] : [{ title: 'Kubernetes node', value: node }]),
         { title: 'Event type', value: d.EventType },
         { title: 'Status', value: d.EventStatus || record.transition },
         { title: 'Not before', value: notBeforeText(record) },

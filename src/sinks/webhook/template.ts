@@ -9,6 +9,7 @@ import { DeliveryError } from '../types.ts';
 import {
   formatExpectedDuration,
   formatUtc,
+  kubernetesNodeText,
   notBeforeText,
   portalUrl,
   relativeTime,
@@ -62,6 +63,19 @@ export interface TemplateView {
   resources: string;
   resourceCount: number;
   portalUrl: string;
+  /** `data.kubernetes` (undefined outside Kubernetes: `{{#kubernetes}}…{{/kubernetes}}` renders nothing). */
+  kubernetes: LifecycleRecord['data']['kubernetes'];
+  /** The node name, "" outside Kubernetes. */
+  nodeName: string;
+  /** `kubernetes.clusterName`, "" when not configured. */
+  clusterName: string;
+  /** "aks-nodepool1-0 (cluster prod-weu)", "" outside Kubernetes. */
+  nodeDescription: string;
+  /**
+   * The node labels as a list (label keys contain dots and slashes, which Mustache names cannot address):
+   * `{{#nodeLabels}}{{key}}={{value}} {{/nodeLabels}}`.
+   */
+  nodeLabels: Array<{ key: string; value: string }>;
 }
 
 /** Builds the template view of a record (pure). */
@@ -86,6 +100,11 @@ export function templateView(record: LifecycleRecord): TemplateView {
     resources: record.data.Resources.join(', '),
     resourceCount: record.data.Resources.length,
     portalUrl: portalUrl(record) ?? '',
+    kubernetes: record.data.kubernetes,
+    nodeName: record.data.kubernetes?.nodeName ?? '',
+    clusterName: record.data.kubernetes?.clusterName ?? '',
+    nodeDescription: kubernetesNodeText(record) ?? '',
+    nodeLabels: Object.entries(record.data.kubernetes?.labels ?? {}).map(([key, value]) => ({ key, value })),
   };
 }
 

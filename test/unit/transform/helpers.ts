@@ -1,6 +1,11 @@
 /** Builders for transform tests: documents, outcomes and a step runner that validates every record. */
 
-import type { LifecycleRecord, ScheduledEvent, VmIdentity } from '../../../src/domain/index.ts';
+import type {
+  KubernetesRecordContext,
+  LifecycleRecord,
+  ScheduledEvent,
+  VmIdentity,
+} from '../../../src/domain/index.ts';
 import { validateRecord } from '../../../src/domain/record-schema.ts';
 import {
   type ApprovalInput,
@@ -78,7 +83,13 @@ export interface RunResult {
 /** Runs steps through transform, asserting every record validates; returns all records and the state. */
 export function runSteps(
   steps: readonly Step[],
-  options: { vm?: VmIdentity | undefined; start?: ForwarderState; maxGapMs?: number } = {},
+  options: {
+    vm?: VmIdentity | undefined;
+    start?: ForwarderState;
+    maxGapMs?: number;
+    /** The Kubernetes node context (record enrichment); absent: none, as outside Kubernetes. */
+    kubernetes?: KubernetesRecordContext;
+  } = {},
 ): RunResult {
   let state = options.start ?? initialState();
   const vm = 'vm' in options ? options.vm : VM;
@@ -108,6 +119,7 @@ export function runSteps(
       ...(step.stallMs === undefined ? {} : { maxStallMs: step.stallMs }),
       ...(step.approvals === undefined ? {} : { approvals: step.approvals }),
       ...(options.maxGapMs === undefined ? {} : { maxGapMs: options.maxGapMs }),
+      ...(options.kubernetes === undefined ? {} : { kubernetes: options.kubernetes }),
     });
     for (const record of result.records) {
       const errors = validateRecord(record);
