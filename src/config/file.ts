@@ -4,6 +4,7 @@
  * (src/cli/first-poll.ts); yaml itself loads only when there is a file to parse.
  */
 import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
 import { ConfigError } from './errors.ts';
 
 const { readFileSync } = process.getBuiltinModule('node:fs');
@@ -18,7 +19,7 @@ export function readConfigFile(file: string): Record<string, unknown> {
     throw new ConfigError(`cannot read config file ${file}: ${code}`, []);
   }
   // yaml loads only when there is a file to parse: `run --sink stdout` without --config never pays for it.
-  const { parseDocument } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
+  const { parseDocument } = createRequire(import.meta.url)('yaml') as typeof Yaml;
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(

@@ -29,8 +29,6 @@ import { SOURCE_FACTORIES } from '../sources/registry.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-/** The smallest poll interval allowed: IMDS allows about 5 requests/s per VM, shared by every agent on it. */
-
 /** The registered sources' option schemas, as a tuple (zod's discriminatedUnion wants one). */
 type OptionSchemas<T extends readonly unknown[]> = {
   -readonly [K in keyof T]: T[K] extends { optionsSchema: infer S } ? S : never;

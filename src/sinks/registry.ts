@@ -1,9 +1,8 @@
 /**
- * Every sink type the forwarder knows. To add a sink: write its folder src/sinks/<kind>/ (a light factory.ts with
- * the type, options schema and a create() that imports the implementation lazily; see docs/sinks.md and
- * src/sinks/types.ts), add its factory to this list and document it in docs/sinks.md. Only light modules are
- * imported here: the config schema, `--help` and `config validate` load this file, and the implementations (and
- * their SDKs) load when a sink of their type is created.
+ * Every sink type the forwarder knows. Adding one is a folder src/sinks/<type>/ plus one line here: the steps
+ * are in docs/sinks.md ("Writing a sink, step by step"). Only light modules are imported here: the config
+ * schema, `--help` and `config validate` load this file, and the implementations (and their SDKs) load when a
+ * sink of their type is created.
  */
 import { eventHubsSinkFactory } from './event-hubs/factory.ts';
 import { execSinkFactory } from './exec/factory.ts';

@@ -3,6 +3,7 @@
  * URL; it runs until Ctrl-C / SIGTERM, or with --exit-at-end until the scenario ends.
  * `simulate fleet`: writes a synthetic fleet's lifecycle records (src/simulator/fleet.ts) as JSON lines.
  */
+import type { WriteStream } from 'node:fs';
 import type { Command } from 'commander';
 import { errorMessage, UsageError } from '../../errors.ts';
 import type { LogLevel } from '../../log.ts';
@@ -91,7 +92,7 @@ async function simulateFleet(opts: SimulateFleetOptions): Promise<void> {
     throw new UsageError(describe(error));
   }
   let out: NodeJS.WritableStream = process.stdout;
-  let file: import('node:fs').WriteStream | undefined;
+  let file: WriteStream | undefined;
   if (opts.out !== '-') {
     const { createWriteStream } = process.getBuiltinModule('node:fs');
     file = createWriteStream(opts.out);

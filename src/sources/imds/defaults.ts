@@ -1,6 +1,7 @@
 /**
- * IMDS source defaults, defined once: the poller, client and identity cache use them, and the config schema's
- * `source.imds` defaults come from here. Constants only (no imports), so the config loader stays light.
+ * IMDS source defaults, defined once: the poller, client and identity cache use them, and the defaults of the
+ * config's top-level `imds` section (src/config/schema.ts) come from here. Constants only (no imports), so the
+ * config loader stays light.
  */
 
 /** The link-local IMDS address inside every Azure VM. Tests never use it. */
@@ -14,6 +15,7 @@ export const DEFAULT_FIRST_REQUEST_TIMEOUT_MS = 120_000;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 export const DEFAULT_IDENTITY_REFRESH_MS = 60 * 60 * 1000;
 export const DEFAULT_POLL_INTERVAL_MS = 1000;
+/** The smallest poll interval allowed: IMDS allows about 5 requests/s per VM, shared by every agent on it. */
 export const MIN_POLL_INTERVAL_MS = 200;
 export const DEFAULT_MAX_BACKOFF_MS = 10_000;
 export const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
