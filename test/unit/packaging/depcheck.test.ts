@@ -152,6 +152,9 @@ describe('dependency-cruiser reports a violation of each rule in a TypeScript fi
     'src/cli/main.ts': 'export const main = 1;\n',
     // transform-is-pure (value import of an I/O builtin)
     'src/transform/net.ts': "import { connect } from 'node:net';\nexport const c = connect;\n",
+    // transform-is-pure, through process.getBuiltinModule (the way src takes node:fs; not an import statement)
+    'src/transform/builtin.ts':
+      "const { readFileSync } = process.getBuiltinModule('node:fs');\nexport const r = readFileSync;\n",
     // transform-imports-only-transform-and-domain, through an inline type import (a whole annotation)
     'src/transform/reach.ts':
       "export function run(engine: import('../delivery/engine.ts').Engine) {\n  engine.run();\n}\n",
@@ -192,6 +195,7 @@ describe('dependency-cruiser reports a violation of each rule in a TypeScript fi
       [
         'no-circular: src/store/a.ts → src/store/b.ts',
         'no-cli-below-cli: src/store/c.ts → src/cli/main.ts',
+        'transform-is-pure: src/transform/builtin.ts → fs',
         'transform-is-pure: src/transform/net.ts → net',
         'transform-imports-only-transform-and-domain: src/transform/reach.ts → src/delivery/engine.ts',
         'no-sink-imports-another-sink: src/sinks/one/sink.ts → src/sinks/two/sink.ts',
