@@ -292,6 +292,51 @@ export function accessProblem(
 }
 
 /**
+ * Why this process cannot READ an existing state directory or state file (the CLI's store commands), or
+ * undefined when it can or when `path` does not exist. `write` also asks for write access (`deadletters
+ * replay`). The message names the path, the owner and mode found (Windows: its ACL), the user this process
+ * runs as, the error, and the fix: run the command as the service user or root / an administrator.
+ */
+export function readAccessProblem(
+  path: string,
+  kind: 'directory' | 'file',
+  options: { write?: boolean; platform?: NodeJS.Platform; command?: string } = {},
+): string | undefined {
+  const platform = options.platform ?? process.platform;
+  const command = `scheduled-events-forwarder ${options.command ?? '<command>'}`;
+  const windows = currentPlatform(platform) === 'windows';
+  let code: string | undefined;
+  try {
+    statSync(path);
+    const read = kind === 'directory' ? constants.R_OK | constants.X_OK : constants.R_OK;
+    accessSync(path, options.write === true ? read | constants.W_OK : read);
+  } catch (error) {
+    code = (error as NodeJS.ErrnoException).code ?? 'EACCES';
+  }
+  if (code === undefined || code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+  const what = kind === 'directory' ? 'state directory' : 'state database';
+  const me = processIdentity(platform);
+  // A path whose parent cannot be searched cannot even be examined: name the nearest ancestor that can be.
+  let shown = path;
+  let found = describeOwnerAndMode(path, platform);
+  for (let p = dirname(path); found.startsWith('cannot be examined') && p !== dirname(p); p = dirname(p)) {
+    shown = p;
+    found = describeOwnerAndMode(p, platform);
+  }
+  const where = shown === path ? `is ${found}` : `cannot be reached: ${shown} is ${found}`;
+  const needs = options.write === true ? 'read and write' : 'read';
+  const fix = windows
+    ? `Fix: run the command from an elevated prompt (Run as administrator) or as the service account, or grant ${me} ` +
+      `${options.write === true ? 'Modify' : 'Read'} rights (icacls).`
+    : `Fix: run the command as root or as the service user, e.g. \`sudo ${command} ...\` or ` +
+      `\`sudo -u <service user> ${command} ...\`.`;
+  return (
+    `cannot ${needs} the ${what} ${path}: it ${where}, and this command runs as ${me} (${code}). What is ` +
+    `pending there is unknown, not "nothing pending". ${fix}`
+  );
+}
+
+/**
  * Create a file with owner-only permissions (0600) if it does not exist, and restrict it if it does, so that
  * SQLite (which gives its journal, WAL and shm files the mode of the main file) never creates anything
  * world-readable. Windows: ACLs from the installer.
@@ -339,4 +384,132 @@ export function killProcessTree(
   } catch {
     // already gone
   }
+}
+
+/**
+ * The variables a child process (exec sink, approval hook) gets from the forwarder's environment by default:
+ * what programs need to run (search path, home, locale, time zone, temporary directory) and nothing else, so
+ * that secrets in the service environment (secrets.env: webhook URLs, AZURE_CLIENT_SECRET, ...) never reach a
+ * command. `NAME*` is a prefix. Windows names are matched case-insensitively (its environment is).
+ */
+export function childEnvironmentBaseNames(platform: NodeJS.Platform = process.platform): readonly string[] {
+  const common = ['PATH', 'LANG', 'LANGUAGE', 'LC_*', 'TZ'];
+  if (currentPlatform(platform) === 'windows') {
+    return [
+      ...common,
+      'PATHEXT',
+      'SYSTEMROOT',
+      'SYSTEMDRIVE',
+      'WINDIR',
+      'COMSPEC',
+      'TEMP',
+      'TMP',
+      'USERPROFILE',
+      'USERNAME',
+      'USERDOMAIN',
+      'HOMEDRIVE',
+      'HOMEPATH',
+      'APPDATA',
+      'LOCALAPPDATA',
+      'PROGRAMDATA',
+      'ALLUSERSPROFILE',
+      'PUBLIC',
+      'PROGRAMFILES',
+      'PROGRAMFILES(X86)',
+      'PROGRAMW6432',
+      'COMMONPROGRAMFILES',
+      'COMMONPROGRAMFILES(X86)',
+      'COMMONPROGRAMW6432',
+      'COMPUTERNAME',
+      'NUMBER_OF_PROCESSORS',
+      'PROCESSOR_ARCHITECTURE',
+      'PROCESSOR_IDENTIFIER',
+      'OS',
+      'PSMODULEPATH',
+    ];
+  }
+  return [...common, 'HOME', 'USER', 'LOGNAME', 'TMPDIR'];
+}
+
+/** Whether variable `name` matches a pattern (`NAME` or `PREFIX*`; case-insensitive on Windows). */
+function envNameMatches(name: string, pattern: string, windows: boolean): boolean {
+  const n = windows ? name.toUpperCase() : name;
+  const p = windows ? pattern.toUpperCase() : pattern;
+  return p.endsWith('*') ? n.startsWith(p.slice(0, -1)) : n === p;
+}
+
+/**
+ * The environment for a child process: the variables of `parent` named by childEnvironmentBaseNames or by
+ * `pass` (`NAME` or `PREFIX*`), then `set` over them. On Windows a `set` name replaces an inherited variable
+ * whatever its case (Path / PATH), so the child never sees two spellings of one variable.
+ */
+export function childEnvironment(
+  options: {
+    parent?: Record<string, string | undefined>;
+    pass?: readonly string[];
+    set?: Record<string, string>;
+  },
+  platform: NodeJS.Platform = process.platform,
+): Record<string, string> {
+  const windows = currentPlatform(platform) === 'windows';
+  const patterns = [...childEnvironmentBaseNames(platform), ...(options.pass ?? [])];
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(options.parent ?? process.env)) {
+    if (value === undefined) continue;
+    if (patterns.some((p) => envNameMatches(name, p, windows))) env[name] = value;
+  }
+  for (const [name, value] of Object.entries(options.set ?? {})) {
+    if (windows) {
+      for (const existing of Object.keys(env)) {
+        if (existing.toUpperCase() === name.toUpperCase()) delete env[existing];
+      }
+    }
+    env[name] = value;
+  }
+  return env;
+}
+
+/**
+ * Why `command` cannot be started on this machine, or undefined when it can be found: a bare name is looked up
+ * in PATH (on Windows also with each PATHEXT extension), a path (absolute, or relative to `cwd`) must be an
+ * existing file (executable, on POSIX). Used by `config validate` and at start-up for warnings only: the
+ * machine that validates may not be the one that runs the forwarder.
+ */
+export function commandNotFoundReason(
+  command: string,
+  options: { env?: Record<string, string | undefined>; cwd?: string } = {},
+  platform: NodeJS.Platform = process.platform,
+): string | undefined {
+  const windows = currentPlatform(platform) === 'windows';
+  const paths = windows ? win32 : posix;
+  const env = options.env ?? process.env;
+  const lookup = (key: string): string | undefined => {
+    if (!windows) return env[key];
+    const found = Object.keys(env).find((k) => k.toUpperCase() === key);
+    return found === undefined ? undefined : env[found];
+  };
+  const extensions = windows
+    ? ['', ...(lookup('PATHEXT') ?? '.COM;.EXE;.BAT;.CMD').split(';').filter((e) => e !== '')]
+    : [''];
+  const isRunnable = (file: string): boolean => {
+    for (const ext of extensions) {
+      try {
+        if (!statSync(file + ext).isFile()) continue;
+        if (!windows) accessSync(file + ext, constants.X_OK);
+        return true;
+      } catch {
+        // not this one
+      }
+    }
+    return false;
+  };
+  const hasSeparator = windows ? /[\\/]/.test(command) : command.includes('/');
+  if (hasSeparator) {
+    const full = paths.resolve(options.cwd ?? process.cwd(), command);
+    if (isRunnable(full)) return undefined;
+    return `command "${command}" does not exist${windows ? '' : ' or is not executable'} on this machine (${full})`;
+  }
+  const dirs = (lookup('PATH') ?? '').split(windows ? ';' : ':').filter((d) => d !== '');
+  if (dirs.some((dir) => isRunnable(paths.join(dir, command)))) return undefined;
+  return `command "${command}" not found on this machine's PATH`;
 }

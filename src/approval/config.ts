@@ -3,6 +3,12 @@
  * section). Without it the forwarder only observes: no rule, so nothing is ever approved. See docs/approval.md.
  */
 import { z } from 'zod';
+import {
+  ENV_DESCRIPTION,
+  envSetSchema,
+  PASS_ENV_DESCRIPTION,
+  passEnvSchema,
+} from '../process/env-options.ts';
 
 /** What a matching rule does with a Scheduled event. */
 export const APPROVAL_ACTIONS = ['approve', 'approve-after-hooks', 'never'] as const;
@@ -72,6 +78,7 @@ const hookSchema = z
     command: z
       .string()
       .min(1)
+      .refine((v) => !v.includes('\0'), { error: 'command cannot contain a NUL character' })
       .optional()
       .describe('Executable (no shell). Use an absolute path. Exactly one of command and builtin.'),
     builtin: z
@@ -80,7 +87,12 @@ const hookSchema = z
       .describe(
         '"kubernetes-node": in prepare, cordon/taint/label/drain this node as kubernetes.actions says; in recover, undo exactly that (needs kubernetes.enabled).',
       ),
-    args: z.array(z.string()).default([]).describe('Arguments.'),
+    args: z
+      .array(
+        z.string().refine((v) => !v.includes('\0'), { error: 'an argument cannot contain a NUL character' }),
+      )
+      .default([])
+      .describe('Arguments.'),
     eventTypes: z
       .array(z.string().min(1))
       .default([])
@@ -91,7 +103,8 @@ const hookSchema = z
       .positive()
       .default(300_000)
       .describe('Kill the hook after this long; never later than NotBefore minus safetyMarginMs.'),
-    env: z.record(z.string(), z.string()).default({}).describe('Extra environment variables.'),
+    env: envSetSchema.describe(`Environment: ${ENV_DESCRIPTION}.`),
+    passEnv: passEnvSchema.describe(`Environment: ${PASS_ENV_DESCRIPTION}.`),
   })
   .strict()
   .refine((hook) => (hook.command === undefined) !== (hook.builtin === undefined), {

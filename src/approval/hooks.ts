@@ -29,7 +29,10 @@ export interface HookRun {
   logger: Logger;
 }
 
-/** The SEF_* environment a hook receives (on top of this process's environment and the hook's own env). */
+/**
+ * The variables a hook gets set: its own `env` and the SEF_* values (over the minimal environment it inherits,
+ * plus its `passEnv`: see runCommand). A NUL in a value becomes U+FFFD.
+ */
 export function hookEnvironment(hook: HookConfig, run: HookRun): Record<string, string> {
   const { event } = run;
   return {
@@ -83,7 +86,8 @@ export async function runHook(
       command: hook.command ?? '',
       args: hook.args,
       stdin: `${JSON.stringify(run.record)}\n`,
-      env: { ...process.env, ...hookEnvironment(hook, run) },
+      env: hookEnvironment(hook, run),
+      passEnv: hook.passEnv,
       timeoutMs: run.timeoutMs,
       maxOutputBytes: run.maxOutputBytes,
       ...(run.signal === undefined ? {} : { signal: run.signal }),

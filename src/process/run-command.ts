@@ -1,18 +1,40 @@
 /**
  * Run a command without a shell: stdin from a string, output captured (bounded), a timeout and an AbortSignal
  * that end the whole process tree (process group on Linux, taskkill /T on Windows). Shared by the exec sink and
- * the approval module's prepare hooks.
+ * the approval module's prepare hooks: the one place the forwarder starts commands, so the one place that
+ * decides what environment they get (a minimal one: childEnvironment in src/platform.ts, plus `passEnv` and
+ * `env`; never the whole service environment with its secrets).
  */
-import { spawn } from 'node:child_process';
-import { killProcessTree, spawnsOwnProcessGroup } from '../platform.ts';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { childEnvironment, killProcessTree, spawnsOwnProcessGroup } from '../platform.ts';
+
+/** What a NUL character in an environment value becomes (no environment can carry NUL; see envValue). */
+export const NUL_REPLACEMENT = '\uFFFD';
+
+/**
+ * An environment value a process can receive: NUL (which ends a C string, so neither POSIX nor Windows can pass
+ * it and Node refuses to spawn at all) becomes U+FFFD. Record fields come from IMDS and may carry anything; the
+ * exact value is still in the record JSON on stdin.
+ */
+export function envValue(value: string): string {
+  return value.includes('\0') ? value.replaceAll('\0', NUL_REPLACEMENT) : value;
+}
 
 export interface RunCommandOptions {
   command: string;
   args?: readonly string[];
   /** Written to the child's stdin, which is then closed. */
   stdin?: string;
-  /** Full environment for the child (default: this process's environment). */
-  env?: NodeJS.ProcessEnv;
+  /**
+   * Variables set for the child, over the inherited ones. NUL characters in values become U+FFFD (envValue).
+   * The child inherits from this process only the platform's minimal set (childEnvironmentBaseNames in
+   * src/platform.ts) and the variables named in `passEnv`.
+   */
+  env?: Record<string, string>;
+  /** Names (`NAME`, or `PREFIX*`) of this process's variables the child inherits besides the minimal set. */
+  passEnv?: readonly string[];
+  /** The environment inherited from (default: this process's). */
+  parentEnv?: Record<string, string | undefined>;
   cwd?: string;
   /** Kill the process tree after this long (default: no timeout). */
   timeoutMs?: number;
@@ -35,15 +57,22 @@ export interface RunCommandResult {
   durationMs: number;
 }
 
-/** Thrown when the command could not be started at all (not found, not executable). */
+/**
+ * Thrown when the command could not be started at all (not found, not executable, or refused by Node before a
+ * process existed). `permanent`: starting it the same way can never work (an argument or variable Node rejects,
+ * such as one containing NUL; E2BIG, arguments plus environment too large), as opposed to a missing command
+ * the operator can install or a transient EAGAIN/EMFILE.
+ */
 export class CommandStartError extends Error {
   readonly code: string | undefined;
+  readonly permanent: boolean;
   constructor(command: string, cause: NodeJS.ErrnoException) {
     super(`cannot start command "${command}": ${cause.code === 'ENOENT' ? 'not found' : cause.message}`, {
       cause,
     });
     this.name = 'CommandStartError';
     this.code = cause.code;
+    this.permanent = cause.code === 'E2BIG' || (cause.code?.startsWith('ERR_') ?? false);
   }
 }
 
@@ -64,15 +93,29 @@ export function runCommand(options: RunCommandOptions): Promise<RunCommandResult
       });
       return;
     }
-    const child = spawn(options.command, [...(options.args ?? [])], {
-      env: options.env ?? process.env,
-      cwd: options.cwd,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      shell: false,
-      windowsHide: true,
-      // Own process group on POSIX so the whole tree can be signalled; Windows uses taskkill /T instead.
-      detached: spawnsOwnProcessGroup(),
-    });
+    const set: Record<string, string> = {};
+    for (const [name, value] of Object.entries(options.env ?? {})) set[name] = envValue(value);
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = spawn(options.command, [...(options.args ?? [])], {
+        env: childEnvironment({
+          ...(options.parentEnv === undefined ? {} : { parent: options.parentEnv }),
+          ...(options.passEnv === undefined ? {} : { pass: options.passEnv }),
+          set,
+        }),
+        cwd: options.cwd,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        shell: false,
+        windowsHide: true,
+        // Own process group on POSIX so the whole tree can be signalled; Windows uses taskkill /T instead.
+        detached: spawnsOwnProcessGroup(),
+      });
+    } catch (error) {
+      // Node refuses some spawns synchronously (invalid arguments, E2BIG): the same CommandStartError as an
+      // asynchronous start failure, never a stray TypeError a caller would take for a transient problem.
+      reject(new CommandStartError(options.command, error as NodeJS.ErrnoException));
+      return;
+    }
     const stdout = new BoundedBuffer(limit);
     const stderr = new BoundedBuffer(limit);
     let timedOut = false;

@@ -1,9 +1,8 @@
 /**
- * The one interface every sink implements. Adding a sink = one module under src/sinks/<kind>/ that exports
- * a SinkFactory, one line in src/sinks/registry.ts, and a section in docs/sinks.md. The registry (and with it
- * the config schema and the CLI) loads every factory at start-up, so a factory module stays light: a sink with
- * heavy dependencies (an SDK, an HTTP client) keeps its factory and options schema in modules that import only
- * zod and src/secret.ts, and loads its implementation inside create() with `await import(...)`.
+ * The one interface every sink implements, and the SinkFactory the registry (src/sinks/registry.ts) lists. The
+ * contract, the folder layout and how to add a sink, step by step: docs/sinks.md (the one place that describes
+ * it). In short, the registry (and with it the config schema and the CLI) loads every factory at start-up, so a
+ * factory stays light and loads its implementation inside create() with `await import(...)`.
  */
 import type { z } from 'zod';
 import type { LifecycleRecord, VmIdentity } from '../domain/index.ts';
@@ -82,6 +81,13 @@ export interface SinkFactory<Schema extends z.ZodObject = z.ZodObject> {
    * `await` the result.
    */
   create(name: string, options: z.infer<Schema>, context: SinkContext): Sink | Promise<Sink>;
+  /**
+   * Options that are valid but will probably not work as meant (a retired URL, an unsigned webhook, a command
+   * this machine cannot find). One message per warning, naming the sink and the fix, never a secret. Called by
+   * configWarnings (src/config/warnings.ts): `config validate` prints them, `run` logs them at start-up. Sync
+   * and cheap (a stat or two): create() must not warn on its own. A check that depends on the machine says so.
+   */
+  warnings?(name: string, options: z.infer<Schema>): string[];
 }
 
 export interface SinkFilter {

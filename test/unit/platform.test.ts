@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import {
+  childEnvironment,
   currentPlatform,
   defaultStateDir,
   killProcessTree,
@@ -94,5 +95,38 @@ describe('platform', () => {
     };
     await waitFor(() => !alive(grandchild), 'the grandchild to end');
     expect(alive(grandchild)).toBe(false);
+  });
+});
+
+describe('childEnvironment (what exec sinks and hooks inherit)', () => {
+  const parent = {
+    Path: 'C:\\Windows\\system32',
+    SystemRoot: 'C:\\Windows',
+    ComSpec: 'C:\\Windows\\system32\\cmd.exe',
+    PATHEXT: '.COM;.EXE',
+    HOME: '/home/sef',
+    PATH: '/usr/bin',
+    LC_TIME: 'C',
+    AZURE_CLIENT_SECRET: 'secret',
+    SEF_SLACK_WEBHOOK: 'https://hooks.example/secret',
+    MYAPP_TOKEN: 'token',
+    HTTPS_PROXY: 'http://proxy:3128',
+  };
+
+  it('Windows: the variables Windows programs need, matched whatever their case; a set name replaces any spelling', () => {
+    const env = childEnvironment({ parent, pass: ['https_proxy'], set: { PATH: 'C:\\tools' } }, 'win32');
+    expect(env).toEqual({
+      SystemRoot: 'C:\\Windows',
+      ComSpec: 'C:\\Windows\\system32\\cmd.exe',
+      PATHEXT: '.COM;.EXE',
+      LC_TIME: 'C',
+      HTTPS_PROXY: 'http://proxy:3128',
+      PATH: 'C:\\tools',
+    });
+  });
+
+  it('Linux: PATH, HOME, LC_*; passEnv names and PREFIX* patterns (case-sensitive); never anything else', () => {
+    const env = childEnvironment({ parent, pass: ['MYAPP_*', 'https_proxy'], set: { X: '1' } }, 'linux');
+    expect(env).toEqual({ HOME: '/home/sef', PATH: '/usr/bin', LC_TIME: 'C', MYAPP_TOKEN: 'token', X: '1' });
   });
 });

@@ -2,7 +2,9 @@
  * `config validate [FILE | --config FILE] [--allow-missing-secrets]` and `config show [--config FILE]`. Both
  * exit with code 2 (UsageError) when the configuration is invalid, naming every offending key. `validate` runs
  * the same checks `run` does before it touches the network (the schema, secrets, sink options, templates, the
- * temporary-disk refusal). `show` prints the effective configuration `run` would use (the same defaults,
+ * temporary-disk refusal) and prints, on stderr, every warning `run` would log at start-up (configWarnings:
+ * no sinks, inline secrets, a retired Teams connector URL, an exec or hook command not found on this machine's
+ * PATH, ...); warnings alone keep exit code 0. `show` prints the effective configuration `run` would use (the same defaults,
  * including the stdout sink when neither a file nor --sink is given) as YAML; secrets are always redacted.
  */
 import type { Command } from 'commander';
@@ -58,9 +60,17 @@ export function register(program: Command): void {
         }
         throw error;
       }
+      // The same warnings `run` logs at start-up (one function: src/config/warnings.ts).
+      const { configWarnings } = await import('../../config/warnings.ts');
+      const warnings = configWarnings(loaded);
+      for (const warning of warnings) process.stderr.write(`warning: ${warning.message}\n`);
       const sinks = loaded.sinks.map((s) => `${s.name} (${s.type}${s.enabled ? '' : ', disabled'})`);
+      const withWarnings =
+        warnings.length === 0
+          ? ''
+          : ` with ${warnings.length} warning${warnings.length === 1 ? '' : 's'} (on stderr)`;
       process.stdout.write(
-        `ok: ${file} is valid; ${sinks.length === 0 ? 'no sinks' : `sinks: ${sinks.join(', ')}`}\n`,
+        `ok: ${file} is valid${withWarnings}; ${sinks.length === 0 ? 'no sinks' : `sinks: ${sinks.join(', ')}`}\n`,
       );
       for (const missing of missingSecrets(loaded)) {
         process.stdout.write(
@@ -86,24 +96,23 @@ export function register(program: Command): void {
     .option('--sink <spec>', 'override sinks: "stdout" or "file:PATH" (repeatable)', collect, [])
     .option('--log-level <level>', 'override log.level')
     .action(async (opts: Record<string, unknown>) => {
-      const [{ redactConfig }, { runConfig }, { stringify }, { redactText }] = await Promise.all([
-        import('../../config/index.ts'),
-        import('./run.ts'),
-        import('yaml'),
-        import('../../redact.ts'),
-      ]);
+      const [{ redactConfig }, { configWarnings }, { runConfig }, { stringify }, { redactText }] =
+        await Promise.all([
+          import('../../config/index.ts'),
+          import('../../config/warnings.ts'),
+          import('./run.ts'),
+          import('yaml'),
+          import('../../redact.ts'),
+        ]);
       // The same loading `run` does (without a file and without --sink, records go to stdout).
       const loaded = await runConfig(opts);
-      const { value, inlineSecrets } = redactConfig(loaded);
+      const { value } = redactConfig(loaded);
       const header =
         `# effective configuration${loaded.configFile ? ` from ${loaded.configFile}` : ' (defaults; no --config)'}; ` +
         'secrets are always shown as [redacted: <origin>]\n';
       process.stdout.write(redactText(header + stringify(value)));
-      for (const path of inlineSecrets) {
-        process.stderr.write(
-          `warning: ${path} is an inline secret; prefer "\${ENV_VAR}", { env: NAME } or { file: PATH }\n`,
-        );
-      }
+      // The warnings `run` logs and `config validate` prints (inline secrets among them).
+      for (const warning of configWarnings(loaded)) process.stderr.write(`warning: ${warning.message}\n`);
     });
 }
 

@@ -1,10 +1,25 @@
 /** The exec sink's options (its registry entry is factory.ts; layout: docs/sinks.md). */
 import { z } from 'zod';
+import {
+  ENV_DESCRIPTION,
+  envSetSchema,
+  PASS_ENV_DESCRIPTION,
+  passEnvSchema,
+} from '../../process/env-options.ts';
+
+const noNul = (what: string, min = 0) =>
+  z
+    .string()
+    .min(min)
+    .refine((v) => !v.includes('\0'), { error: `${what} cannot contain a NUL character` });
 
 export const execOptionsSchema = z
   .object({
-    command: z.string().min(1).describe('program to run (no shell)'),
-    args: z.array(z.string()).default([]).describe('arguments, passed as they are (no shell expansion)'),
+    command: noNul('command', 1).describe('program to run (no shell)'),
+    args: z
+      .array(noNul('an argument'))
+      .default([])
+      .describe('arguments, passed as they are (no shell expansion)'),
     timeoutMs: z
       .number()
       .int()
@@ -19,11 +34,9 @@ export const execOptionsSchema = z
       .array(z.number().int())
       .default([])
       .describe('exit codes that always mean permanent (dead letter), whatever nonZeroExit says'),
-    env: z
-      .record(z.string(), z.string())
-      .default({})
-      .describe("extra environment variables, added to the forwarder's environment and the SEF_* fields"),
-    cwd: z.string().optional().describe("working directory (default: the forwarder's)"),
+    env: envSetSchema.describe(ENV_DESCRIPTION),
+    passEnv: passEnvSchema.describe(PASS_ENV_DESCRIPTION),
+    cwd: noNul('cwd').optional().describe("working directory (default: the forwarder's)"),
     maxOutputBytes: z
       .number()
       .int()

@@ -8,7 +8,10 @@ import { CommandStartError, runCommand } from '../../process/run-command.ts';
 import { DeliveryError, type Sink } from '../types.ts';
 import type { ExecSinkOptions } from './options.ts';
 
-/** The SEF_* environment variables describing one record. */
+/**
+ * The SEF_* environment variables describing one record. A NUL in a field (no process can receive one) becomes
+ * U+FFFD when the command is started (envValue in src/process/run-command.ts).
+ */
 export function recordEnvironment(record: LifecycleRecord, sinkName: string): Record<string, string> {
   const d = record.data;
   return {
@@ -60,13 +63,21 @@ async function runOne(name: string, options: ExecSinkOptions, record: LifecycleR
       command: options.command,
       args: options.args,
       stdin: `${JSON.stringify(record)}\n`,
-      env: { ...process.env, ...options.env, ...recordEnvironment(record, name) },
+      env: { ...options.env, ...recordEnvironment(record, name) },
+      passEnv: options.passEnv,
       ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
       timeoutMs: options.timeoutMs,
       signal,
       maxOutputBytes: options.maxOutputBytes,
     });
   } catch (error) {
+    if (error instanceof CommandStartError && error.permanent) {
+      // Starting it again for this record can never work: dead-letter it, so the rows behind it are delivered.
+      throw new DeliveryError(
+        `${error.message} (starting it again for this record cannot work: dead-lettered instead of retried)`,
+        { retryable: false, code: 'exec-invalid-input', cause: error },
+      );
+    }
     if (error instanceof CommandStartError) {
       // Retryable: the operator can install or fix the command; nothing is lost meanwhile.
       throw new DeliveryError(error.message, { retryable: true, code: 'exec-start-failed', cause: error });

@@ -10,6 +10,7 @@ import {
   teamsOptionsSchema,
   webhookOptionsSchema,
 } from './options.ts';
+import { isRetiredConnectorUrl } from './teams.ts';
 
 export const webhookSinkFactory: SinkFactory<typeof webhookOptionsSchema> = {
   type: 'webhook',
@@ -18,6 +19,11 @@ export const webhookSinkFactory: SinkFactory<typeof webhookOptionsSchema> = {
   async create(name, options, context) {
     const { createGenericWebhookSink } = await import('./sink.ts');
     return createGenericWebhookSink(name, options, context);
+  },
+  warnings(name, options) {
+    return options.signingSecrets.length === 0
+      ? [`sink ${name}: no signingSecrets configured; webhook requests are not signed`]
+      : [];
   },
 };
 
@@ -40,5 +46,19 @@ export const teamsSinkFactory: SinkFactory<typeof teamsOptionsSchema> = {
   async create(name, options, context) {
     const { createTeamsSink } = await import('./sink.ts');
     return createTeamsSink(name, options, context);
+  },
+  warnings(name, options) {
+    let url: URL;
+    try {
+      url = new URL(options.url.reveal());
+    } catch {
+      return []; // not available here (config validate --allow-missing-secrets) or already an error
+    }
+    if (!isRetiredConnectorUrl(url)) return [];
+    return [
+      `sink ${name}: the url is a retired Office 365 connector (${url.hostname}); Microsoft has retired these ` +
+        'connectors and messages will not arrive. Create a Teams Workflow ("When a Teams webhook request is ' +
+        'received") and configure its URL instead.',
+    ];
   },
 };

@@ -6,7 +6,6 @@
 
 import type { Clock } from '../../clock.ts';
 import type { LifecycleRecord } from '../../domain/index.ts';
-import { childLogger } from '../../log.ts';
 import type { Secret } from '../../secret.ts';
 import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
 import { summaryLine } from './format.ts';
@@ -18,13 +17,7 @@ import {
 } from './options.ts';
 import { buildSlackMessage, enforceBlockKitLimits, type SlackMessage } from './slack.ts';
 import { cloudEventRequest, decodeSigningSecret, standardWebhookHeaders } from './standard-webhooks.ts';
-import {
-  buildTeamsMessage,
-  isRetiredConnectorUrl,
-  messageBytes,
-  TEAMS_MAX_BYTES,
-  wrapCard,
-} from './teams.ts';
+import { buildTeamsMessage, messageBytes, TEAMS_MAX_BYTES, wrapCard } from './teams.ts';
 import { loadTemplate, renderJsonTemplate, type WebhookTemplate } from './template.ts';
 import { type OutgoingRequest, WebhookTransport } from './transport.ts';
 
@@ -102,9 +95,7 @@ export function createGenericWebhookSink(
   }
   // Header values, signing secrets and the URL are Secrets: the redactor (src/redact.ts) already knows them.
   const transport = transportFor(name, options, context, deps);
-  const log = childLogger(context.logger, { sink: name, sinkType: 'webhook' });
-  if (keys.length === 0)
-    log.warn(`sink ${name}: no signingSecrets configured; webhook requests are not signed`);
+  // No signing secrets: a warning of webhookSinkFactory.warnings (config validate, run's start-up).
   return new OneRecordPerRequestSink(name, transport, (record) => {
     const { body, headers } = cloudEventRequest(record, options.mode);
     return {
@@ -156,7 +147,10 @@ export function createSlackSink(
   });
 }
 
-/** Creates a Microsoft Teams Workflows webhook sink; warns when a retired Office 365 connector URL is configured. */
+/**
+ * Creates a Microsoft Teams Workflows webhook sink. A retired Office 365 connector URL is a warning of
+ * teamsSinkFactory.warnings (printed by config validate, logged by run at start-up).
+ */
 export function createTeamsSink(
   name: string,
   options: TeamsOptions,
@@ -164,13 +158,6 @@ export function createTeamsSink(
   deps: WebhookSinkDeps = {},
 ): Sink {
   const { template, transport } = chatSinkParts(name, options, context, deps);
-  if (isRetiredConnectorUrl(transport.url)) {
-    childLogger(context.logger, { sink: name, sinkType: 'teams' }).warn(
-      `sink ${name}: the url is a retired Office 365 connector (${transport.url.hostname}); Microsoft has retired ` +
-        'these connectors and messages will not arrive. Create a Teams Workflow ("When a Teams webhook request is ' +
-        'received") and configure its URL instead.',
-    );
-  }
   return new OneRecordPerRequestSink(name, transport, (record) => {
     const message = template
       ? wrapCard(renderJsonTemplate(template, record, transport.where))

@@ -202,7 +202,7 @@ describe('config validate --allow-missing-secrets', () => {
     const lenient = await cli(['config', 'validate', '--allow-missing-secrets', file]);
     expect(lenient.code).toBe(0);
     expect(lenient.stdout.split('\n')).toEqual([
-      `ok: ${file} is valid; sinks: hub (eventhubs), hook (webhook), chat (slack)`,
+      `ok: ${file} is valid with 1 warning (on stderr); sinks: hub (eventhubs), hook (webhook), chat (slack)`,
       'not checked: sinks[0].connectionString (env SEF_TEST_MISSING_EH): environment variable SEF_TEST_MISSING_EH (referenced as a secret) is not set or empty; only its form was checked',
       'not checked: sinks[1].url (env SEF_TEST_MISSING_HOOK): environment variable SEF_TEST_MISSING_HOOK (referenced as a secret) is not set or empty; only its form was checked',
       `not checked: sinks[2].url (file ${join(tmp.dir, 'no-such-secret')}): cannot read secret file ${join(tmp.dir, 'no-such-secret')}: ENOENT; only its form was checked`,
