@@ -5,11 +5,13 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Own tiers: test/docker (npm run test:docker, needs Docker), test/browser (npm run test:browser, needs Chromium),
     // test/observability (npm run test:observability, needs Debian's prometheus package),
+    // test/kubernetes (npm run test:kubernetes, needs Debian's kubernetes-client package: kubectl),
     // test/package (npm run test:package, builds the release artifacts first).
     exclude: [
       'test/docker/**',
       'test/browser/**',
       'test/observability/**',
+      'test/kubernetes/**',
       'test/package/**',
       'node_modules/**',
     ],
