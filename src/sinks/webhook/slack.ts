@@ -4,6 +4,7 @@
  * Pure functions; the sink itself lives in index.ts.
  */
 import type { LifecycleRecord } from '../../domain/index.ts';
+import { escapeMrkdwn, resolveTemplateValues } from './escape.ts';
 import {
   formatExpectedDuration,
   joinLimited,
@@ -46,17 +47,19 @@ export interface SlackMessage {
   [key: string]: unknown;
 }
 
-/** Escapes the three characters Slack mrkdwn treats specially. */
-export function escapeMrkdwn(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
+export { escapeMrkdwn } from './escape.ts';
 
 function field(label: string, value: string): SlackTextObject {
   const prefix = `*${label}*\n`;
   return { type: 'mrkdwn', text: prefix + truncateText(value, SLACK_LIMITS.fieldText - prefix.length) };
 }
 
-/** The default Slack message for a lifecycle record. */
+/**
+ * The default Slack message for a lifecycle record. Every text that holds IMDS data (EventId, EventType,
+ * EventStatus, Description, Resources, EventSource, NotBefore, VM and node names) is escaped with
+ * escapeMrkdwn, in the fallback `text`, the plain_text header and the mrkdwn blocks alike, so no
+ * `<!channel>`, `<@U…>` or `<url|label>` can form from it.
+ */
 export function buildSlackMessage(record: LifecycleRecord): SlackMessage {
   const d = record.data;
   const emoji = SLACK_EMOJI[severityOf(record)];
@@ -69,7 +72,10 @@ export function buildSlackMessage(record: LifecycleRecord): SlackMessage {
     d.Description === '' ? '_No description provided by Azure._' : escapeMrkdwn(d.Description);
   const node = kubernetesNodeText(record);
   const blocks: SlackBlock[] = [
-    { type: 'header', text: { type: 'plain_text', text: `${emoji} ${titleOf(record)}`, emoji: true } },
+    {
+      type: 'header',
+      text: { type: 'plain_text', text: `${emoji} ${escapeMrkdwn(titleOf(record))}`, emoji: true },
+    },
     { type: 'section', text: { type: 'mrkdwn', text: description } },
     {
       type: 'section',
@@ -94,7 +100,7 @@ export function buildSlackMessage(record: LifecycleRecord): SlackMessage {
       ],
     },
   ];
-  return enforceBlockKitLimits({ text: summaryLine(record), blocks });
+  return enforceBlockKitLimits({ text: escapeMrkdwn(summaryLine(record)), blocks });
 }
 
 function limitTextObject(obj: SlackTextObject, max: number): SlackTextObject {
@@ -111,10 +117,15 @@ function isTextObject(value: unknown): value is SlackTextObject {
 
 /**
  * Returns a copy of `message` cut down to Block Kit limits (used for default and templated messages alike).
- * Truncation never splits a surrogate pair. A missing fallback `text` is filled with `fallbackText`.
+ * Truncation never splits a surrogate pair. Template values (`{{name}}`, marked by renderJsonTemplate) are
+ * escaped with escapeMrkdwn first, wherever they are (text, blocks, attachments, fallbacks; URL properties
+ * excepted). A missing fallback `text` is filled with `fallbackText`, plain text (e.g. summaryLine), which
+ * is escaped here.
  */
-export function enforceBlockKitLimits(message: SlackMessage, fallbackText = ''): SlackMessage {
-  const text = typeof message.text === 'string' && message.text !== '' ? message.text : fallbackText;
+export function enforceBlockKitLimits(rendered: SlackMessage, fallbackText = ''): SlackMessage {
+  const message = resolveTemplateValues(rendered, escapeMrkdwn);
+  const text =
+    typeof message.text === 'string' && message.text !== '' ? message.text : escapeMrkdwn(fallbackText);
   const out: SlackMessage = { ...message, text: truncateText(text, SLACK_LIMITS.text) };
   if (!Array.isArray(message.blocks)) return out;
   out.blocks = message.blocks.slice(0, SLACK_LIMITS.blocks).map((block) => {

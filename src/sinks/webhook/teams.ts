@@ -4,6 +4,7 @@
  * Office 365 connector URLs. Pure functions; the sink itself lives in index.ts.
  */
 import type { LifecycleRecord } from '../../domain/index.ts';
+import { escapeCardMarkdown, resolveTemplateValues } from './escape.ts';
 import {
   formatExpectedDuration,
   joinLimited,
@@ -29,12 +30,20 @@ export interface TeamsMessage {
   }>;
 }
 
-/** Wraps an Adaptive Card in the envelope the Workflows template iterates over. */
+/**
+ * Wraps an Adaptive Card in the envelope the Workflows template iterates over. Template values (`{{name}}`,
+ * marked by renderJsonTemplate) are escaped with escapeCardMarkdown first, wherever they are (URL
+ * properties excepted).
+ */
 export function wrapCard(card: Record<string, unknown>): TeamsMessage {
   return {
     type: 'message',
     attachments: [
-      { contentType: 'application/vnd.microsoft.card.adaptive', contentUrl: null, content: card },
+      {
+        contentType: 'application/vnd.microsoft.card.adaptive',
+        contentUrl: null,
+        content: resolveTemplateValues(card, escapeCardMarkdown),
+      },
     ],
   };
 }
@@ -44,7 +53,11 @@ export function messageBytes(message: TeamsMessage): number {
   return Buffer.byteLength(JSON.stringify(message), 'utf8');
 }
 
-/** The default Adaptive Card for a record, with description and resource list capped at the given lengths. */
+/**
+ * The default Adaptive Card for a record, with description and resource list capped at the given lengths.
+ * Every text that holds IMDS data (title, description, fact values) is escaped with escapeCardMarkdown, so
+ * Teams renders it literally: no links, emphasis, headings, lists or line breaks can come from it.
+ */
 export function buildAdaptiveCard(
   record: LifecycleRecord,
   limits: { description: number; resources: number } = { description: 4000, resources: 4000 },
@@ -52,8 +65,15 @@ export function buildAdaptiveCard(
   const d = record.data;
   const emoji = UNICODE_EMOJI[severityOf(record)];
   const node = kubernetesNodeText(record);
+  const md = escapeCardMarkdown;
   const body: Array<Record<string, unknown>> = [
-    { type: 'TextBlock', size: 'Large', weight: 'Bolder', wrap: true, text: `${emoji} ${titleOf(record)}` },
+    {
+      type: 'TextBlock',
+      size: 'Large',
+      weight: 'Bolder',
+      wrap: true,
+      text: `${emoji} ${md(titleOf(record))}`,
+    },
     {
       type: 'TextBlock',
       wrap: true,
@@ -61,23 +81,23 @@ export function buildAdaptiveCard(
       text:
         d.Description === ''
           ? 'No description provided by Azure.'
-          : truncateText(d.Description, limits.description),
+          : md(truncateText(d.Description, limits.description)),
     },
     {
       type: 'FactSet',
       facts: [
-        { title: 'VM', value: vmDescription(record) },
-        ...(node === null ? [] : [{ title: 'Kubernetes node', value: node }]),
-        { title: 'Event type', value: d.EventType },
-        { title: 'Status', value: d.EventStatus || record.transition },
-        { title: 'Not before', value: notBeforeText(record) },
+        { title: 'VM', value: md(vmDescription(record)) },
+        ...(node === null ? [] : [{ title: 'Kubernetes node', value: md(node) }]),
+        { title: 'Event type', value: md(d.EventType) },
+        { title: 'Status', value: md(d.EventStatus || record.transition) },
+        { title: 'Not before', value: md(notBeforeText(record)) },
         { title: 'Expected duration', value: formatExpectedDuration(d.DurationInSeconds) },
         {
           title: `Resources (${d.Resources.length})`,
-          value: d.Resources.length === 0 ? 'none listed' : joinLimited(d.Resources, limits.resources),
+          value: d.Resources.length === 0 ? 'none listed' : md(joinLimited(d.Resources, limits.resources)),
         },
-        { title: 'Source', value: d.EventSource || 'not reported' },
-        { title: 'Event ID', value: d.EventId },
+        { title: 'Source', value: md(d.EventSource || 'not reported') },
+        { title: 'Event ID', value: md(d.EventId) },
       ],
     },
   ];

@@ -1,11 +1,13 @@
 /**
  * Operator templates for Slack messages and Teams cards, rendered with Mustache (logic-less: no code
  * execution, no partials, no file or network access). A template is a JSON document; `{{name}}` inserts a
- * value escaped for use inside a JSON string, `{{{name}}}` inserts it raw.
+ * value escaped for use inside a JSON string and for the target format (Slack mrkdwn or Adaptive Card
+ * Markdown, applied by enforceBlockKitLimits / wrapCard: escape.ts), `{{{name}}}` inserts it raw (unsafe).
  */
 import Mustache from 'mustache';
 import type { LifecycleRecord } from '../../domain/index.ts';
 import { DeliveryError } from '../types.ts';
+import { markTemplateValue, stripTemplateMarkers } from './escape.ts';
 import {
   formatExpectedDuration,
   formatUtc,
@@ -41,6 +43,15 @@ export function loadTemplate(path: string, sinkName: string): WebhookTemplate {
 /** Escapes a value for inclusion inside a JSON string literal. */
 export function escapeJsonString(value: unknown): string {
   return JSON.stringify(String(value)).slice(1, -1);
+}
+
+/**
+ * The `{{name}}` escape: a JSON-string-escaped value wrapped in the markers of escape.ts, so the Slack or
+ * Teams builder escapes it for its format. Numbers and booleans stay bare (they may stand outside a string).
+ */
+function escapeTemplateValue(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return escapeJsonString(markTemplateValue(String(value)));
 }
 
 /** The values a template can use. Documented in docs/sinks-webhook.md. */
@@ -111,19 +122,21 @@ export function templateView(record: LifecycleRecord): TemplateView {
 /**
  * Renders a JSON template for a record and parses the result. A result that is not a JSON object is a
  * permanent delivery error naming the template file (the record goes to the dead-letter table).
+ * `{{name}}` values come back marked (escape.ts): pass the result to enforceBlockKitLimits (Slack) or
+ * wrapCard (Teams), which escape them for their format and remove the markers.
  */
 export function renderJsonTemplate(
   template: WebhookTemplate,
   record: LifecycleRecord,
   where: string,
 ): Record<string, unknown> {
-  const rendered = Mustache.render(template.text, templateView(record), {}, { escape: escapeJsonString });
+  const rendered = Mustache.render(template.text, templateView(record), {}, { escape: escapeTemplateValue });
   let parsed: unknown;
   try {
     parsed = JSON.parse(rendered);
   } catch (error) {
     throw new DeliveryError(
-      `${where}: template ${template.path} did not render to valid JSON: ${(error as Error).message}`,
+      `${where}: template ${template.path} did not render to valid JSON: ${stripTemplateMarkers((error as Error).message)}`,
       { retryable: false, code: 'template-invalid-json' },
     );
   }

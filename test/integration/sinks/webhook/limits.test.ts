@@ -197,7 +197,7 @@ describe('Teams Adaptive Card', () => {
     expect(JSON.stringify(message).isWellFormed()).toBe(true);
   });
 
-  it('renders an operator template card (JSON-escaped values) and validates it', async () => {
+  it('renders an operator template card (JSON- and Markdown-escaped values) and validates it', async () => {
     const file = join(tmp.dir, 'card.mustache.json');
     writeFileSync(
       file,
@@ -223,8 +223,9 @@ describe('Teams Adaptive Card', () => {
     await sink.close?.();
     const card = JSON.parse(server.requests.at(-1)!.body).attachments[0].content;
     expect(validateCard(card)).toBe(true);
+    // The value's line break became a space and its backslash is escaped for Adaptive Card Markdown.
     expect(card.body[1].text).toBe(
-      'Not before Fri, 19 Sep 2025 18:29:47 UTC (in 14 min); "quotes " and \\ backslashes\nnewline"',
+      'Not before Fri, 19 Sep 2025 18:29:47 UTC (in 14 min); "quotes " and \\\\ backslashes newline"',
     );
   });
 
