@@ -69,7 +69,12 @@ export function createKubernetesAgent(
   const api =
     options.api ??
     (() => {
-      loaded ??= import('./client.ts').then((m) => m.createNodeApi(config.kubeconfig));
+      loaded ??= import('./client.ts').then(
+        (m) => m.createNodeApi(config.kubeconfig),
+        (error: unknown) => {
+          throw missingClientError(error) ?? error;
+        },
+      );
       return loaded;
     });
   const reporter = new NodeReporter({
@@ -96,4 +101,20 @@ export function createKubernetesAgent(
     },
     observer: reporter,
   };
+}
+
+/**
+ * @kubernetes/client-node is an optional peer dependency of the npm package (only Kubernetes nodes need it:
+ * docs/dependencies.md); the release executable and the container image include it. When it is missing, every
+ * node action and label read fails with what to install.
+ */
+export function missingClientError(error: unknown): Error | undefined {
+  const e = error as { code?: string; message?: string };
+  if (e?.code !== 'ERR_MODULE_NOT_FOUND' && e?.code !== 'MODULE_NOT_FOUND') return undefined;
+  if (!String(e.message ?? '').includes('@kubernetes/client-node')) return undefined;
+  return new Error(
+    'kubernetes.enabled needs @kubernetes/client-node, an optional peer dependency that npm does not install: run ' +
+      '`npm install -g @kubernetes/client-node@2` beside a global scheduled-events-forwarder (in a project, the same ' +
+      'without -g), or use the release executable or the container image, which include it',
+  );
 }
