@@ -11,6 +11,17 @@ export class UsageError extends Error {
   }
 }
 
+/** A configuration that failed to load or validate. Extends UsageError, so the CLI exits with code 2. */
+export class ConfigError extends UsageError {
+  /** One line per problem, each starting with the key path. */
+  readonly problems: readonly string[];
+  constructor(heading: string, problems: readonly string[]) {
+    super(problems.length === 0 ? heading : `${heading}\n${problems.map((p) => `  ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
 /**
  * The message of anything thrown: `error.message` for an Error, `String(error)` otherwise.
  * Not redacted; use `redactedMessage` (src/redact.ts), which is built on this, when the text may

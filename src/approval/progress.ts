@@ -3,7 +3,7 @@
  * under PROGRESS_META_KEY) so that a restart neither approves an event twice nor re-runs its hooks.
  */
 
-import { approvalRecordKind } from '../transform/approval-posted.ts';
+import { approvalRecordKind } from '../domain/index.ts';
 import type { ApprovalHookResult, ApprovalInput } from '../transform/index.ts';
 import type { ApprovalAction } from './config.ts';
 
@@ -67,5 +67,5 @@ export function saveProgress(store: MetaStore, entries: readonly EventProgress[]
   store.setMeta(PROGRESS_META_KEY, JSON.stringify(entries));
 }
 
-/** The record kind the transform files an approval under (the one rule, src/transform/approval-posted.ts). */
+/** The record kind the transform files an approval under (the one rule, src/domain/approval.ts). */
 export { approvalRecordKind };

@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { VmIdentity } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
-import { ImdsError } from '../sources/shared/errors.ts';
+import { SourceRequestError } from '../sources/errors.ts';
 import { buildRecord } from '../transform/build-record.ts';
 import { type ForwarderState, recordSource, type TrackedEvent } from '../transform/index.ts';
 import type { ApprovalConfig } from './config.ts';
@@ -29,7 +29,7 @@ import {
 } from './plan.ts';
 import { type EventProgress, loadProgress, type MetaStore, saveProgress } from './progress.ts';
 
-/** The one IMDS call approval makes. */
+/** The one IMDS call approval makes (SourceApproval: it rejects with a SourceRequestError, or anything else). */
 export interface ApprovalClient {
   approve(eventIds: string[], signal?: AbortSignal): Promise<void>;
 }
@@ -318,8 +318,11 @@ export class ApprovalRunner {
   }
 }
 
-/** The client's error as the plan sees it: an IMDS rejection is final, anything else is retried. */
+/**
+ * The client's error as the plan sees it: a source's request error (an IMDS rejection) says whether to retry,
+ * anything else is retried.
+ */
 function postFailure(error: unknown): PostFailure {
-  if (!(error instanceof ImdsError)) return { message: (error as Error).message, retryable: true };
+  if (!(error instanceof SourceRequestError)) return { message: (error as Error).message, retryable: true };
   return { message: error.message, retryable: error.retryable, retryAfterMs: error.retryAfterMs };
 }

@@ -5,18 +5,10 @@
  * secrets).
  */
 import type { z } from 'zod';
-import { UsageError } from '../errors.ts';
+import { ConfigError } from '../errors.ts';
 
-/** A configuration that failed to load or validate. Extends UsageError, so the CLI exits with code 2. */
-export class ConfigError extends UsageError {
-  /** One line per problem, each starting with the key path. */
-  readonly problems: readonly string[];
-  constructor(heading: string, problems: readonly string[]) {
-    super(problems.length === 0 ? heading : `${heading}\n${problems.map((p) => `  ${p}`).join('\n')}`);
-    this.name = 'ConfigError';
-    this.problems = problems;
-  }
-}
+// ConfigError lives in src/errors.ts (shared by every layer, so that sink and fleet options errors extend it).
+export { ConfigError };
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 

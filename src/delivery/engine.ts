@@ -61,6 +61,9 @@ export class DeliveryEngine {
   readonly #clock: Clock;
   readonly #closeSinks: boolean;
   readonly #observer: DeliveryObserver | undefined;
+  readonly #store: Outbox;
+  /** whenDrained() callers waiting for the next 'idle' report. */
+  #idleWaiters: Array<() => void> = [];
   #started = false;
   #stopped: Promise<void> | undefined;
 
@@ -68,6 +71,7 @@ export class DeliveryEngine {
     this.#clock = options.clock ?? systemClock;
     this.#closeSinks = options.closeSinks ?? true;
     this.#observer = options.observer;
+    this.#store = options.store;
     const names = new Set<string>();
     for (const s of options.sinks) {
       if (names.has(s.sink.name))
@@ -89,6 +93,11 @@ export class DeliveryEngine {
   }
 
   #report(event: DeliveryEngineEvent): void {
+    if (event.type === 'idle' && this.#idleWaiters.length > 0) {
+      const waiters = this.#idleWaiters;
+      this.#idleWaiters = [];
+      for (const wake of waiters) wake();
+    }
     try {
       this.#observer?.delivery?.(event);
     } catch {
@@ -101,6 +110,22 @@ export class DeliveryEngine {
     if (this.#started) return;
     this.#started = true;
     for (const w of this.#workers) w.start();
+  }
+
+  /**
+   * Resolves when no sink has pending rows, or when `signal` aborts. Checked now and whenever a worker reports
+   * its queue empty ('idle'): no timer, and nothing at all while no one waits.
+   */
+  async whenDrained(signal: AbortSignal): Promise<void> {
+    const aborted = new Promise<void>((resolve) =>
+      signal.addEventListener('abort', () => resolve(), { once: true }),
+    );
+    while (!signal.aborted) {
+      // Before the check, so that an idle report right after it is not missed.
+      const idle = new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+      if (this.#workers.every((w) => this.#store.pending(w.sink.name, 1).length === 0)) return;
+      await Promise.race([idle, aborted]);
+    }
   }
 
   /** Wake every idle worker at once (call right after each commit). */
@@ -203,7 +228,7 @@ class SinkWorker {
   start(): void {
     this.#finished = this.#run().catch((error: unknown) => {
       this.#deps.logger.fatal(
-        { err: error },
+        { err: describe(error) },
         'delivery worker crashed; records stay pending for the next start',
       );
     });
@@ -396,7 +421,7 @@ class SinkWorker {
     const failingForMs = Math.max(0, now - (failing?.sinceMs ?? head.createdAt));
     this.#deps.logger.info(
       { attempts, failingForMs },
-      `sink recovered: delivered after ${attempts} failed attempt${attempts === 1 ? '' : 's'} over ${formatMs(failingForMs)}`,
+      `sink recovered: delivered after ${attempts} failed attempt${attempts === 1 ? '' : 's'} over ${formatDurationMs(failingForMs)}`,
     );
   }
 
@@ -509,7 +534,7 @@ class SinkWorker {
 }
 
 /** "850 ms", "12.3 s", "4 min 5 s", "2 h 3 min". */
-function formatMs(ms: number): string {
+function formatDurationMs(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${Math.round(ms / 100) / 10} s`;
   const s = Math.round(ms / 1000);

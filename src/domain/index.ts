@@ -1,4 +1,12 @@
 /** The domain model shared by sources, transform, sinks, store and fleet. Types and pure helpers only. */
+export {
+  approvalInputPosted,
+  approvalRecordKind,
+  approvalRecordPosted,
+  type RecordedApproval,
+  type RecordedApprovalHook,
+  recordedApproval,
+} from './approval.ts';
 export type {
   ObservationTime,
   PollDocumentOutcome,

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { azureCredentialSchema } from '../azure/credential-options.ts';
 import { mergeRaw, readConfigFile } from '../config/index.ts';
 import { LOG_LEVELS } from '../config/schema.ts';
+import { ConfigError } from '../errors.ts';
 import type { LogLevel } from '../log.ts';
 import { registerUrlCredentials } from '../redact.ts';
 import { type Env, readSecretValue, SecretResolutionError, secretInput, secretSchema } from '../secret.ts';
@@ -272,9 +273,10 @@ function resolveDatabase(input: z.infer<typeof secretInput>, env: () => Env, ctx
 export type FleetConfig = z.infer<ReturnType<typeof fleetConfigSchema>> & { log: { level: LogLevel } };
 
 /** Thrown for an invalid fleet configuration; the message names every problem by key path. */
-export class FleetConfigError extends Error {
+/** An invalid fleet configuration: a ConfigError (the CLI exits with code 2). */
+export class FleetConfigError extends ConfigError {
   constructor(message: string) {
-    super(message);
+    super(message, []);
     this.name = 'FleetConfigError';
   }
 }

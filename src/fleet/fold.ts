@@ -5,8 +5,14 @@
  * by Preempt/Terminate that never sent a terminal record).
  */
 
-import { type LifecycleRecord, TRANSITION_RANK, TRANSITIONS, type Transition } from '../domain/index.ts';
-import { approvalRecordPosted } from '../transform/approval-posted.ts';
+import {
+  approvalRecordPosted,
+  type LifecycleRecord,
+  recordedApproval,
+  TRANSITION_RANK,
+  TRANSITIONS,
+  type Transition,
+} from '../domain/index.ts';
 
 /** Where an event stands in the fleet history. */
 export type FleetEventStatus = 'scheduled' | 'started' | 'completed' | 'canceled';
@@ -153,7 +159,7 @@ export function foldEvent(input: readonly LifecycleRecord[]): FleetEvent {
   const posted = approvals.find((r) => approvalRecordPosted(r.data));
   const chosen = posted ?? approvals[0];
   if (chosen) {
-    const a = (chosen.data.approval ?? {}) as Record<string, unknown>;
+    const a = recordedApproval(chosen.data);
     approvedAt = str(a.approvedAt) ?? chosen.time;
     approvalRule = str(a.rule);
   }

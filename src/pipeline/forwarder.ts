@@ -18,13 +18,12 @@
  */
 import type { Config } from '../config/index.ts';
 import { configWarnings } from '../config/warnings.ts';
-import { DeliveryEngine, type DeliveryEngineEvent } from '../delivery/index.ts';
-import type { KubernetesAgent } from '../kubernetes/index.ts';
+import { DeliveryEngine } from '../delivery/index.ts';
 import type { Logger } from '../log.ts';
 import { findSinkFactory } from '../sinks/registry.ts';
 import type { Sink, SinkFactory } from '../sinks/types.ts';
 import { StallDetector } from '../sources/stall-detector.ts';
-import type { BuiltSource, IdentitySource, Source } from '../sources/types.ts';
+import type { IdentitySource, Source } from '../sources/types.ts';
 import { openStoreWhenPossible, type Store, storeDamage } from '../store/index.ts';
 import { hostBootTimeMs } from './boot-time.ts';
 import {
@@ -38,8 +37,8 @@ import {
   warnAboutOrphanedQueues,
 } from './compose.ts';
 import type { PipelineObserver } from './observer.ts';
-import type { ApprovalParticipant } from './participants.ts';
 import type { RoutedSink } from './route.ts';
+import { RunningPipeline } from './running.ts';
 import { type ForwarderStats, PipelineStep } from './step.ts';
 
 export type { IdentitySource } from '../sources/types.ts';
@@ -81,6 +80,7 @@ export class Forwarder {
   readonly #logger: Logger;
   #store: Store | undefined;
   #engine: DeliveryEngine | undefined;
+  #step: PipelineStep | undefined;
 
   constructor(options: ForwarderOptions) {
     this.#options = options;
@@ -99,185 +99,204 @@ export class Forwarder {
 
   /** Runs until `signal` aborts (or a finite source ends and the queues drain). Throws on startup failure. */
   async run(signal: AbortSignal): Promise<ForwarderStats> {
-    const { config, observer } = this.#options;
-    const logger = this.#logger;
     const bootTimeMs = this.#options.bootTimeMs ?? hostBootTimeMs();
-
-    // A full (or failing) state disk does not end the start: wait for it, not ready meanwhile (docs/delivery.md).
-    const store = await openStoreWhenPossible({
-      stateDir: config.stateDir,
-      allowTemporaryDisk: config.allowTemporaryDisk,
-      logger: logger.child({ component: 'store' }),
-      ...(this.#options.maxPageCount === undefined ? {} : { maxPageCount: this.#options.maxPageCount }),
-      signal,
-      onUnavailable: (error) => observer?.storeUnavailable?.({ message: error.message }),
-    });
+    const store = await this.#openStore(signal);
     if (store === undefined) {
-      logger.info('stopped while waiting for the state store to open');
+      this.#logger.info('stopped while waiting for the state store to open');
       return this.stats;
     }
-    this.#store = store;
-    const stall = new StallDetector();
-    let built: BuiltSource | undefined;
-    let identity: IdentitySource | undefined;
-    const internal = new AbortController();
-    const onAbort = () => internal.abort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    const sinks: Sink[] = [];
-    let approval: ApprovalParticipant | undefined;
-    let kubernetes: KubernetesAgent | undefined;
-    let step: PipelineStep | undefined;
-    let stopping = false;
-    // The engine's events go to the observer until shutdown begins; 'idle' also wakes waitUntilDrained.
-    let reporting = true;
-    let idleWaiters: Array<() => void> = [];
-    const onDelivery = (event: DeliveryEngineEvent): void => {
-      if (event.type === 'idle' && idleWaiters.length > 0) {
-        const waiters = idleWaiters;
-        idleWaiters = [];
-        for (const wake of waiters) wake();
-      }
-      if (reporting) observer?.delivery?.(event);
-    };
-    const nextIdle = (): Promise<void> => new Promise((resolve) => idleWaiters.push(resolve));
-    try {
-      const state = loadState(store, logger);
-      stall.setFine(state.events.length > 0);
-      const override = this.#options.source;
-      built =
-        override === undefined
-          ? await buildSource(config, logger, () => identity?.current())
-          : givenSource(override, config);
-      const { source } = built;
-      identity = this.#options.identity ?? built.identity;
-
-      const enabled = config.sinks.filter((s) => s.enabled);
-      const routed: RoutedSink[] = enabled.map((s) => ({ name: s.name, filter: s.filter }));
-      warnAboutOrphanedQueues(store, new Set(config.sinks.map((s) => s.name)), logger);
-      // The warnings `config validate` prints (one function for both: src/config/warnings.ts).
-      for (const warning of configWarnings(config)) logger.warn({ configKey: warning.path }, warning.message);
-      stall.start();
-
-      // The identity is part of every record id: its first request runs beside the first poll, and the first
-      // outcome waits for it (see the module comment), so polling starts at once.
-      const firstIdentity = identity?.start?.(internal.signal);
-      kubernetes = buildKubernetes(config, () => identity?.current(), logger);
-      // The node's labels are part of every record too (kubernetes.labels): read beside the first poll as well.
-      const firstNodeRead = kubernetes?.start();
-      approval = buildApproval(config, store, built, () => identity?.current(), logger, kubernetes);
-      const agent = kubernetes;
-      step = new PipelineStep({
-        store,
-        logger,
-        stats: this.stats,
-        state,
-        routed,
-        identity,
-        kubernetes: agent === undefined ? undefined : () => agent.recordContext(),
-        bootTimeMs,
-        maxGapMs: built.maxGapMs,
-        stall,
-        approval,
-        observer,
-        notify: () => this.#engine?.notify(),
-        observationCheckpointMs: this.#options.observationCheckpointMs,
-        maxWaitingRecords: this.#options.maxWaitingRecords,
-      });
-      const pipeline = step;
-      const participant = approval;
-      const startApproval = () => {
-        if (!internal.signal.aborted && !stopping) participant.start(pipeline.state);
-      };
-      if (firstIdentity === undefined && firstNodeRead === undefined) startApproval();
-      else {
-        const ready = Promise.allSettled([firstIdentity, firstNodeRead]);
-        pipeline.holdFirstOutcomeUntil(ready.then(startApproval));
-      }
-
-      // First poll first: the source starts before the sinks are built, so loading their SDKs never delays the
-      // first Scheduled Events GET. Outcomes are committed to the outbox as usual meanwhile; the delivery engine
-      // delivers them once it has started (it begins with whatever is pending).
-      const polling = internal.signal.aborted
-        ? Promise.resolve()
-        : source.start(internal.signal, pipeline.onOutcome);
-      polling.catch(() => {}); // awaited below; never an unhandled rejection while the sinks are built
-      // Loading a sink's SDK blocks the event loop, which would hold back the first requests on the wire: build
-      // the sinks once the first poll was answered, or after the source's first-outcome wait when it is slow to
-      // answer (IMDS's first call after boot can take minutes; a backlog from before the restart must not wait).
-      await Promise.race([
-        pipeline.firstOutcome,
-        polling.then(
-          () => {},
-          () => {},
-        ),
-        delay(built.firstOutcomeWaitMs, internal.signal),
-      ]);
-      try {
-        // Sequentially, so that the sinks built before one that fails are closed below.
-        const find = this.#options.findFactory ?? findSinkFactory;
-        for (const s of enabled) {
-          sinks.push(await createSink(s, find, { logger, identity, stateDir: config.stateDir }));
-        }
-      } catch (error) {
-        internal.abort();
-        await polling.catch(() => {});
-        throw error;
-      }
-
-      const engine = new DeliveryEngine({
-        store,
-        sinks: enabled.map((s, i) => engineSink(s, sinks[i]!)),
-        logger, // the engine adds component: delivery and the sink name itself
-        observer: { delivery: onDelivery },
-      });
-      this.#engine = engine;
-      engine.start();
-      logger.info(
-        {
-          stateDir: store.stateDir,
-          source: source.name,
-          sinks: enabled.map((s) => s.name),
-          bootTime: new Date(bootTimeMs).toISOString(),
-        },
-        'forwarder running',
-      );
-      observer?.ready?.({
-        stateDir: store.stateDir,
-        sinks: enabled.map((s) => s.name),
-        storeDamage: storeDamage(store),
-      });
-      await polling;
-      if (!internal.signal.aborted && (this.#options.drainWhenSourceEnds ?? true)) {
-        if (pipeline.aheadOfStore && pipeline.commit({ final: true })) engine.notify();
-        logger.info('source finished; waiting for pending deliveries');
-        await waitUntilDrained(store, routed, internal.signal, nextIdle);
-      }
-    } finally {
-      stopping = true;
-      signal.removeEventListener('abort', onAbort);
-      // Graceful stop: what only memory holds (observation time, transitions waiting for the disk) is committed.
-      if (step?.aheadOfStore === true) {
-        try {
-          step.commit({ final: true });
-        } catch (error) {
-          logger.error({ err: (error as Error).message }, 'cannot commit the in-memory state at shutdown');
-        }
-      }
-      reporting = false;
-      observer?.stopping?.();
-      stall.stop();
-      await approval?.stop(); // approval: ends running hooks / POST retries; progress stays persisted
-      identity?.stop?.();
-      kubernetes?.stop();
-      if (this.#engine !== undefined) await this.#engine.stop(config.shutdownDeadlineMs);
-      else await Promise.allSettled(sinks.map((s) => s.close?.()));
-      built?.close?.();
+    const running = new RunningPipeline(signal, () => this.#announceStop());
+    running.onStop(() => {
       store.close();
       this.#store = undefined;
-      logger.info(this.stats, 'forwarder stopped');
+    });
+    try {
+      const { polling, step, engine } = await this.#start(store, running, bootTimeMs);
+      await polling;
+      if (!running.signal.aborted && (this.#options.drainWhenSourceEnds ?? true)) {
+        if (step.aheadOfStore && step.commit({ final: true })) engine.notify();
+        this.#logger.info('source finished; waiting for pending deliveries');
+        await engine.whenDrained(running.signal);
+      }
+    } finally {
+      await this.#stop(running);
     }
     return this.stats;
   }
+
+  /** Stops every started part (in reverse); throws what the first failing stop threw, once all have run. */
+  async #stop(running: RunningPipeline): Promise<void> {
+    const errors = await running.stop();
+    if (errors.length > 0) throw errors[0];
+    this.#logger.info(this.stats, 'forwarder stopped');
+  }
+
+  /** A full (or failing) state disk does not end the start: wait for it, not ready meanwhile (docs/delivery.md). */
+  async #openStore(signal: AbortSignal): Promise<Store | undefined> {
+    const { config, observer, maxPageCount } = this.#options;
+    this.#store = await openStoreWhenPossible({
+      stateDir: config.stateDir,
+      allowTemporaryDisk: config.allowTemporaryDisk,
+      logger: this.#logger.child({ component: 'store' }),
+      ...(maxPageCount === undefined ? {} : { maxPageCount }),
+      signal,
+      onUnavailable: (error) => observer?.storeUnavailable?.({ message: error.message }),
+    });
+    return this.#store;
+  }
+
+  /**
+   * Starts the parts in order, each registering its stop with `running` (see the module comment). The delivery
+   * part registers right after the source is built, so that it stops after every part that produces records:
+   * in-flight deliveries get what is left of the shutdown deadline. Resolves once the engine has started.
+   */
+  async #start(store: Store, running: RunningPipeline, bootTimeMs: number): Promise<StartedPipeline> {
+    const { config, observer } = this.#options;
+    const logger = this.#logger;
+    const state = loadState(store, logger);
+    const stall = new StallDetector();
+    stall.setFine(state.events.length > 0);
+    const override = this.#options.source;
+    let known: IdentitySource | undefined; // the identity, for the source's requests once it is built
+    const built =
+      override === undefined
+        ? await buildSource(config, logger, () => known?.current())
+        : givenSource(override, config);
+    running.onStop(() => built.close?.());
+    const sinks: Sink[] = [];
+    running.onStop(
+      () =>
+        this.#engine?.stop(config.shutdownDeadlineMs) ?? Promise.allSettled(sinks.map((s) => s.close?.())),
+    );
+    const { source } = built;
+    const identity = this.#options.identity ?? built.identity;
+    known = identity;
+
+    const enabled = config.sinks.filter((s) => s.enabled);
+    const routed: RoutedSink[] = enabled.map((s) => ({ name: s.name, filter: s.filter }));
+    warnAboutOrphanedQueues(store, new Set(config.sinks.map((s) => s.name)), logger);
+    // The warnings `config validate` prints (one function for both: src/config/warnings.ts).
+    for (const warning of configWarnings(config)) logger.warn({ configKey: warning.path }, warning.message);
+
+    // The identity is part of every record id: its first request runs beside the first poll, and the first
+    // outcome waits for it (see the module comment), so polling starts at once.
+    const firstIdentity = identity?.start?.(running.signal);
+    if (identity !== undefined) running.onStop(() => identity.stop?.());
+    const kubernetes = buildKubernetes(config, () => identity?.current(), logger);
+    if (kubernetes !== undefined) running.onStop(() => kubernetes.stop());
+    // The node's labels are part of every record too (kubernetes.labels): read beside the first poll as well.
+    const firstNodeRead = kubernetes?.start();
+    const approval = buildApproval(config, store, built, () => identity?.current(), logger, kubernetes);
+    // approval: ends running hooks / POST retries; progress stays persisted
+    running.onStop(() => approval.stop());
+    stall.start();
+    running.onStop(() => stall.stop());
+    const step = new PipelineStep({
+      store,
+      logger,
+      stats: this.stats,
+      state,
+      routed,
+      identity,
+      kubernetes: kubernetes === undefined ? undefined : () => kubernetes.recordContext(),
+      bootTimeMs,
+      maxGapMs: built.maxGapMs,
+      stall,
+      approval,
+      observer,
+      notify: () => this.#engine?.notify(),
+      observationCheckpointMs: this.#options.observationCheckpointMs,
+      maxWaitingRecords: this.#options.maxWaitingRecords,
+    });
+    this.#step = step;
+    const startApproval = () => {
+      if (!running.signal.aborted && !running.stopping) approval.start(step.state);
+    };
+    if (firstIdentity === undefined && firstNodeRead === undefined) startApproval();
+    else {
+      const ready = Promise.allSettled([firstIdentity, firstNodeRead]);
+      step.holdFirstOutcomeUntil(ready.then(startApproval));
+    }
+
+    // First poll first: the source starts before the sinks are built, so loading their SDKs never delays the
+    // first Scheduled Events GET. Outcomes are committed to the outbox as usual meanwhile; the delivery engine
+    // delivers them once it has started (it begins with whatever is pending).
+    const polling = running.signal.aborted ? Promise.resolve() : source.start(running.signal, step.onOutcome);
+    polling.catch(() => {}); // awaited by run(); never an unhandled rejection while the sinks are built
+    // Loading a sink's SDK blocks the event loop, which would hold back the first requests on the wire: build
+    // the sinks once the first poll was answered, or after the source's first-outcome wait when it is slow to
+    // answer (IMDS's first call after boot can take minutes; a backlog from before the restart must not wait).
+    await Promise.race([
+      step.firstOutcome,
+      polling.then(
+        () => {},
+        () => {},
+      ),
+      delay(built.firstOutcomeWaitMs, running.signal),
+    ]);
+    try {
+      // Sequentially, so that the sinks built before one that fails are closed at stop.
+      const find = this.#options.findFactory ?? findSinkFactory;
+      for (const s of enabled) {
+        sinks.push(await createSink(s, find, { logger, identity, stateDir: config.stateDir }));
+      }
+    } catch (error) {
+      running.abort();
+      await polling.catch(() => {});
+      throw error;
+    }
+
+    const engine = new DeliveryEngine({
+      store,
+      sinks: enabled.map((s, i) => engineSink(s, sinks[i]!)),
+      logger, // the engine adds component: delivery and the sink name itself
+      // The engine's events go to the observer until shutdown begins.
+      observer: {
+        delivery: (event) => {
+          if (!running.stopping) observer?.delivery?.(event);
+        },
+      },
+    });
+    this.#engine = engine;
+    engine.start();
+    logger.info(
+      {
+        stateDir: store.stateDir,
+        source: source.name,
+        sinks: enabled.map((s) => s.name),
+        bootTime: new Date(bootTimeMs).toISOString(),
+      },
+      'forwarder running',
+    );
+    observer?.ready?.({
+      stateDir: store.stateDir,
+      sinks: enabled.map((s) => s.name),
+      storeDamage: storeDamage(store),
+    });
+    return { polling, step, engine };
+  }
+
+  /** Shutdown begins: what only memory holds (observation time, transitions waiting for the disk) is committed. */
+  #announceStop(): void {
+    if (this.#step?.aheadOfStore === true) {
+      try {
+        this.#step.commit({ final: true });
+      } catch (error) {
+        this.#logger.error(
+          { err: (error as Error).message },
+          'cannot commit the in-memory state at shutdown',
+        );
+      }
+    }
+    this.#options.observer?.stopping?.();
+  }
+}
+
+/** What #start hands back to run(): the source's polling (settles when it ends) and the parts run() drives. */
+interface StartedPipeline {
+  polling: Promise<void>;
+  step: PipelineStep;
+  engine: DeliveryEngine;
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts; never keeps the process alive by itself. */
@@ -294,26 +313,4 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
       { once: true },
     );
   });
-}
-
-/**
- * Resolves when no enabled sink has pending rows, or when `signal` aborts. Checked now and whenever a delivery
- * worker reports its queue empty ('idle', through `nextIdle`): no timer.
- */
-async function waitUntilDrained(
-  store: Store,
-  sinks: readonly RoutedSink[],
-  signal: AbortSignal,
-  nextIdle: () => Promise<void>,
-): Promise<void> {
-  const names = new Set(sinks.map((s) => s.name));
-  const aborted = new Promise<void>((resolve) =>
-    signal.addEventListener('abort', () => resolve(), { once: true }),
-  );
-  while (!signal.aborted) {
-    const idle = nextIdle(); // before the check, so that an idle report right after it is not missed
-    const pending = store.stats().filter((q) => names.has(q.sink) && q.pending > 0);
-    if (pending.length === 0) return;
-    await Promise.race([idle, aborted]);
-  }
 }

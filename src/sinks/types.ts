@@ -22,7 +22,7 @@ export class DeliveryError extends Error {
    * isolate the bad record.
    */
   readonly failedIndex: number | undefined;
-  /** Low-cardinality code for metrics and dead-letter rows (e.g. 'http-503', 'MessageTooLarge'). */
+  /** Low-cardinality code for metrics and dead-letter rows (e.g. 'http-503'): one of src/sinks/delivery-errors.ts. */
   readonly code: string;
 
   constructor(

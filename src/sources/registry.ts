@@ -4,15 +4,22 @@
  * SourceFactory in src/sources/types.ts) and one line in this list. The config schema builds its `source`
  * section from these entries, so only light modules are imported here.
  */
+import type { z } from 'zod';
 import { imdsSourceFactory } from './imds/factory.ts';
 import { replaySourceFactory } from './replay/factory.ts';
+import type { ImdsSourceSettings } from './shared/imds-settings.ts';
 import type { SourceFactory } from './types.ts';
+
+/** The config sections some source reads besides its `source:` options: what the pipeline must pass. */
+export type SourceSettings = ImdsSourceSettings;
+
+type RegisteredSourceFactory = SourceFactory<z.ZodObject, SourceSettings>;
 
 export const SOURCE_FACTORIES = [
   imdsSourceFactory,
   replaySourceFactory,
-] as const satisfies readonly SourceFactory[];
+] as const satisfies readonly RegisteredSourceFactory[];
 
-export function findSourceFactory(type: string): SourceFactory | undefined {
-  return (SOURCE_FACTORIES as readonly SourceFactory[]).find((f) => f.type === type);
+export function findSourceFactory(type: string): RegisteredSourceFactory | undefined {
+  return (SOURCE_FACTORIES as readonly RegisteredSourceFactory[]).find((f) => f.type === type);
 }

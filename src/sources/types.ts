@@ -26,6 +26,10 @@ export interface IdentitySource {
 
 /** How a source approves events (the IMDS StartRequests POST); none for a replay. */
 export interface SourceApproval {
+  /**
+   * Rejects with a SourceRequestError (src/sources/errors.ts) that says whether a retry can help and how long to
+   * wait; any other error counts as transient.
+   */
   approve(eventIds: string[], signal?: AbortSignal): Promise<void>;
   /** POST retries are never faster than this. */
   readonly minIntervalMs: number;
@@ -52,21 +56,27 @@ export interface BuiltSource {
   close?(): void;
 }
 
-/** What every source factory receives besides its own options. */
-export interface SourceContext {
+/**
+ * What every source factory receives besides its own options. `Settings` are the top-level config sections the
+ * source reads (`{ imds: ImdsSettings }`); the pipeline passes the whole validated configuration.
+ */
+export interface SourceContext<Settings extends object = object> {
   logger: Logger;
   /** The current VM identity (captures record it). */
   vm: () => VmIdentity | undefined;
-  /** The whole validated configuration, for settings a source keeps in its own top-level section (`imds`). */
-  settings: Readonly<Record<string, unknown>>;
+  /** The validated configuration, for settings a source keeps in its own top-level section (`imds`). */
+  settings: Readonly<Settings>;
 }
 
-/** One source type: its `source:` options schema and a lazy `create` (see src/sources/registry.ts). */
-export interface SourceFactory<Schema extends z.ZodObject = z.ZodObject> {
+/**
+ * One source type: its `source:` options schema, the config sections it reads besides (`Settings`) and a lazy
+ * `create` (see src/sources/registry.ts).
+ */
+export interface SourceFactory<Schema extends z.ZodObject = z.ZodObject, Settings extends object = object> {
   /** The `source.type` value in config. */
   readonly type: string;
   /** zod object of the `source:` section for this type, including its `type` literal. */
   readonly optionsSchema: Schema;
   /** Builds the source; the implementation module loads here. */
-  create(options: z.infer<Schema>, context: SourceContext): Promise<BuiltSource>;
+  create(options: z.infer<Schema>, context: SourceContext<Settings>): Promise<BuiltSource>;
 }

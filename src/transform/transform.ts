@@ -6,15 +6,16 @@
  * The rules are documented in docs/record-format.md ("When each transition is produced").
  */
 
-import type {
-  KubernetesRecordContext,
-  LifecycleRecord,
-  LifecycleRecordData,
-  PollOutcome,
-  ScheduledEvent,
-  VmIdentity,
+import {
+  approvalRecordKind,
+  type KubernetesRecordContext,
+  type LifecycleRecord,
+  type LifecycleRecordData,
+  type PollOutcome,
+  type RecordedApproval,
+  type ScheduledEvent,
+  type VmIdentity,
 } from '../domain/index.ts';
-import { approvalRecordKind } from './approval-posted.ts';
 import { buildRecord, type RecordContext, recordSource } from './build-record.ts';
 import { contentHash } from './ids.ts';
 import {
@@ -147,7 +148,7 @@ function approvalKind(approval: ApprovalInput): { kind: string; posted: boolean 
   return { kind, posted: kind === 'posted' };
 }
 
-function approvalData(approval: ApprovalInput, posted: boolean): Record<string, unknown> {
+function approvalData(approval: ApprovalInput, posted: boolean): { approval: RecordedApproval } {
   return {
     approval: {
       approvedAt: new Date(approval.approvedAtMs).toISOString(),

@@ -5,7 +5,7 @@
  * aggregated rows (days × types, scopes, types × regions) or pages come back. Every view honours the shared
  * `EventFilter` over the maintenance rows (where() of queries.ts).
  */
-import { approvalRecordPosted } from '../../transform/approval-posted.ts';
+import { approvalRecordPosted, recordedApproval } from '../../domain/index.ts';
 import type { ApprovalOutcome } from '../fold.ts';
 import { decodeBody } from './body.ts';
 import {
@@ -456,7 +456,7 @@ export interface ApprovalRecord {
   rule: string | null;
   /** Whether that VM was the event's leader (the one that POSTs); null when the record does not say. */
   leader: boolean | null;
-  /** StartRequests was POSTed (the rule of src/transform/approval-posted.ts). */
+  /** StartRequests was POSTed (the rule of src/domain/approval.ts). */
   posted: boolean;
   dryRun: boolean;
   /** Prepare hooks run, and how many of them failed. */
@@ -510,7 +510,7 @@ export async function eventApprovals(
     truncated: records.length > APPROVAL_RECORDS_LIMIT,
     records: records.slice(0, APPROVAL_RECORDS_LIMIT).map((row) => {
       const data = (JSON.parse(decodeBody(row.body)) as { data: Record<string, unknown> }).data ?? {};
-      const a = (data.approval ?? {}) as Record<string, unknown>;
+      const a = recordedApproval(data);
       const hooks = Array.isArray(a.hooks) ? (a.hooks as Array<Record<string, unknown>>) : [];
       return {
         source: String(row.source),

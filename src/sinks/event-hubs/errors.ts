@@ -2,6 +2,7 @@
  * Maps errors from @azure/event-hubs / @azure/core-amqp / @azure/identity to the delivery engine's
  * retryable/permanent decision. The table (and why) is documented in docs/sinks-event-hubs.md.
  */
+import { isSocketErrorCode } from '../delivery-errors.ts';
 
 /** SDK error codes that mean "this record (or this configuration) will never be accepted": dead-letter. */
 export const PERMANENT_CODES: ReadonlySet<string> = new Set([
@@ -29,7 +30,10 @@ export const ENGINE_RETRIES_CODES: ReadonlySet<string> = new Set([
 
 export interface ErrorClassification {
   retryable: boolean;
-  /** Low-cardinality code for metrics and dead-letter rows (SDK code without the "Error" suffix). */
+  /**
+   * Low-cardinality code for metrics and dead-letter rows (src/sinks/delivery-errors.ts): a shared code
+   * (aborted, network, payload-too-large) or the SDK code without the "Error" suffix.
+   */
   code: string;
   /** The error whose code decided (for AggregateError: the last attempt's error). */
   decisive: unknown;
@@ -62,6 +66,9 @@ export function classifyEventHubsError(error: unknown): ErrorClassification {
   }
   const code = codeOf(decisive);
   if (code === undefined) return { retryable: true, code: 'unknown', decisive };
+  // The shared codes of src/sinks/delivery-errors.ts where the SDK's code means the same.
+  if (code === 'MessageTooLargeError') return { retryable: false, code: 'payload-too-large', decisive };
+  if (isSocketErrorCode(code)) return { retryable: true, code: 'network', decisive };
   if (PERMANENT_CODES.has(code)) return { retryable: false, code: shortCode(code), decisive };
   return { retryable: true, code: shortCode(code), decisive };
 }

@@ -9,6 +9,7 @@
 import type { EventDataBatch, EventHubProducerClient } from '@azure/event-hubs';
 import type { LifecycleRecord } from '../../domain/index.ts';
 import type { Logger } from '../../log.ts';
+import { abortedError, closedError, payloadTooLargeError } from '../delivery-errors.ts';
 import { DeliveryError, type Sink } from '../types.ts';
 import { classifyEventHubsError, describeError } from './errors.ts';
 import { type PartitionKeyMode, partitionKeyFor, toEventData } from './event.ts';
@@ -50,10 +51,9 @@ export class EventHubsSink implements Sink {
   }
 
   async deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
-    if (this.#closed)
-      throw new DeliveryError(`Event Hubs sink ${this.name} is closed`, { retryable: true, code: 'closed' });
+    if (this.#closed) throw closedError(`Event Hubs sink ${this.name} is closed`);
     if (batch.length === 0) return;
-    if (signal.aborted) throw new DeliveryError('delivery aborted', { retryable: true, code: 'aborted' });
+    if (signal.aborted) throw abortedError('delivery aborted');
     const client = await this.#getClient();
     try {
       await this.#send(client, batch, signal);
@@ -93,7 +93,7 @@ export class EventHubsSink implements Sink {
     const client = await this.#newClient();
     if (this.#closed) {
       client.close().catch(() => {});
-      throw new DeliveryError(`Event Hubs sink ${this.name} is closed`, { retryable: true, code: 'closed' });
+      throw closedError(`Event Hubs sink ${this.name} is closed`);
     }
     this.#client ??= client;
     return this.#client;
@@ -165,9 +165,9 @@ export class EventHubsSink implements Sink {
         if (current.tryAdd(event)) continue;
       }
       const size = Buffer.byteLength(JSON.stringify(record));
-      throw new DeliveryError(
+      throw payloadTooLargeError(
         `Event Hubs ${this.#hubLabel()}: record ${record.id} (${size} bytes as JSON) does not fit in one event (max ${current.maxSizeInBytes} bytes per batch)`,
-        { retryable: false, code: 'MessageTooLarge', failedIndex: i },
+        { failedIndex: i },
       );
     }
     await flush();
@@ -187,7 +187,7 @@ export class EventHubsSink implements Sink {
     }
     if (retryable) return new DeliveryError(message, { retryable, code, cause: error });
     // Per-record errors in a multi-event batch do not say which event; let the engine isolate it.
-    const failedIndex = code === 'MessageTooLarge' && count > 1 ? undefined : firstIndex;
+    const failedIndex = code === 'payload-too-large' && count > 1 ? undefined : firstIndex;
     return new DeliveryError(message, {
       retryable,
       code,

@@ -5,6 +5,7 @@
  */
 import type { LifecycleRecord } from '../../domain/index.ts';
 import { CommandStartError, runCommand } from '../../process/run-command.ts';
+import { abortedError, invalidInputError, timeoutError, withFailedIndex } from '../delivery-errors.ts';
 import { DeliveryError, type Sink } from '../types.ts';
 import type { ExecSinkOptions } from './options.ts';
 
@@ -46,10 +47,7 @@ export function createExecSink(name: string, options: ExecSinkOptions): Sink {
           await runOne(name, options, batch[i]!, signal);
         } catch (error) {
           // One run per record: a permanent failure names its record; the runs before it delivered theirs.
-          if (error instanceof DeliveryError && !error.retryable && batch.length > 1) {
-            throw new DeliveryError(error.message, { retryable: false, code: error.code, failedIndex: i });
-          }
-          throw error;
+          throw withFailedIndex(error, i, batch.length);
         }
       }
     },
@@ -73,9 +71,9 @@ async function runOne(name: string, options: ExecSinkOptions, record: LifecycleR
   } catch (error) {
     if (error instanceof CommandStartError && error.permanent) {
       // Starting it again for this record can never work: dead-letter it, so the rows behind it are delivered.
-      throw new DeliveryError(
+      throw invalidInputError(
         `${error.message} (starting it again for this record cannot work: dead-lettered instead of retried)`,
-        { retryable: false, code: 'exec-invalid-input', cause: error },
+        { cause: error },
       );
     }
     if (error instanceof CommandStartError) {
@@ -84,14 +82,9 @@ async function runOne(name: string, options: ExecSinkOptions, record: LifecycleR
     }
     throw error;
   }
-  if (result.aborted)
-    throw new DeliveryError('command aborted (shutdown)', { retryable: true, code: 'exec-aborted' });
-  if (result.timedOut) {
-    throw new DeliveryError(`command "${options.command}" timed out after ${options.timeoutMs} ms`, {
-      retryable: true,
-      code: 'exec-timeout',
-    });
-  }
+  if (result.aborted) throw abortedError('command aborted (shutdown)');
+  if (result.timedOut)
+    throw timeoutError(`command "${options.command}" timed out after ${options.timeoutMs} ms`);
   if (result.exitCode === 0) return;
   const permanent =
     (result.exitCode !== null && options.permanentExitCodes.includes(result.exitCode)) ||

@@ -5,7 +5,9 @@
  */
 import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { errorMessage } from '../../errors.ts';
 import { currentPlatform } from '../../platform.ts';
+import { abortedError } from '../delivery-errors.ts';
 import { DeliveryError, type Sink } from '../types.ts';
 import type { FileSinkOptions } from './options.ts';
 
@@ -16,13 +18,13 @@ export function createFileSink(name: string, options: FileSinkOptions): Sink {
     name,
     maxBatch: 100,
     async deliver(batch, signal) {
-      if (signal.aborted) throw signal.reason;
+      if (signal.aborted) throw abortedError(`file sink ${name}: delivery aborted`);
       const text = batch.map((r) => `${JSON.stringify(r)}\n`).join('');
       try {
         await appendDurably(path, text, options);
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code ?? 'error';
-        throw new DeliveryError(`writing ${path} failed: ${(error as Error).message}`, {
+        throw new DeliveryError(`writing ${path} failed: ${errorMessage(error)}`, {
           retryable: true,
           code: `file-${code}`,
           cause: error,

@@ -3,9 +3,10 @@
  *
  * HTTP exporters report: OTLPExporterError with `code` = HTTP status for non-retryable statuses;
  * "Export failed with retryable status" after 429/502/503/504 exhausted the in-exporter retries;
- * "Request timed out"; or the socket error (with a string `code` such as ECONNREFUSED).
+ * "Request timed out"; or the socket error (with a string `code` such as ECONNREFUSED: code `network`).
  * The gRPC exporter reports a grpc-js ServiceError whose numeric `code` is the gRPC status.
  */
+import { httpStatusError, isSocketErrorCode, networkError, timeoutError } from '../delivery-errors.ts';
 import { isRetryableHttpStatus } from '../http-status.ts';
 import { DeliveryError } from '../types.ts';
 import type { OtlpProtocol } from './options.ts';
@@ -69,17 +70,16 @@ export function exportFailureToDeliveryError(
   }
   if (typeof code === 'number') {
     const permanent = code >= 400 && code < 500 && !isRetryableHttpStatus(code);
-    return new DeliveryError(`${what}: HTTP ${code} ${message}`.trim(), {
+    return httpStatusError(`${what}: HTTP ${code} ${message}`.trim(), code, {
       retryable: !permanent,
-      code: `http-${code}`,
       cause: error,
     });
   }
-  if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) {
-    return new DeliveryError(`${what}: network error ${code}`, { retryable: true, code, cause: error });
+  if (isSocketErrorCode(code)) {
+    return networkError(`${what}: network error ${code}`, { cause: error });
   }
   if (/timed out|timeout/i.test(message)) {
-    return new DeliveryError(`${what}: timed out`, { retryable: true, code: 'timeout', cause: error });
+    return timeoutError(`${what}: timed out`, { cause: error });
   }
   if (/retryable status/i.test(message)) {
     return new DeliveryError(`${what}: collector kept answering a retryable status (429/502/503/504)`, {

@@ -4,6 +4,7 @@
  * which win over the OTLP defaults. Header values are secrets (src/secret.ts).
  */
 import { z } from 'zod';
+import { ConfigError } from '../../errors.ts';
 import { registerSecret, registerUrlCredentials } from '../../redact.ts';
 import { type Env, type Secret, secretSchema } from '../../secret.ts';
 
@@ -80,9 +81,10 @@ export interface OtlpSettings {
   maxBatch: number;
 }
 
-export class OtelConfigError extends Error {
+/** An OTEL_EXPORTER_OTLP_* value (or option) the exporter cannot use: a ConfigError (the CLI exits with code 2). */
+export class OtelConfigError extends ConfigError {
   constructor(message: string) {
-    super(message);
+    super(message, []);
     this.name = 'OtelConfigError';
   }
 }

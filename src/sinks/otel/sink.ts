@@ -11,8 +11,9 @@ import type { LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-lo
 import type { LifecycleRecord } from '../../domain/index.ts';
 import type { Env } from '../../secret.ts';
 import { readVersion } from '../../version.ts';
+import { abortedError, closedError } from '../delivery-errors.ts';
 import { proxyFor } from '../proxy.ts';
-import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
+import type { Sink, SinkContext } from '../types.ts';
 import { exportFailureToDeliveryError } from './errors.ts';
 import {
   DEFAULT_SERVICE_NAME,
@@ -158,9 +159,9 @@ export class OtelSink implements Sink {
   async deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
     if (batch.length === 0) return;
     if (this.#closed) {
-      throw new DeliveryError(`otel sink ${this.name} is closed`, { retryable: true, code: 'closed' });
+      throw closedError(`otel sink ${this.name} is closed`);
     }
-    signal.throwIfAborted();
+    if (signal.aborted) throw abortedError(`otel sink ${this.name}: delivery aborted`);
     if (this.#runtime === undefined) {
       const loading = loadOtelRuntime(this.#settings);
       // A failed load (an exporter that cannot be built) is retried at the next delivery.
@@ -182,10 +183,7 @@ export class OtelSink implements Sink {
       });
     });
     if (result === 'aborted') {
-      throw new DeliveryError(`OTLP export to ${endpoint} aborted (shutdown); the records stay pending`, {
-        retryable: true,
-        code: 'aborted',
-      });
+      throw abortedError(`OTLP export to ${endpoint} aborted (shutdown); the records stay pending`);
     }
     if (result.code === runtime.SUCCESS) return;
     throw exportFailureToDeliveryError(result.error, this.#settings.protocol, endpoint, batch.length);

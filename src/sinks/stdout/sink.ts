@@ -4,6 +4,7 @@
  * every delivery fails retryably with a message that says so, and the records wait in the outbox.
  */
 import type { Writable } from 'node:stream';
+import { abortedError } from '../delivery-errors.ts';
 import { DeliveryError, type Sink } from '../types.ts';
 
 /** Create a stdout sink writing to `stream` (default process.stdout). */
@@ -27,7 +28,7 @@ export function createStdoutSink(name: string, stream: Writable = process.stdout
     name,
     maxBatch: 100,
     deliver(batch, signal) {
-      if (signal.aborted) return Promise.reject(signal.reason);
+      if (signal.aborted) return Promise.reject(abortedError(`stdout sink ${name}: delivery aborted`));
       const text = batch.map((r) => `${JSON.stringify(r)}\n`).join('');
       return new Promise<void>((resolve, reject) => {
         stream.write(text, (error) => (error ? reject(writeFailed(firstError ?? error)) : resolve()));

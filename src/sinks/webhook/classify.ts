@@ -4,8 +4,9 @@
  * only by scheme and host: the path and query of Slack/Teams URLs are credentials.
  */
 import { redactText } from '../../redact.ts';
+import { httpStatusError, networkError, timeoutError } from '../delivery-errors.ts';
 import { isRetryableHttpStatus } from '../http-status.ts';
-import { DeliveryError } from '../types.ts';
+import type { DeliveryError } from '../types.ts';
 
 /** "https://hooks.slack.com" — the only part of a webhook URL that may appear in logs and errors. */
 export function safeOrigin(url: URL | string): string {
@@ -70,33 +71,26 @@ export function classifyResponse(outcome: HttpOutcome, where: string): DeliveryE
   const { status, body, retryAfterMs } = outcome;
   if (status >= 200 && status < 300) return null;
   const detail = body === '' ? '' : ` ${body}`;
-  const code = `http-${status}`;
   if (status >= 300 && status < 400) {
-    return new DeliveryError(
+    return httpStatusError(
       `${where}: HTTP ${status} redirect not followed (webhook URLs must be final; update the URL)`,
-      { retryable: false, code },
+      status,
+      { retryable: false },
     );
   }
   const firstWord = body.split(/\s/, 1)[0] ?? '';
   const permanentBody = PERMANENT_BODIES.has(firstWord);
   const retryable = !permanentBody && isRetryableHttpStatus(status);
-  const options: { retryable: boolean; code: string; retryAfterMs?: number } = { retryable, code };
-  if (retryable && retryAfterMs !== undefined) options.retryAfterMs = retryAfterMs;
   const kind = retryable ? 'retryable' : 'permanent';
-  return new DeliveryError(`${where}: HTTP ${status}${detail} (${kind})`, options);
+  return httpStatusError(`${where}: HTTP ${status}${detail} (${kind})`, status, { retryable, retryAfterMs });
 }
 
 /** Maps a transport failure (no HTTP response) to a retryable DeliveryError without any URL details. */
 export function classifyNetworkError(error: unknown, where: string, timedOut: boolean): DeliveryError {
-  if (timedOut) {
-    return new DeliveryError(`${where}: no response within the timeout`, {
-      retryable: true,
-      code: 'timeout',
-    });
-  }
+  if (timedOut) return timeoutError(`${where}: no response within the timeout`);
   const code =
     typeof (error as { code?: unknown })?.code === 'string' ? (error as { code: string }).code : '';
   const name = error instanceof Error ? error.name : 'Error';
   const label = code || name;
-  return new DeliveryError(`${where}: network error ${label}`, { retryable: true, code: 'network' });
+  return networkError(`${where}: network error ${label}`);
 }

@@ -52,12 +52,12 @@ export function relativeTime(toIso: string | null, fromIso: string): string | nu
   if (Number.isNaN(to) || Number.isNaN(from)) return null;
   const seconds = Math.round((to - from) / 1000);
   if (Math.abs(seconds) < 30) return 'now';
-  const text = formatDuration(Math.abs(seconds));
+  const text = formatDurationSeconds(Math.abs(seconds));
   return seconds > 0 ? `in ${text}` : `${text} ago`;
 }
 
 /** 45 → "45 s", 840 → "14 min", 5400 → "1 h 30 min", 90000 → "1 d 1 h". */
-export function formatDuration(totalSeconds: number): string {
+export function formatDurationSeconds(totalSeconds: number): string {
   const s = Math.round(totalSeconds);
   if (s < 60) return `${s} s`;
   const minutes = Math.round(s / 60);
@@ -74,7 +74,7 @@ export function formatDuration(totalSeconds: number): string {
 export function formatExpectedDuration(durationInSeconds: number): string {
   if (durationInSeconds < 0) return 'not reported';
   if (durationInSeconds === 0) return '0 s';
-  return formatDuration(durationInSeconds);
+  return formatDurationSeconds(durationInSeconds);
 }
 
 /** An ISO instant as "Fri, 19 Sep 2025 18:29:47 UTC"; falls back to the raw string. */

@@ -4,6 +4,7 @@
  */
 import { createRequire } from 'node:module';
 import { z } from 'zod';
+import { errorMessage } from '../../errors.ts';
 import { type Secret, secretSchema } from '../../secret.ts';
 import type { SinkFilter } from '../types.ts';
 import { decodeSigningSecret } from './standard-webhooks.ts';
@@ -83,7 +84,7 @@ export function readTemplateFile(path: string): string {
   try {
     mustache.parse(text);
   } catch (error) {
-    throw new Error(`template ${path} is not a valid Mustache template: ${(error as Error).message}`);
+    throw new Error(`template ${path} is not a valid Mustache template: ${errorMessage(error)}`);
   }
   return text;
 }
@@ -95,7 +96,7 @@ function secretCheck(check: (secret: Secret) => void) {
     try {
       check(secret);
     } catch (error) {
-      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      ctx.addIssue({ code: 'custom', message: errorMessage(error) });
     }
   };
 }
@@ -162,7 +163,7 @@ function chatOptionsSchema(templateRenders: string) {
           try {
             readTemplateFile(path);
           } catch (error) {
-            ctx.addIssue({ code: 'custom', message: (error as Error).message });
+            ctx.addIssue({ code: 'custom', message: errorMessage(error) });
           }
         })
         .optional()

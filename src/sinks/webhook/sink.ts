@@ -7,7 +7,8 @@
 import type { Clock } from '../../clock.ts';
 import type { LifecycleRecord } from '../../domain/index.ts';
 import type { Secret } from '../../secret.ts';
-import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
+import { payloadTooLargeError, withFailedIndex } from '../delivery-errors.ts';
+import type { Sink, SinkContext } from '../types.ts';
 import { summaryLine } from './format.ts';
 import {
   reservedHeaderProblem,
@@ -49,10 +50,7 @@ class OneRecordPerRequestSink implements Sink {
       try {
         await this.#transport.post(this.#build(batch[i]!), signal);
       } catch (error) {
-        if (error instanceof DeliveryError && !error.retryable && batch.length > 1) {
-          throw new DeliveryError(error.message, { retryable: false, code: error.code, failedIndex: i });
-        }
-        throw error;
+        throw withFailedIndex(error, i, batch.length);
       }
     }
   }
@@ -164,12 +162,8 @@ export function createTeamsSink(
       : buildTeamsMessage(record);
     const bytes = messageBytes(message);
     if (bytes > TEAMS_MAX_BYTES) {
-      throw new DeliveryError(
+      throw payloadTooLargeError(
         `${transport.where}: Teams message is ${bytes} bytes, over the ${TEAMS_MAX_BYTES}-byte limit`,
-        {
-          retryable: false,
-          code: 'payload-too-large',
-        },
       );
     }
     return jsonRequest(message);

@@ -6,7 +6,8 @@
  */
 import Mustache from 'mustache';
 import type { LifecycleRecord } from '../../domain/index.ts';
-import { DeliveryError } from '../types.ts';
+import { errorMessage } from '../../errors.ts';
+import { invalidTemplateError } from '../delivery-errors.ts';
 import { markTemplateValue, stripTemplateMarkers } from './escape.ts';
 import {
   formatExpectedDuration,
@@ -36,7 +37,7 @@ export function loadTemplate(path: string, sinkName: string): WebhookTemplate {
   try {
     return { path, text: readTemplateFile(path) };
   } catch (error) {
-    throw new Error(`sink ${sinkName}: ${(error as Error).message}`);
+    throw new Error(`sink ${sinkName}: ${errorMessage(error)}`);
   }
 }
 
@@ -135,16 +136,12 @@ export function renderJsonTemplate(
   try {
     parsed = JSON.parse(rendered);
   } catch (error) {
-    throw new DeliveryError(
-      `${where}: template ${template.path} did not render to valid JSON: ${stripTemplateMarkers((error as Error).message)}`,
-      { retryable: false, code: 'template-invalid-json' },
+    throw invalidTemplateError(
+      `${where}: template ${template.path} did not render to valid JSON: ${stripTemplateMarkers(errorMessage(error))}`,
     );
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new DeliveryError(`${where}: template ${template.path} must render to a JSON object`, {
-      retryable: false,
-      code: 'template-invalid-json',
-    });
+    throw invalidTemplateError(`${where}: template ${template.path} must render to a JSON object`);
   }
   return parsed as Record<string, unknown>;
 }

@@ -10,8 +10,8 @@ import { parseRetryAfter } from '../../backoff.ts';
 import { type Clock, systemClock } from '../../clock.ts';
 import type { Logger } from '../../log.ts';
 import type { Secret } from '../../secret.ts';
+import { abortedError } from '../delivery-errors.ts';
 import { proxyFor } from '../proxy.ts';
-import { DeliveryError } from '../types.ts';
 import { classifyNetworkError, classifyResponse, safeOrigin, sanitizeBody } from './classify.ts';
 import { parseWebhookUrl } from './options.ts';
 import { RateLimiter } from './rate-limiter.ts';
@@ -90,7 +90,7 @@ export class WebhookTransport {
     try {
       await this.#limiter.acquire(signal);
     } catch {
-      throw new DeliveryError(`${this.#where}: delivery aborted`, { retryable: true, code: 'aborted' });
+      throw abortedError(`${this.#where}: delivery aborted`);
     }
     const timeout = AbortSignal.timeout(this.#timeoutMs);
     const combined = AbortSignal.any([signal, timeout]);
@@ -114,7 +114,7 @@ export class WebhookTransport {
       bodyText = await readLimited(response.body);
     } catch (error) {
       if (signal.aborted) {
-        throw new DeliveryError(`${this.#where}: delivery aborted`, { retryable: true, code: 'aborted' });
+        throw abortedError(`${this.#where}: delivery aborted`);
       }
       const failure = classifyNetworkError(error, this.#where, timeout.aborted);
       this.#logger.debug({ code: failure.code }, failure.message);

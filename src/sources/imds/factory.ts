@@ -4,7 +4,7 @@
  * gap limit and the first-outcome wait derived from them. The client and poller load in `create`.
  */
 import { z } from 'zod';
-import { type ImdsSettings, imdsMaxGapMs } from '../shared/imds-settings.ts';
+import { type ImdsSourceSettings, imdsMaxGapMs } from '../shared/imds-settings.ts';
 import type { BuiltSource, SourceContext, SourceFactory } from '../types.ts';
 
 const optionsSchema = z
@@ -13,9 +13,16 @@ const optionsSchema = z
   })
   .strict();
 
-async function create(_options: z.infer<typeof optionsSchema>, context: SourceContext): Promise<BuiltSource> {
-  const settings = context.settings.imds as ImdsSettings;
-  const { ImdsClient, ImdsPoller, VmIdentityCache } = await import('./index.ts');
+async function create(
+  _options: z.infer<typeof optionsSchema>,
+  context: SourceContext<ImdsSourceSettings>,
+): Promise<BuiltSource> {
+  const settings = context.settings.imds;
+  const [{ ImdsClient }, { ImdsPoller }, { VmIdentityCache }] = await Promise.all([
+    import('./client.ts'),
+    import('./poller.ts'),
+    import('./identity.ts'),
+  ]);
   const { logger } = context;
   const client = new ImdsClient({
     endpoint: settings.endpoint,
@@ -55,4 +62,4 @@ export const imdsSourceFactory = {
   type: 'imds',
   optionsSchema,
   create,
-} as const satisfies SourceFactory<typeof optionsSchema>;
+} as const satisfies SourceFactory<typeof optionsSchema, ImdsSourceSettings>;

@@ -105,100 +105,75 @@ export class ImdsPoller implements Source {
     const clock = this.#clock;
     const startedAt = clock.monotonic();
     const schedule = new FixedRateSchedule(startedAt, this.#intervalMs);
-    // The previous answer (bytes and parsed document) and the fingerprint of its document: an answer with the
-    // same bytes comes back as this very object (nothing decoded or parsed, see ImdsClient.getScheduledEvents);
-    // only different bytes are parsed and fingerprinted.
-    let previous: ScheduledEventsAnswer | undefined;
-    let previousFingerprint: string | undefined;
-    let consecutiveFailures = 0;
-    // Only an unbroken run of transient failures grows the backoff: a 400/404 streak is polled at the normal
-    // interval, and the first 410/503 after it must not inherit that streak's length as its exponent.
-    let consecutiveTransientFailures = 0;
-    let failureState: string | undefined;
-    let failureSinceWallMs = 0;
+    const state = new PollState();
     // Tick 0 is the start itself: poll at once. (A second clock reading would be a fraction of a millisecond
     // later and round up to tick 1, delaying the first poll by a whole interval.)
     let tick = startedAt;
-
     try {
       while (!signal.aborted) {
         const wait = tick - clock.monotonic();
         if (wait > 0) await sleep(clock, wait, signal);
         if (signal.aborted) break;
-        const pollStartedAt = tick;
-
-        let outcome: PollOutcome;
-        let retryAfterFailure: ImdsError | undefined;
-        let captureDocument: (() => Promise<void>) | undefined;
-        const requestStartedAt = clock.monotonic();
-        try {
-          const answer = await this.#client.getScheduledEvents(signal, previous);
-          const observed = { wallMs: clock.now(), monotonicMs: clock.monotonic() };
-          const requestMs = observed.monotonicMs - requestStartedAt;
-          let changed = false;
-          if (answer !== previous) {
-            const fingerprint = documentFingerprint(answer.document);
-            changed = fingerprint !== previousFingerprint;
-            previousFingerprint = fingerprint;
-          }
-          const { document, body } = answer;
-          outcome = { kind: 'document', document, observed, changed, requestMs };
-          if (failureState !== undefined) {
-            this.#logger.info(
-              { failures: consecutiveFailures, failingForMs: observed.wallMs - failureSinceWallMs },
-              `IMDS polling recovered after ${consecutiveFailures} failed poll(s)`,
-            );
-          }
-          consecutiveFailures = 0;
-          consecutiveTransientFailures = 0;
-          failureState = undefined;
-          previous = answer;
-          // Captured once the outcome was handled: the pipeline holds the first outcome until the VM identity
-          // request settled, so the first captured document carries the identity too (the first GET may be
-          // answered before the identity request).
-          if (changed) captureDocument = () => this.#captureDocument(observed.wallMs, body);
-        } catch (error) {
-          if (signal.aborted) break;
-          const failure = toImdsError(error);
-          const observed = { wallMs: clock.now(), monotonicMs: clock.monotonic() };
-          consecutiveFailures += 1;
-          outcome = {
-            ...failureOutcome(failure, observed, consecutiveFailures),
-            requestMs: observed.monotonicMs - requestStartedAt,
-          };
-          const state = failure.reason;
-          if (state !== failureState) {
-            if (failureState === undefined) failureSinceWallMs = observed.wallMs;
-            this.#logFailure(failure, consecutiveFailures);
-            await this.#captureFailure(observed.wallMs, failure);
-            failureState = state;
-          }
-          if (failure.retryable) {
-            consecutiveTransientFailures += 1;
-            retryAfterFailure = failure;
-          } else {
-            consecutiveTransientFailures = 0;
-          }
-        }
-
-        await onOutcome(outcome);
-        await captureDocument?.();
-
-        let earliest = clock.monotonic();
-        if (retryAfterFailure) {
-          const delay = retryDelayAtLeastMs(
-            consecutiveTransientFailures,
-            this.#backoff,
-            retryAfterFailure.retryAfterMs,
-            this.#random,
-          );
-          earliest = Math.max(earliest, pollStartedAt + delay);
-        }
-        tick = schedule.nextTick(earliest, pollStartedAt);
+        const polled = await this.#poll(signal, state);
+        if (polled === undefined) break; // aborted during the request
+        await onOutcome(polled.outcome);
+        await polled.afterOutcome?.();
+        tick = schedule.nextTick(this.#earliestNextPoll(tick, polled.retryAfter, state), tick);
       }
     } finally {
       await this.#capture?.close();
     }
+  }
+
+  /** One GET and its outcome; undefined when `signal` aborted it. */
+  async #poll(signal: AbortSignal, state: PollState): Promise<Polled | undefined> {
+    const clock = this.#clock;
+    const requestStartedAt = clock.monotonic();
+    try {
+      const answer = await this.#client.getScheduledEvents(signal, state.previous);
+      const observed = { wallMs: clock.now(), monotonicMs: clock.monotonic() };
+      const requestMs = observed.monotonicMs - requestStartedAt;
+      const { changed, recovered } = state.answered(answer, observed.wallMs);
+      if (recovered !== undefined) {
+        this.#logger.info(recovered, `IMDS polling recovered after ${recovered.failures} failed poll(s)`);
+      }
+      const { document, body } = answer;
+      return {
+        outcome: { kind: 'document', document, observed, changed, requestMs },
+        // Captured once the outcome was handled: the pipeline holds the first outcome until the VM identity
+        // request settled, so the first captured document carries the identity too (the first GET may be
+        // answered before the identity request).
+        afterOutcome: changed ? () => this.#captureDocument(observed.wallMs, body) : undefined,
+        retryAfter: undefined,
+      };
+    } catch (error) {
+      if (signal.aborted) return undefined;
+      const failure = toImdsError(error);
+      const observed = { wallMs: clock.now(), monotonicMs: clock.monotonic() };
+      const { consecutiveFailures, newState } = state.failed(failure, observed.wallMs);
+      const outcome = {
+        ...failureOutcome(failure, observed, consecutiveFailures),
+        requestMs: observed.monotonicMs - requestStartedAt,
+      };
+      if (newState) {
+        this.#logFailure(failure, consecutiveFailures);
+        await this.#captureFailure(observed.wallMs, failure);
+      }
+      return { outcome, afterOutcome: undefined, retryAfter: failure.retryable ? failure : undefined };
+    }
+  }
+
+  /** The earliest time of the next poll: now, or later when a transient failure backs off. */
+  #earliestNextPoll(pollStartedAt: number, retryAfter: ImdsError | undefined, state: PollState): number {
+    const earliest = this.#clock.monotonic();
+    if (retryAfter === undefined) return earliest;
+    const delay = retryDelayAtLeastMs(
+      state.consecutiveTransientFailures,
+      this.#backoff,
+      retryAfter.retryAfterMs,
+      this.#random,
+    );
+    return Math.max(earliest, pollStartedAt + delay);
   }
 
   #logFailure(failure: ImdsError, consecutiveFailures: number): void {
@@ -231,6 +206,72 @@ export class ImdsPoller implements Source {
     } catch (error) {
       this.#logger.error({ err: error }, 'could not append to the capture file');
     }
+  }
+}
+
+/** One poll's result: its outcome, what runs once the outcome was handled, the failure to back off from. */
+interface Polled {
+  outcome: PollOutcome;
+  afterOutcome: (() => Promise<void>) | undefined;
+  /** A transient failure: the next poll backs off (and honours its Retry-After). */
+  retryAfter: ImdsError | undefined;
+}
+
+/** What one poll carries over to the next: the previous answer, and the current run of failures. */
+class PollState {
+  // The previous answer (bytes and parsed document) and the fingerprint of its document: an answer with the
+  // same bytes comes back as this very object (nothing decoded or parsed, see ImdsClient.getScheduledEvents);
+  // only different bytes are parsed and fingerprinted.
+  #previous: ScheduledEventsAnswer | undefined;
+  #previousFingerprint: string | undefined;
+  #consecutiveFailures = 0;
+  // Only an unbroken run of transient failures grows the backoff: a 400/404 streak is polled at the normal
+  // interval, and the first 410/503 after it must not inherit that streak's length as its exponent.
+  #consecutiveTransientFailures = 0;
+  /** The reason of the current run of failures (undefined: not failing), and when the run began (wall clock). */
+  #failureState: string | undefined;
+  #failureSinceWallMs = 0;
+
+  get previous(): ScheduledEventsAnswer | undefined {
+    return this.#previous;
+  }
+
+  get consecutiveTransientFailures(): number {
+    return this.#consecutiveTransientFailures;
+  }
+
+  /** An answer: whether its document changed, and the run of failures it ended (if any). */
+  answered(
+    answer: ScheduledEventsAnswer,
+    wallMs: number,
+  ): { changed: boolean; recovered: { failures: number; failingForMs: number } | undefined } {
+    let changed = false;
+    if (answer !== this.#previous) {
+      const fingerprint = documentFingerprint(answer.document);
+      changed = fingerprint !== this.#previousFingerprint;
+      this.#previousFingerprint = fingerprint;
+    }
+    const recovered =
+      this.#failureState === undefined
+        ? undefined
+        : { failures: this.#consecutiveFailures, failingForMs: wallMs - this.#failureSinceWallMs };
+    this.#consecutiveFailures = 0;
+    this.#consecutiveTransientFailures = 0;
+    this.#failureState = undefined;
+    this.#previous = answer;
+    return { changed, recovered };
+  }
+
+  /** A failure: the consecutive count, and whether its reason differs from the previous poll's (logged once). */
+  failed(failure: ImdsError, wallMs: number): { consecutiveFailures: number; newState: boolean } {
+    this.#consecutiveFailures += 1;
+    const newState = failure.reason !== this.#failureState;
+    if (newState) {
+      if (this.#failureState === undefined) this.#failureSinceWallMs = wallMs;
+      this.#failureState = failure.reason;
+    }
+    this.#consecutiveTransientFailures = failure.retryable ? this.#consecutiveTransientFailures + 1 : 0;
+    return { consecutiveFailures: this.#consecutiveFailures, newState };
   }
 }
 

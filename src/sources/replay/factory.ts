@@ -4,7 +4,7 @@
  * approval client (nothing can be POSTed). The source loads in `create`.
  */
 import { z } from 'zod';
-import { type ImdsSettings, imdsMaxGapMs } from '../shared/imds-settings.ts';
+import { type ImdsSourceSettings, imdsMaxGapMs } from '../shared/imds-settings.ts';
 import type { BuiltSource, SourceContext, SourceFactory } from '../types.ts';
 
 const { accessSync, constants } = process.getBuiltinModule('node:fs');
@@ -33,11 +33,14 @@ const optionsSchema = z
   })
   .strict();
 
-async function create(options: z.infer<typeof optionsSchema>, context: SourceContext): Promise<BuiltSource> {
+async function create(
+  options: z.infer<typeof optionsSchema>,
+  context: SourceContext<ImdsSourceSettings>,
+): Promise<BuiltSource> {
   const { ReplaySource } = await import('./source.ts');
   const replay = new ReplaySource({ file: options.file, speed: options.speed, logger: context.logger });
   // The capture was recorded with the `imds` poll settings: its gaps are measured against the same limit.
-  const recorded = context.settings.imds as ImdsSettings;
+  const recorded = context.settings.imds;
   return {
     source: replay,
     identity: { current: () => replay.current(), refresh: () => replay.refresh() },
@@ -50,4 +53,4 @@ export const replaySourceFactory = {
   type: 'replay',
   optionsSchema,
   create,
-} as const satisfies SourceFactory<typeof optionsSchema>;
+} as const satisfies SourceFactory<typeof optionsSchema, ImdsSourceSettings>;

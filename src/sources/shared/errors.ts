@@ -3,6 +3,7 @@
  * `reason` (a PollFailureReason), so the poller can count it as a failed poll — never as an empty document.
  */
 import type { PollFailureReason } from '../../domain/index.ts';
+import { SourceRequestError } from '../errors.ts';
 
 /** Longest body excerpt kept in an error (characters). */
 export const EXCERPT_LENGTH = 200;
@@ -25,15 +26,15 @@ const RETRYABLE_REASONS: ReadonlySet<PollFailureReason> = new Set<PollFailureRea
 ]);
 
 /** A failed IMDS request or an unusable IMDS answer. */
-export class ImdsError extends Error {
+export class ImdsError extends SourceRequestError {
   readonly reason: PollFailureReason;
   readonly httpStatus?: number;
-  /** Delay the server asked for with Retry-After, in milliseconds. */
-  readonly retryAfterMs?: number;
+  /** Delay the server asked for with Retry-After, in milliseconds (an own property, undefined when not given). */
+  override readonly retryAfterMs?: number = undefined;
   /** Short, single-line excerpt of the offending body. */
   readonly excerpt?: string;
   /** True for transient failures (410, 429, 5xx, network, timeout) that are retried with backoff. */
-  readonly retryable: boolean;
+  override readonly retryable: boolean;
 
   constructor(reason: PollFailureReason, message: string, options: ImdsErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });

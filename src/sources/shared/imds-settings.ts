@@ -14,6 +14,11 @@ export interface ImdsSettings {
   captureFile?: string | undefined;
 }
 
+/** The config sections the `imds` and `replay` sources read besides their `source:` options. */
+export interface ImdsSourceSettings {
+  readonly imds: ImdsSettings;
+}
+
 /**
  * The gap limit: two polls may be missed (one poll interval each) plus one request timeout before the
  * forwarder counts the time between two observations as unwatched.

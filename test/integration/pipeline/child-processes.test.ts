@@ -180,7 +180,7 @@ describe('a NUL in a record field', () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(error).toMatchObject({ name: 'DeliveryError', retryable: false, code: 'exec-invalid-input' });
+    expect(error).toMatchObject({ name: 'DeliveryError', retryable: false, code: 'invalid-input' });
     expect((error as Error).message).toMatch(/cannot start command .*dead-lettered instead of retried/);
   });
 });

@@ -19,6 +19,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryEngine } from '../../../src/delivery/index.ts';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { silentLogger } from '../../../src/log.ts';
+import {
+  DELIVERY_ERROR_CODE_FAMILIES,
+  DELIVERY_ERROR_CODES,
+  isDeliveryErrorCode,
+} from '../../../src/sinks/delivery-errors.ts';
 import { SINK_FACTORIES } from '../../../src/sinks/registry.ts';
 import { createStdoutSink } from '../../../src/sinks/stdout/index.ts';
 import { DeliveryError, type Sink, type SinkContext } from '../../../src/sinks/types.ts';
@@ -317,11 +322,25 @@ it('every registered sink type has a compliance harness', () => {
   expect(SINK_FACTORIES.length).toBeGreaterThan(0);
 });
 
+it('docs/sinks.md publishes every delivery error code', () => {
+  const docs = readFileSync(new URL('../../../docs/sinks.md', import.meta.url), 'utf8');
+  const published = [
+    ...Object.keys(DELIVERY_ERROR_CODES),
+    ...DELIVERY_ERROR_CODE_FAMILIES.map((f) => f.form),
+  ];
+  expect(published.filter((code) => !docs.includes(`\`${code}\``))).toEqual([]);
+});
+
 describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (type, factory) => {
   let harness: Harness;
   let store: Store;
   let storeDir: ReturnType<typeof makeTempDir>;
   const cleanups: (() => Promise<void> | void)[] = [];
+  /** Every DeliveryError code this sink type produced in the tests below (checked against the list at the end). */
+  const producedCodes = new Set<string>();
+  function noteCode(error: unknown): void {
+    if (error instanceof DeliveryError) producedCodes.add(error.code);
+  }
 
   async function build(name: string): Promise<Sink> {
     const sink =
@@ -346,7 +365,9 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
       rescanIntervalMs: 50,
       observer: {
         delivery: (e) => {
+          if (e.type === 'deadLettered' && e.code !== undefined) producedCodes.add(e.code);
           if (e.type !== 'retry') return;
+          producedCodes.add(e.code);
           messages.push(e.message);
           codes.push(e.code);
         },
@@ -455,6 +476,7 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
         (e: unknown) => e,
       );
       harness.repair();
+      noteCode(error);
       expect(error).toBeInstanceOf(DeliveryError);
       expect(error).toMatchObject({ retryable: true, failedIndex: undefined });
       expect(arrivedOf(batch)).toEqual([]);
@@ -472,6 +494,7 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
       (e: unknown) => e,
     );
     harness.repair();
+    noteCode(error);
     expect(error).toBeInstanceOf(DeliveryError);
     expect((error as DeliveryError).retryable).toBe(false);
     for (const s of harness.secrets) expect((error as DeliveryError).message).not.toContain(s);
@@ -495,6 +518,7 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
           await real.deliver(batch, signal);
           calls.push({ ids: batch.map((r) => r.id) });
         } catch (e) {
+          noteCode(e);
           calls.push({
             ids: batch.map((r) => r.id),
             ...(e instanceof DeliveryError ? { failedIndex: e.failedIndex, retryable: e.retryable } : {}),
@@ -579,8 +603,18 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     const [record] = records(1);
     const controller = new AbortController();
     controller.abort(new Error('shutting down'));
-    await expect(sink.deliver([record!], controller.signal)).rejects.toBeDefined();
+    const error = await sink.deliver([record!], controller.signal).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    noteCode(error);
+    expect(error).toMatchObject({ name: 'DeliveryError', retryable: true, code: 'aborted' });
     await sink.close?.();
     await expect(Promise.resolve(sink.close?.())).resolves.toBeUndefined();
+  });
+
+  it('every error code it produced is on the published list (src/sinks/delivery-errors.ts, docs/sinks.md)', () => {
+    expect(producedCodes.size).toBeGreaterThan(0);
+    expect([...producedCodes].filter((code) => !isDeliveryErrorCode(code))).toEqual([]);
   });
 });

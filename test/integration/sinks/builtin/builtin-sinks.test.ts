@@ -159,7 +159,7 @@ describe('exec sink', () => {
         [makeRecord(1)],
         signal(),
       ),
-    ).rejects.toMatchObject({ retryable: true, code: 'exec-timeout' });
+    ).rejects.toMatchObject({ retryable: true, code: 'timeout' });
     expect(Date.now() - started).toBeLessThan(20_000);
   });
 

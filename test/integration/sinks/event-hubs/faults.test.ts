@@ -168,7 +168,7 @@ describe('permanent faults carry the SDK error and the failed index', () => {
     await s.deliver(fresh(1), live());
     double.setFault({ kind: 'message-too-large', times: 1 });
     const error = await failure(s.deliver(records, live()));
-    expect(error).toMatchObject({ retryable: false, code: 'MessageTooLarge', failedIndex: undefined });
+    expect(error).toMatchObject({ retryable: false, code: 'payload-too-large', failedIndex: undefined });
     expect((error.cause as { code?: string }).code).toBe('MessageTooLargeError');
     // the engine then re-delivers one at a time: both arrive
     await s.deliver(records.slice(0, 1), live());

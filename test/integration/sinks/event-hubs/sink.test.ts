@@ -132,7 +132,7 @@ describe('Event Hubs sink → test double', () => {
       expect(error).toBeInstanceOf(DeliveryError);
       const de = error as DeliveryError;
       expect(de.retryable).toBe(false);
-      expect(de.code).toBe('MessageTooLarge');
+      expect(de.code).toBe('payload-too-large');
       expect(de.failedIndex).toBe(2);
       expect(de.message).toContain(records[2]!.id);
       expect(small.received('small').map((e) => e.messageId)).toEqual([records[0]!.id, records[1]!.id]);

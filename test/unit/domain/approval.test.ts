@@ -1,10 +1,10 @@
-/** The one "was the approval posted" rule (src/transform/approval-posted.ts), table-driven. */
+/** The one "was the approval posted" rule (src/domain/approval.ts), table-driven. */
 import { describe, expect, it } from 'vitest';
 import {
   approvalInputPosted,
   approvalRecordKind,
   approvalRecordPosted,
-} from '../../../src/transform/approval-posted.ts';
+} from '../../../src/domain/approval.ts';
 import type { ApprovalInput } from '../../../src/transform/index.ts';
 
 const ok = { name: 'drain', ok: true, exitCode: 0, durationMs: 1 };
