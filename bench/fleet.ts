@@ -651,10 +651,8 @@ const WHY = {
     'from the covering index maintenance_by_dimensions, the inferred endings, one window-function sorted pass per ' +
     'distribution column for its percentiles, and the distinct affected VMs through the covering index ' +
     'observations_affected (src/fleet/history/queries.ts). SQLite runs them one after another on its reader ' +
-    'thread; PostgreSQL on several pooled connections. The run in this table predates maintenance_by_dimensions; ' +
-    'measured after it, in-process (median of 7, other work running on the machine), SQLite at 10,000 VMs: last ' +
-    '30 days 150 ms, whole 90 days 309 ms. Not done: per-day pre-aggregates, which would make the summary ' +
-    'independent of the window length.',
+    'thread; PostgreSQL on several pooled connections. Not done: per-day pre-aggregates, which would make the ' +
+    'summary independent of the window length.',
   size:
     'Bodies are stored deflated (src/fleet/history/body.ts); per record the store keeps besides them the ' +
     "CloudEvent source (the VM's ARM ID) in the row and in the primary key (source, id), 7 more text columns " +
