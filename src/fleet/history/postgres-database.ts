@@ -14,6 +14,7 @@
 import type { Pool, PoolClient, PoolConfig } from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import { fullJitterBackoffMs } from '../../backoff.ts';
+import { sleep, systemClock } from '../../clock.ts';
 import type { SqlDatabase, SqlExecutor, SqlRow, SqlValue } from './sql.ts';
 
 /** Scope of Azure Database for PostgreSQL access tokens (Microsoft Entra authentication). */
@@ -239,7 +240,7 @@ export async function openPostgresDatabase(options: PostgresDatabaseOptions): Pr
         } finally {
           client.release(broken);
         }
-        await sleep(fullJitterBackoffMs(attempt, RETRY_BACKOFF, Math.random));
+        await sleep(systemClock, fullJitterBackoffMs(attempt, RETRY_BACKOFF, Math.random));
       }
     },
     async withMigrationLock(fn) {
@@ -317,8 +318,6 @@ function isRetryable(error: unknown): boolean {
   }
   return false;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function parseUrl(url: string): URL {
   let parsed: URL;

@@ -4,6 +4,7 @@
  * index. Counts are of maintenance events (EventId + occurrence, once fleet-wide) and the VMs they affect;
  * per-VM views (observations, timelines) show what each VM reported.
  */
+import { approvalRecordPosted } from '../../domain/index.ts';
 import { decodeBody } from './body.ts';
 import { type MaintenanceView, maintenanceView, type ObservationView, observationView } from './rows.ts';
 import { type SqlExecutor, type SqlValue, toNumber, toNumberOrNull } from './sql.ts';
@@ -272,11 +273,6 @@ export async function vmTimeline(db: SqlExecutor, vm: string, limit = 500): Prom
 
 export const TRANSITION_ORDER = ['scheduled', 'updated', 'approved', 'started', 'completed', 'canceled'];
 
-function approvalPosted(data: Record<string, unknown>): boolean {
-  const a = (data.approval ?? {}) as Record<string, unknown>;
-  return a.posted === true || (a.dryRun !== true && typeof a.postedAt === 'string');
-}
-
 /** The one-line detail of a record in a timeline (views.ts uses it for an event's records too). */
 export function timelineDetail(transition: string, data: Record<string, unknown>): string {
   const timing = (data.timing ?? {}) as Record<string, unknown>;
@@ -287,7 +283,7 @@ export function timelineDetail(transition: string, data: Record<string, unknown>
       return `changed ${Array.isArray(data.changed) ? data.changed.join(', ') : '?'}`;
     case 'approved': {
       const a = (data.approval ?? {}) as Record<string, unknown>;
-      return `rule ${a.rule ?? '?'}${a.dryRun ? ' (dry run)' : ''}${approvalPosted(data) ? ', posted' : ''}`;
+      return `rule ${a.rule ?? '?'}${a.dryRun ? ' (dry run)' : ''}${approvalRecordPosted(data) ? ', posted' : ''}`;
     }
     case 'completed': {
       const i = (data.observedImpact ?? {}) as Record<string, unknown>;
