@@ -49,9 +49,9 @@ module.exports = {
       name: 'no-sink-imports-another-sink',
       severity: 'error',
       comment:
-        "A sink folder imports only its own files and shared sink code (src/sinks/*.ts, or a src/sinks/shared/ folder if one is added), never another sink's folder.",
+        "A sink folder imports only its own files and shared sink code (src/sinks/*.ts, and src/sinks/http/: the HTTP delivery core every HTTP sink shares), never another sink's folder.",
       from: { path: '^src/sinks/([^/]+)/' },
-      to: { path: '^src/sinks/([^/]+)/', pathNot: ['^src/sinks/$1/', '^src/sinks/shared/'] },
+      to: { path: '^src/sinks/([^/]+)/', pathNot: ['^src/sinks/$1/', '^src/sinks/http/'] },
     },
     {
       name: 'no-source-imports-another-source',

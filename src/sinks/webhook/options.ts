@@ -6,13 +6,11 @@ import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { errorMessage } from '../../errors.ts';
 import { type Secret, secretSchema } from '../../secret.ts';
+import { DEFAULT_TIMEOUT_MS, httpSinkUrlProblem } from '../http/url.ts';
 import type { SinkFilter } from '../types.ts';
 import { decodeSigningSecret } from './standard-webhooks.ts';
 
 const { readFileSync } = process.getBuiltinModule('node:fs');
-
-/** Per-request timeout when the config gives none. */
-export const DEFAULT_TIMEOUT_MS = 15_000;
 
 /** Slack and Teams: this VM only, the four main transitions (a 100-VM availability set must not post 100 times). */
 export const CHAT_DEFAULT_FILTER: Partial<SinkFilter> = {
@@ -43,29 +41,6 @@ export function reservedHeaderProblem(header: string): string | undefined {
     return `header ${header} is set by the sink and cannot be configured`;
   }
   return undefined;
-}
-
-/**
- * Validates a webhook URL (http or https) at configuration time (the schema below) and when the sink is built.
- * Errors name only the sink and where the URL came from, never the URL.
- */
-export function parseWebhookUrl(url: Secret, sinkName: string): URL {
-  const problem = webhookUrlProblem(url);
-  if (typeof problem === 'string') throw new Error(`sink ${sinkName}: ${problem}`);
-  return problem;
-}
-
-function webhookUrlProblem(url: Secret): URL | string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url.reveal());
-  } catch {
-    return `url (${url.origin}) is not a valid URL; expected an http:// or https:// URL`;
-  }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
-    return `url (${url.origin}) must be an http:// or https:// URL, not ${parsed.protocol}`;
-  }
-  return parsed;
 }
 
 /**
@@ -104,7 +79,7 @@ function secretCheck(check: (secret: Secret) => void) {
 const url = secretSchema()
   .superRefine(
     secretCheck((secret) => {
-      const problem = webhookUrlProblem(secret);
+      const problem = httpSinkUrlProblem(secret);
       if (typeof problem === 'string') throw new Error(problem);
     }),
   )

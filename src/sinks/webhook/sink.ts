@@ -8,6 +8,7 @@ import type { Clock } from '../../clock.ts';
 import type { LifecycleRecord } from '../../domain/index.ts';
 import type { Secret } from '../../secret.ts';
 import { payloadTooLargeError, withFailedIndex } from '../delivery-errors.ts';
+import { HttpTransport, type OutgoingRequest } from '../http/transport.ts';
 import type { Sink, SinkContext } from '../types.ts';
 import { summaryLine } from './format.ts';
 import {
@@ -20,7 +21,6 @@ import { buildSlackMessage, enforceBlockKitLimits, type SlackMessage } from './s
 import { cloudEventRequest, decodeSigningSecret, standardWebhookHeaders } from './standard-webhooks.ts';
 import { buildTeamsMessage, messageBytes, TEAMS_MAX_BYTES, wrapCard } from './teams.ts';
 import { loadTemplate, renderJsonTemplate, type WebhookTemplate } from './template.ts';
-import { type OutgoingRequest, WebhookTransport } from './transport.ts';
 
 /** Test seams: a fake clock and an explicit undici dispatcher. */
 export interface WebhookSinkDeps {
@@ -32,14 +32,10 @@ export interface WebhookSinkDeps {
 class OneRecordPerRequestSink implements Sink {
   readonly name: string;
   readonly maxBatch = 1;
-  readonly #transport: WebhookTransport;
+  readonly #transport: HttpTransport;
   readonly #build: (record: LifecycleRecord) => OutgoingRequest;
 
-  constructor(
-    name: string,
-    transport: WebhookTransport,
-    build: (record: LifecycleRecord) => OutgoingRequest,
-  ) {
+  constructor(name: string, transport: HttpTransport, build: (record: LifecycleRecord) => OutgoingRequest) {
     this.name = name;
     this.#transport = transport;
     this.#build = build;
@@ -65,8 +61,8 @@ function transportFor(
   options: { url: Secret; timeoutMs: number; minIntervalMs: number },
   context: SinkContext,
   deps: WebhookSinkDeps,
-): WebhookTransport {
-  return new WebhookTransport({
+): HttpTransport {
+  return new HttpTransport({
     sinkName: name,
     url: options.url,
     timeoutMs: options.timeoutMs,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { classifyResponse } from '../../../src/sinks/http/classify.ts';
 import { isRetryableHttpStatus } from '../../../src/sinks/http-status.ts';
 import { exportFailureToDeliveryError } from '../../../src/sinks/otel/errors.ts';
-import { classifyResponse } from '../../../src/sinks/webhook/classify.ts';
 
 const STATUSES = [400, 401, 403, 404, 408, 409, 410, 413, 422, 425, 429, 500, 502, 503, 504];
 

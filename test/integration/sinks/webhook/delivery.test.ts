@@ -6,6 +6,7 @@
  */
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RateLimiter } from '../../../../src/sinks/http/rate-limiter.ts';
 import { DeliveryError } from '../../../../src/sinks/types.ts';
 import {
   createGenericWebhookSink,
@@ -13,7 +14,6 @@ import {
   slackOptionsSchema,
   webhookOptionsSchema,
 } from '../../../../src/sinks/webhook/index.ts';
-import { RateLimiter } from '../../../../src/sinks/webhook/rate-limiter.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
 import { makeRecord, SIGNING_SECRET, SIGNING_SECRET_2 } from './fixtures.ts';
 import { context, fakeClock, signal } from './helpers.ts';

@@ -1,5 +1,5 @@
 /**
- * The HTTP delivery core shared by the generic, Slack and Teams sinks: one POST per call through undici
+ * The HTTP delivery core shared by every HTTP sink (webhook, Slack, Teams; new HTTP sinks use it too): one POST per call through undici
  * with the proxy rule every HTTP sink shares (src/sinks/proxy.ts: HTTPS_PROXY / HTTP_PROXY / NO_PROXY — IMDS
  * traffic uses its own no-proxy agent and is unaffected), a timeout, no redirect following, the per-sink
  * rate limiter, and classification of the outcome into DeliveryError. undici loads at the first request, not when
@@ -13,10 +13,10 @@ import type { Secret } from '../../secret.ts';
 import { abortedError } from '../delivery-errors.ts';
 import { proxyFor } from '../proxy.ts';
 import { classifyNetworkError, classifyResponse, safeOrigin, sanitizeBody } from './classify.ts';
-import { parseWebhookUrl } from './options.ts';
 import { RateLimiter } from './rate-limiter.ts';
+import { parseHttpSinkUrl } from './url.ts';
 
-export { DEFAULT_TIMEOUT_MS, parseWebhookUrl } from './options.ts';
+export { DEFAULT_TIMEOUT_MS, parseHttpSinkUrl } from './url.ts';
 
 /** Largest response body read (error strings are short; the rest is discarded). */
 const MAX_RESPONSE_BYTES = 4096;
@@ -46,7 +46,7 @@ export interface OutgoingRequest {
   headers: () => Record<string, string>;
 }
 
-export class WebhookTransport {
+export class HttpTransport {
   readonly #url: URL;
   readonly #where: string;
   readonly #timeoutMs: number;
@@ -60,7 +60,7 @@ export class WebhookTransport {
   #closed = false;
 
   constructor(options: TransportOptions) {
-    this.#url = parseWebhookUrl(options.url, options.sinkName);
+    this.#url = parseHttpSinkUrl(options.url, options.sinkName);
     this.#where = `sink ${options.sinkName} (${safeOrigin(this.#url)})`;
     this.#timeoutMs = options.timeoutMs;
     this.#clock = options.clock ?? systemClock;
@@ -123,7 +123,7 @@ export class WebhookTransport {
     const retryAfterMs = parseRetryAfter(retryAfterHeader, this.#clock.now());
     const failure = classifyResponse({ status, body: sanitizeBody(bodyText), retryAfterMs }, this.#where);
     if (failure === null) {
-      this.#logger.debug({ status }, 'webhook delivered');
+      this.#logger.debug({ status }, 'http request delivered');
       return;
     }
     if (failure.retryAfterMs !== undefined) this.#limiter.deferFor(failure.retryAfterMs);
