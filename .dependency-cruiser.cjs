@@ -59,7 +59,18 @@ module.exports = {
       comment:
         "A source folder imports only its own files and shared source code, never another source's folder.",
       from: { path: '^src/sources/([^/]+)/' },
-      to: { path: '^src/sources/([^/]+)/', pathNot: ['^src/sources/$1/', '^src/sources/(shared|capture)/'] },
+      to: {
+        path: '^src/sources/([^/]+)/',
+        pathNot: ['^src/sources/$1/', '^src/sources/(imds-protocol|capture)/'],
+      },
+    },
+    {
+      name: 'no-fleet-imports-a-sink',
+      severity: 'error',
+      comment:
+        'The fleet consumer reads what the Event Hubs sink sends but never imports a sink: what both need (Azure credentials, Event Hubs targets and connection strings) lives in src/azure.',
+      from: { path: '^src/fleet/' },
+      to: { path: '^src/sinks/' },
     },
     {
       name: 'builtins-without-esm-facade',

@@ -67,12 +67,12 @@ export function capRetryAfterMs(ms: number): number {
 }
 
 /**
- * Delay before retry number `attempts` (1 = first retry): uniform in [0, min(maxMs, initialMs·2^(attempts−1))]
+ * Delay before retry number `attempt` (1 = first retry): uniform in [0, min(maxMs, initialMs·2^(attempt−1))]
  * ("full jitter"). When the destination asked for a delay (Retry-After), that delay is used instead, capped at
- * MAX_RETRY_AFTER_MS.
+ * MAX_RETRY_AFTER_MS. Same parameters, in the same order, as retryDelayAtLeastMs.
  */
 export function retryDelayMs(
-  attempts: number,
+  attempt: number,
   options: BackoffOptions,
   random: () => number,
   retryAfterMs?: number,
@@ -80,19 +80,20 @@ export function retryDelayMs(
   if (retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) {
     return Math.round(capRetryAfterMs(retryAfterMs));
   }
-  return fullJitterBackoffMs(attempts, options, random);
+  return fullJitterBackoffMs(attempt, options, random);
 }
 
 /**
  * Delay before retry number `attempt` (1 for the first retry): a uniformly random value in
  * [0, min(maxMs, initialMs * 2^(attempt-1))], raised to Retry-After (capped at `maxRetryAfterMs`) when the
  * server sent one. For IMDS, whose request budget is shared by every agent on the VM, Retry-After is a floor.
+ * Same parameters, in the same order, as retryDelayMs.
  */
 export function retryDelayAtLeastMs(
   attempt: number,
   options: BackoffOptions & { maxRetryAfterMs: number },
+  random: () => number,
   retryAfterMs?: number,
-  random: () => number = Math.random,
 ): number {
   const jittered = fullJitterBackoffMs(attempt, options, random);
   const serverAsked = retryAfterMs === undefined ? 0 : Math.min(retryAfterMs, options.maxRetryAfterMs);

@@ -4,6 +4,7 @@
  */
 
 import { approvalRecordKind } from '../domain/index.ts';
+import type { MetaStore } from '../store/index.ts';
 import type { ApprovalHookResult, ApprovalInput } from '../transform/index.ts';
 import type { ApprovalAction } from './config.ts';
 
@@ -35,11 +36,6 @@ export interface EventProgress {
   recover: 'none' | 'pending' | 'done';
   /** The event is gone from the state (completed or canceled). */
   ended: boolean;
-}
-
-export interface MetaStore {
-  getMeta(key: string): string | undefined;
-  setMeta(key: string, value: string): void;
 }
 
 export function progressKey(eventId: string, occurrence: number): string {

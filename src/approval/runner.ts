@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { VmIdentity } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
 import { SourceRequestError } from '../sources/errors.ts';
+import type { MetaStore } from '../store/index.ts';
 import { buildRecord } from '../transform/build-record.ts';
 import { type ForwarderState, recordSource, type TrackedEvent } from '../transform/index.ts';
 import type { ApprovalConfig } from './config.ts';
@@ -27,7 +28,7 @@ import {
   prepareHookEnded,
   trackedByKey,
 } from './plan.ts';
-import { type EventProgress, loadProgress, type MetaStore, saveProgress } from './progress.ts';
+import { type EventProgress, loadProgress, saveProgress } from './progress.ts';
 
 /** The one IMDS call approval makes (SourceApproval: it rejects with a SourceRequestError, or anything else). */
 export interface ApprovalClient {

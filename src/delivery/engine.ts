@@ -8,6 +8,7 @@
  */
 import { type BackoffOptions, DEFAULT_BACKOFF, MAX_RETRY_AFTER_MS, retryDelayMs } from '../backoff.ts';
 import { type Clock, systemClock } from '../clock.ts';
+import { formatDurationMs } from '../duration.ts';
 import { childLogger, type Logger } from '../log.ts';
 import { redactedMessage } from '../redact.ts';
 import { DeliveryError, type Sink } from '../sinks/types.ts';
@@ -531,15 +532,6 @@ class SinkWorker {
           };
     });
   }
-}
-
-/** "850 ms", "12.3 s", "4 min 5 s", "2 h 3 min". */
-function formatDurationMs(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${Math.round(ms / 100) / 10} s`;
-  const s = Math.round(ms / 1000);
-  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
-  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
 }
 
 /** The error's message, redacted: it is logged, stored in the outbox and shown by the CLI and /readyz. */

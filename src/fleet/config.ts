@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { azureCredentialSchema } from '../azure/credential-options.ts';
+import { checkEventHubTarget } from '../azure/event-hubs-target.ts';
 import { mergeRaw, readConfigFile } from '../config/index.ts';
 import { LOG_LEVELS } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
@@ -13,7 +14,6 @@ import type { LogLevel } from '../log.ts';
 import { registerUrlCredentials } from '../redact.ts';
 import { type Env, readSecretValue, SecretResolutionError, secretInput, secretSchema } from '../secret.ts';
 import { parseDuration } from '../simulator/clock.ts';
-import { checkEventHubTarget } from '../sinks/event-hubs/options.ts';
 import { type DashboardAuth, isLoopbackAddress, missingCredentialMessage } from './dashboard/access.ts';
 
 /** Where the history is kept and for how long: shared by `fleet run` and the commands that only read or write it. */

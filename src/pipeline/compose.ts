@@ -12,8 +12,8 @@ import { errorMessage } from '../errors.ts';
 import { createKubernetesAgent, type KubernetesAgent } from '../kubernetes/index.ts';
 import type { Logger } from '../log.ts';
 import type { Sink, SinkFactory } from '../sinks/types.ts';
+import { imdsMaxGapMs } from '../sources/imds-protocol/imds-settings.ts';
 import { findSourceFactory } from '../sources/registry.ts';
-import { imdsMaxGapMs } from '../sources/shared/imds-settings.ts';
 import type { BuiltSource, IdentitySource, Source } from '../sources/types.ts';
 import type { Store } from '../store/index.ts';
 import { type ForwarderState, initialState, restoreState } from '../transform/index.ts';
@@ -34,10 +34,16 @@ export async function buildSource(
 
 /**
  * A Source given directly (ForwarderOptions.source, tests): it polls like the IMDS poller configured in the
- * `imds` section, so it gets that source's gap limit and first-outcome wait; no identity, no approval client.
+ * `imds` section, so it gets that source's gap limit, poll interval and first-outcome wait; no identity, no
+ * approval client.
  */
 export function givenSource(source: Source, config: Config): BuiltSource {
-  return { source, maxGapMs: imdsMaxGapMs(config.imds), firstOutcomeWaitMs: config.imds.pollIntervalMs };
+  return {
+    source,
+    maxGapMs: imdsMaxGapMs(config.imds),
+    pollIntervalMs: config.imds.pollIntervalMs,
+    firstOutcomeWaitMs: config.imds.pollIntervalMs,
+  };
 }
 
 /**

@@ -163,6 +163,7 @@ export class Forwarder {
         ? await buildSource(config, logger, () => known?.current())
         : givenSource(override, config);
     running.onStop(() => built.close?.());
+    observer?.sourceBuilt?.({ source: built.source.name, pollIntervalMs: built.pollIntervalMs });
     const sinks: Sink[] = [];
     running.onStop(
       () =>

@@ -13,6 +13,11 @@ export interface PipelineObserver extends DeliveryObserver {
   /** The state store cannot be opened yet (disk full, I/O error); opening is retried. */
   storeUnavailable?(info: { message: string }): void;
   /**
+   * The source is built (the store is open; it polls next). `pollIntervalMs`: the time between two of its polls
+   * (BuiltSource.pollIntervalMs), what readiness measures a stale source in.
+   */
+  sourceBuilt?(info: { source: string; pollIntervalMs: number }): void;
+  /**
    * The store is open, the sinks are built and the delivery engine has started (the source polls already).
    * `storeDamage`: damage found when the
    * store was opened (a damaged WAL, a quarantined database), as recorded in the store.

@@ -6,8 +6,8 @@
  */
 import type { z } from 'zod';
 import { imdsSourceFactory } from './imds/factory.ts';
+import type { ImdsSourceSettings } from './imds-protocol/imds-settings.ts';
 import { replaySourceFactory } from './replay/factory.ts';
-import type { ImdsSourceSettings } from './shared/imds-settings.ts';
 import type { SourceFactory } from './types.ts';
 
 /** The config sections some source reads besides its `source:` options: what the pipeline must pass. */

@@ -48,6 +48,11 @@ export interface BuiltSource {
    */
   maxGapMs: number;
   /**
+   * The time between two polls. Readiness (/readyz) counts the source stale when its last successful poll is
+   * older than `telemetry.readyPollIntervals` of them.
+   */
+  pollIntervalMs: number;
+  /**
    * Readiness: how long the pipeline waits for the first outcome before it builds the sinks anyway (loading
    * their SDKs must not delay the first request, nor a slow first answer hold back a backlog's delivery).
    */

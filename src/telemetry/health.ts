@@ -6,6 +6,7 @@
 
 import type { DeliveryEngineEvent } from '../delivery/events.ts';
 import type { PollFailureReason, PollOutcome } from '../domain/index.ts';
+import { DEFAULT_POLL_INTERVAL_MS } from '../sources/imds/defaults.ts';
 import type { SinkQueueStats, StoreDamage } from '../store/index.ts';
 
 export interface HealthThresholds {
@@ -125,7 +126,12 @@ export function evaluateHealth(
   return { ready, checkedAt: new Date(nowMs).toISOString(), imds, store, sinks };
 }
 
-export interface HealthTrackerOptions extends HealthThresholds {
+export interface HealthTrackerOptions extends Omit<HealthThresholds, 'pollIntervalMs'> {
+  /**
+   * The poll interval until the pipeline reports the built source's own (recordPollInterval). Default: IMDS's
+   * default, 1000. Before the source is built nothing has polled, so it shows only as /readyz's staleAfterSeconds.
+   */
+  pollIntervalMs?: number;
   /** Configured sink names (each starts as ok). */
   sinks: readonly string[];
   /** Wall clock, epoch ms (injectable for tests). */
@@ -135,7 +141,8 @@ export interface HealthTrackerOptions extends HealthThresholds {
 }
 
 /**
- * Collects health facts from the pipeline. Wire: recordPoll(outcome) per poll outcome;
+ * Collects health facts from the pipeline. Wire: recordPollInterval(ms) when the source is built;
+ * recordPoll(outcome) per poll outcome;
  * recordDeliveryEvent(event) for delivery engine events (the engine's observer, DeliveryObserver.delivery);
  * recordStoreWrite(ok, error?) after each outbox commit. snapshot() evaluates readiness now.
  */
@@ -143,10 +150,12 @@ export class HealthTracker {
   readonly #facts: HealthFacts;
   readonly #options: HealthTrackerOptions;
   readonly #now: () => number;
+  #pollIntervalMs: number;
 
   constructor(options: HealthTrackerOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    this.#pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.#facts = {
       startedAt: this.#now(),
       lastPollSuccessAt: undefined,
@@ -159,6 +168,11 @@ export class HealthTracker {
   /** Track more sinks (names already tracked are kept as they are). */
   addSinks(names: readonly string[]): void {
     for (const name of names) this.#facts.sinks[name] ??= emptySink();
+  }
+
+  /** The built source's poll interval (BuiltSource.pollIntervalMs), reported when the pipeline builds it. */
+  recordPollInterval(pollIntervalMs: number): void {
+    this.#pollIntervalMs = pollIntervalMs;
   }
 
   recordPoll(outcome: PollOutcome): void {
@@ -221,7 +235,8 @@ export class HealthTracker {
     } catch (error) {
       this.recordStoreWrite(false, `cannot read outbox stats: ${(error as Error).message}`);
     }
-    return evaluateHealth(this.#facts, this.#options, this.#now(), outbox);
+    const thresholds = { ...this.#options, pollIntervalMs: this.#pollIntervalMs };
+    return evaluateHealth(this.#facts, thresholds, this.#now(), outbox);
   }
 }
 

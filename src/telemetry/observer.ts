@@ -21,6 +21,7 @@ export interface TelemetryObserverOptions {
 export function createTelemetryObserver(options: TelemetryObserverOptions): PipelineObserver {
   const { metrics, health } = options;
   return {
+    sourceBuilt: ({ pollIntervalMs }) => health.recordPollInterval(pollIntervalMs),
     ready: ({ sinks, storeDamage }) => {
       health.addSinks(sinks);
       addSinks(metrics, sinks); // every per-sink series at 0 (usually declared already by createMetrics)

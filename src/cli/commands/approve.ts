@@ -33,7 +33,7 @@ async function unknownEventIds(
   client: ReturnType<typeof cliImdsClient>,
   ids: string[],
 ): Promise<UsageError | undefined> {
-  const { ImdsError } = await import('../../sources/shared/errors.ts');
+  const { ImdsError } = await import('../../sources/imds-protocol/errors.ts');
   if (!(error instanceof ImdsError) || error.reason !== 'bad-request') return undefined;
   let listed: string[];
   try {

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { errorMessage, UsageError } from '../../errors.ts';
 import { ImdsClient } from '../../sources/imds/client.ts';
 import { DEFAULT_API_VERSION, DEFAULT_IMDS_ENDPOINT } from '../../sources/imds/defaults.ts';
-import { ImdsError } from '../../sources/shared/errors.ts';
+import { ImdsError } from '../../sources/imds-protocol/errors.ts';
 
 export interface ImdsCliOptions {
   imdsEndpoint: string;

@@ -8,6 +8,7 @@
  * resolve secret references, so they work from an admin shell where the service's secret variables are not set.
  */
 import type { Command } from 'commander';
+import { formatDurationCompact } from '../../duration.ts';
 import { defaultStateDir } from '../../platform.ts';
 import { redactText } from '../../redact.ts';
 import type { Store } from '../../store/index.ts';
@@ -122,19 +123,6 @@ export async function withStore<T>(
   }
 }
 
-/** "3h 12m", "45s", "2d 4h". */
-export function formatDuration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  const d = Math.floor(s / 86_400);
-  const h = Math.floor((s % 86_400) / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const sec = s % 60;
-  if (d > 0) return `${d}d ${h}h`;
-  if (h > 0) return `${h}h ${m}m`;
-  if (m > 0) return `${m}m ${sec}s`;
-  return `${sec}s`;
-}
-
 export function register(program: Command): void {
   const outbox = program.command('outbox').description('Inspect the durable outbox');
   storeOptions(
@@ -160,12 +148,13 @@ export function register(program: Command): void {
     }
     for (const s of stats) {
       const parts = [`${s.sink}: ${s.pending} pending (${s.pendingBytes} bytes)`];
-      if (s.oldestCreatedAt !== null) parts.push(`oldest ${formatDuration(now - s.oldestCreatedAt)} old`);
+      if (s.oldestCreatedAt !== null)
+        parts.push(`oldest ${formatDurationCompact(now - s.oldestCreatedAt)} old`);
       if (s.nextAttemptAt !== null) {
         parts.push(
           s.nextAttemptAt <= now
             ? 'next attempt now'
-            : `next attempt in ${formatDuration(s.nextAttemptAt - now)}`,
+            : `next attempt in ${formatDurationCompact(s.nextAttemptAt - now)}`,
         );
       }
       if (s.headAttempts > 0) parts.push(`${s.headAttempts} failed attempts`);

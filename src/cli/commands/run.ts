@@ -89,8 +89,7 @@ async function runWithTelemetry(config: Config, logger: Logger, signal: AbortSig
     sinks: config.sinks.filter((s) => s.enabled).map((s) => s.name),
   });
   const health = new telemetry.HealthTracker({
-    sinks: [],
-    pollIntervalMs: config.imds.pollIntervalMs,
+    sinks: [], // poll interval: the built source's (PipelineObserver.sourceBuilt)
     staleAfterPolls: config.telemetry.readyPollIntervals,
     outboxStats: () => forwarder?.store?.stats(), // /readyz: pending and oldestPendingAgeSeconds per sink
   });

@@ -4,8 +4,8 @@
  */
 import { z } from 'zod';
 import { azureCredentialSchema } from '../../azure/credential-options.ts';
-import { type Env, type Secret, secretSchema } from '../../secret.ts';
-import { parseEventHubsConnectionString } from './connection-string.ts';
+import { checkEventHubTarget } from '../../azure/event-hubs-target.ts';
+import { type Env, secretSchema } from '../../secret.ts';
 import { PARTITION_KEY_MODES } from './event.ts';
 
 const retrySchema = z
@@ -83,61 +83,3 @@ export function eventHubsOptionsSchema(env: () => Env = () => process.env) {
 }
 
 export type EventHubsSinkOptions = z.infer<ReturnType<typeof eventHubsOptionsSchema>>;
-
-/**
- * Checks an Event Hubs target: exactly one of a connection string or a namespace, and a hub name from
- * eventHubName or the connection string's EntityPath (which must agree). Never echoes the secret. Shared with
- * the fleet consumer's config.
- */
-export function checkEventHubTarget(
-  o: {
-    connectionString?: Secret | undefined;
-    fullyQualifiedNamespace?: string | undefined;
-    eventHubName?: string | undefined;
-  },
-  ctx: z.RefinementCtx,
-): void {
-  if ((o.connectionString === undefined) === (o.fullyQualifiedNamespace === undefined)) {
-    ctx.addIssue({
-      code: 'custom',
-      message: 'give exactly one of connectionString or fullyQualifiedNamespace (+ eventHubName)',
-    });
-    return;
-  }
-  if (o.fullyQualifiedNamespace !== undefined && o.eventHubName === undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['eventHubName'],
-      message: 'eventHubName is required with fullyQualifiedNamespace',
-    });
-  }
-  // A secret missing here (config validate --allow-missing-secrets) cannot be checked beyond its form.
-  if (o.connectionString !== undefined && o.connectionString.missing === undefined) {
-    let entityPath: string | undefined;
-    try {
-      entityPath = parseEventHubsConnectionString(o.connectionString.reveal()).eventHubName;
-    } catch {
-      // never echo the parser's message: it may quote the secret
-      ctx.addIssue({
-        code: 'custom',
-        path: ['connectionString'],
-        message: `connection string from ${o.connectionString.origin} is not a valid Event Hubs connection string (needs Endpoint and SharedAccessKeyName+SharedAccessKey or SharedAccessSignature)`,
-      });
-      return;
-    }
-    if (entityPath === undefined && o.eventHubName === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['eventHubName'],
-        message: 'eventHubName is required when the connection string has no EntityPath',
-      });
-    }
-    if (entityPath !== undefined && o.eventHubName !== undefined && entityPath !== o.eventHubName) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['eventHubName'],
-        message: `eventHubName ${o.eventHubName} differs from the connection string's EntityPath ${entityPath}`,
-      });
-    }
-  }
-}

@@ -12,8 +12,12 @@ import type { Agent } from 'node:http';
 import { parseRetryAfter } from '../../backoff.ts';
 import type { ScheduledEventsDocument, VmIdentity } from '../../domain/index.ts';
 import type { Logger } from '../../log.ts';
-import { excerptOf, ImdsError } from '../shared/errors.ts';
-import { decodeImdsBody, parseInstanceMetadata, parseScheduledEventsDocument } from '../shared/parse.ts';
+import { excerptOf, ImdsError } from '../imds-protocol/errors.ts';
+import {
+  decodeImdsBody,
+  parseInstanceMetadata,
+  parseScheduledEventsDocument,
+} from '../imds-protocol/parse.ts';
 import {
   DEFAULT_API_VERSION,
   DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
@@ -32,7 +36,7 @@ import {
 } from './exchange.ts';
 import { takeFirstRequest } from './first-request.ts';
 
-export { ImdsError, ImdsResponseError } from '../shared/errors.ts';
+export { ImdsError, ImdsResponseError } from '../imds-protocol/errors.ts';
 export { buildInstanceMetadataUrl, buildScheduledEventsUrl } from './exchange.ts';
 
 export interface ImdsClientOptions {

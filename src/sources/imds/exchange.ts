@@ -9,7 +9,7 @@
  * says).
  */
 import type { Agent, ClientRequest, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { ImdsError } from '../shared/errors.ts';
+import { ImdsError } from '../imds-protocol/errors.ts';
 import { DEFAULT_IMDS_ENDPOINT } from './defaults.ts';
 
 const http = process.getBuiltinModule('node:http');

@@ -1,10 +1,10 @@
 /**
  * The `imds` source entry of the source registry: polls IMDS Scheduled Events (production). Its settings stay
  * in the config's top-level `imds` section (poll interval, timeouts, capture file); the pipeline sees only the
- * gap limit and the first-outcome wait derived from them. The client and poller load in `create`.
+ * gap limit, the poll interval and the first-outcome wait derived from them. The client and poller load in `create`.
  */
 import { z } from 'zod';
-import { type ImdsSourceSettings, imdsMaxGapMs } from '../shared/imds-settings.ts';
+import { type ImdsSourceSettings, imdsMaxGapMs } from '../imds-protocol/imds-settings.ts';
 import type { BuiltSource, SourceContext, SourceFactory } from '../types.ts';
 
 const optionsSchema = z
@@ -53,6 +53,7 @@ async function create(
       minIntervalMs: settings.pollIntervalMs,
     },
     maxGapMs: imdsMaxGapMs(settings),
+    pollIntervalMs: settings.pollIntervalMs,
     firstOutcomeWaitMs: settings.pollIntervalMs,
     close: () => client.close(),
   };

@@ -1,7 +1,11 @@
 /** IMDS source: client, tolerant parser, poller and VM identity cache. */
 
-export { ImdsError, ImdsResponseError } from '../shared/errors.ts';
-export { parseInstanceMetadata, parseNotBefore, parseScheduledEventsDocument } from '../shared/parse.ts';
+export { ImdsError, ImdsResponseError } from '../imds-protocol/errors.ts';
+export {
+  parseInstanceMetadata,
+  parseNotBefore,
+  parseScheduledEventsDocument,
+} from '../imds-protocol/parse.ts';
 export {
   buildInstanceMetadataUrl,
   buildScheduledEventsUrl,

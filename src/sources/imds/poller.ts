@@ -15,7 +15,7 @@ import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { CaptureWriter } from '../capture/capture.ts';
 import { documentFingerprint } from '../capture/document.ts';
-import { ImdsError } from '../shared/errors.ts';
+import { ImdsError } from '../imds-protocol/errors.ts';
 import type { Source } from '../types.ts';
 import type { ImdsClient, ScheduledEventsAnswer } from './client.ts';
 import {
@@ -170,8 +170,8 @@ export class ImdsPoller implements Source {
     const delay = retryDelayAtLeastMs(
       state.consecutiveTransientFailures,
       this.#backoff,
-      retryAfter.retryAfterMs,
       this.#random,
+      retryAfter.retryAfterMs,
     );
     return Math.max(earliest, pollStartedAt + delay);
   }

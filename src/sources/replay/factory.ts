@@ -4,7 +4,7 @@
  * approval client (nothing can be POSTed). The source loads in `create`.
  */
 import { z } from 'zod';
-import { type ImdsSourceSettings, imdsMaxGapMs } from '../shared/imds-settings.ts';
+import { type ImdsSourceSettings, imdsMaxGapMs } from '../imds-protocol/imds-settings.ts';
 import type { BuiltSource, SourceContext, SourceFactory } from '../types.ts';
 
 const { accessSync, constants } = process.getBuiltinModule('node:fs');
@@ -45,6 +45,7 @@ async function create(
     source: replay,
     identity: { current: () => replay.current(), refresh: () => replay.refresh() },
     maxGapMs: imdsMaxGapMs(recorded),
+    pollIntervalMs: recorded.pollIntervalMs,
     firstOutcomeWaitMs: recorded.pollIntervalMs,
   };
 }

@@ -16,7 +16,7 @@ import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { CaptureLineError, parseCaptureLine } from '../capture/capture.ts';
 import { sameDocument } from '../capture/document.ts';
-import { parseScheduledEventsDocument } from '../shared/parse.ts';
+import { parseScheduledEventsDocument } from '../imds-protocol/parse.ts';
 import type { Source } from '../types.ts';
 
 const { createReadStream } = process.getBuiltinModule('node:fs');

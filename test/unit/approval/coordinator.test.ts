@@ -13,7 +13,7 @@ import {
 import type { EventProgress } from '../../../src/approval/progress.ts';
 import type { ScheduledEvent, VmIdentity } from '../../../src/domain/index.ts';
 import { silentLogger } from '../../../src/log.ts';
-import { ImdsError } from '../../../src/sources/shared/errors.ts';
+import { ImdsError } from '../../../src/sources/imds-protocol/errors.ts';
 import {
   type ApprovalInput,
   type ForwarderState,

@@ -11,7 +11,7 @@ import { reconcile } from '../../../src/approval/plan.ts';
 import { type EventProgress, PROGRESS_META_KEY } from '../../../src/approval/progress.ts';
 import { type ApprovalClient, ApprovalRunner } from '../../../src/approval/runner.ts';
 import type { VmIdentity } from '../../../src/domain/index.ts';
-import { ImdsError } from '../../../src/sources/shared/errors.ts';
+import { ImdsError } from '../../../src/sources/imds-protocol/errors.ts';
 import { type ForwarderState, initialState, transform } from '../../../src/transform/index.ts';
 import { scheduledEvent } from './fixtures.ts';
 

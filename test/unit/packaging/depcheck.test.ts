@@ -164,6 +164,9 @@ describe('dependency-cruiser reports a violation of each rule in a TypeScript fi
     // no-sink-imports-another-sink, through a type-only re-export
     'src/sinks/one/sink.ts': "export type { Two } from '../two/sink.ts';\n",
     'src/sinks/two/sink.ts': 'export type Two = number;\n',
+    // no-fleet-imports-a-sink, through a value import
+    'src/fleet/config.ts': "import { two } from '../sinks/two/value.ts';\nexport const config = two;\n",
+    'src/sinks/two/value.ts': 'export const two = 2;\n',
     // no-source-imports-another-source, through a value import
     'src/sources/one/source.ts': "import { two } from '../two/source.ts';\nexport const one = two;\n",
     'src/sources/two/source.ts': 'export const two = 2;\n',
@@ -200,6 +203,7 @@ describe('dependency-cruiser reports a violation of each rule in a TypeScript fi
         'transform-imports-only-transform-and-domain: src/transform/reach.ts → src/delivery/engine.ts',
         'no-sink-imports-another-sink: src/sinks/one/sink.ts → src/sinks/two/sink.ts',
         'no-source-imports-another-source: src/sources/one/source.ts → src/sources/two/source.ts',
+        'no-fleet-imports-a-sink: src/fleet/config.ts → src/sinks/two/value.ts',
         'builtins-without-esm-facade: src/server.ts → http',
         'not-to-unresolvable: src/typo.ts → ./no-such-file.ts',
       ].sort(),

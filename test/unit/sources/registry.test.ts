@@ -58,6 +58,23 @@ describe('source registry', () => {
     }
   });
 
+  it('each source reports its poll interval: the imds settings (a replay was recorded with them)', async () => {
+    const file = join(tmp.dir, 'interval.jsonl');
+    writeFileSync(file, '');
+    const logger = createLogger({ level: 'silent' });
+    const imds = { endpoint: 'http://127.0.0.1:9', pollIntervalMs: 700 };
+    for (const source of [{ type: 'imds' }, { type: 'replay', file }]) {
+      const config = validateConfig({ imds, source });
+      const built = await findSourceFactory(source.type)!.create(config.source, {
+        logger,
+        vm: () => undefined,
+        settings: config,
+      });
+      built.close?.();
+      expect(built.pollIntervalMs, source.type).toBe(700);
+    }
+  });
+
   it('the replay source is its own identity source and has no approval client', async () => {
     const file = join(tmp.dir, 'empty.jsonl');
     writeFileSync(file, '');

@@ -10,8 +10,8 @@ import {
   observeRecords,
   timedScheduledEventsReader,
 } from '../../../src/telemetry/index.ts';
-import { makeRecord } from '../../integration/sinks/otel/records.ts';
-import { parsePrometheusText, sampleValue } from './prom-text.ts';
+import { parsePrometheusText, sampleValue } from '../../support/prom-text.ts';
+import { makeRecord } from '../../support/records.ts';
 
 const observed = { wallMs: 1_758_300_000_000, monotonicMs: 1000 };
 const doc = (changed: boolean): PollOutcome => ({

@@ -12,8 +12,8 @@ import {
   startTelemetryServer,
   type TelemetryServer,
 } from '../../../src/telemetry/index.ts';
-import { makeRecord } from '../../integration/sinks/otel/records.ts';
-import { parsePrometheusText, sampleValue } from './prom-text.ts';
+import { parsePrometheusText, sampleValue } from '../../support/prom-text.ts';
+import { makeRecord } from '../../support/records.ts';
 
 const T0 = 1_758_300_000_000;
 const poll = (wallMs: number): PollOutcome => ({
@@ -98,6 +98,18 @@ describe('telemetry server', () => {
 
     observer.outcome?.(poll(now));
     expect((await get('/readyz')).status).toBe(200);
+  });
+
+  it('/readyz: staleness is measured in the poll interval of the source the pipeline built (sourceBuilt)', () => {
+    const health = new HealthTracker({ staleAfterPolls: 3, sinks: [], now: () => now });
+    const observer = createTelemetryObserver({ metrics, health });
+    expect(health.snapshot().imds.staleAfterSeconds).toBe(3); // before the source is built: IMDS's default 1 s
+    observer.sourceBuilt?.({ source: 'imds', pollIntervalMs: 200 });
+    observer.outcome?.(poll(now));
+    now += 500;
+    expect(health.snapshot().imds).toMatchObject({ ok: true, staleAfterSeconds: 0.6 });
+    now += 200;
+    expect(health.snapshot().imds).toMatchObject({ ok: false, ageSeconds: 0.7 });
   });
 
   it('/readyz: 503 for a dead sink (3 consecutive failed attempts), ready again after a delivery', async () => {

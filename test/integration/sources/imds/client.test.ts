@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ImdsClient, ImdsError } from '../../../../src/sources/imds/client.ts';
-import { LIVE_MIGRATION } from '../../../unit/sources/imds/payloads.ts';
+import { LIVE_MIGRATION } from '../../../support/imds-payloads.ts';
 import { answer, LocalImds } from './local-imds.ts';
 
 const imds = new LocalImds();

@@ -4,13 +4,13 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PollOutcome } from '../../../../src/domain/index.ts';
 import { ImdsPoller } from '../../../../src/sources/imds/poller.ts';
+import { ImdsError } from '../../../../src/sources/imds-protocol/errors.ts';
 import { ReplaySource } from '../../../../src/sources/replay/source.ts';
-import { ImdsError } from '../../../../src/sources/shared/errors.ts';
 import { FakeClock } from '../../../support/fake-clock.ts';
+import { LIVE_MIGRATION } from '../../../support/imds-payloads.ts';
+import { type Answer, ScriptedClient } from '../../../support/scripted-imds-client.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { waitFor } from '../../../support/wait.ts';
-import { LIVE_MIGRATION } from '../../../unit/sources/imds/payloads.ts';
-import { type Answer, ScriptedClient } from '../../../unit/sources/imds/scripted-client.ts';
 
 const silent = pino({ level: 'silent' });
 let cleanup: (() => void) | undefined;

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ImdsClient } from '../../../../src/sources/imds/client.ts';
 import { sendFirstRequest, takeFirstRequest } from '../../../../src/sources/imds/first-request.ts';
-import { ImdsError } from '../../../../src/sources/shared/errors.ts';
+import { ImdsError } from '../../../../src/sources/imds-protocol/errors.ts';
 import { waitFor } from '../../../support/wait.ts';
 
 const DOCUMENT = '{"DocumentIncarnation":3,"Events":[]}';

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { VmIdentity } from '../../../../src/domain/index.ts';
 import { VmIdentityCache } from '../../../../src/sources/imds/identity.ts';
-import { ImdsError } from '../../../../src/sources/shared/errors.ts';
+import { ImdsError } from '../../../../src/sources/imds-protocol/errors.ts';
 import { FakeClock, settle } from '../../../support/fake-clock.ts';
 
 function identity(name: string): VmIdentity {

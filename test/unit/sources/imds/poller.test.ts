@@ -7,10 +7,10 @@ import {
   ImdsPoller,
   type ScheduledEventsReader,
 } from '../../../../src/sources/imds/poller.ts';
-import { ImdsError } from '../../../../src/sources/shared/errors.ts';
+import { ImdsError } from '../../../../src/sources/imds-protocol/errors.ts';
 import { FakeClock } from '../../../support/fake-clock.ts';
-import { LIVE_MIGRATION } from './payloads.ts';
-import { type Answer, ScriptedClient } from './scripted-client.ts';
+import { LIVE_MIGRATION } from '../../../support/imds-payloads.ts';
+import { type Answer, ScriptedClient } from '../../../support/scripted-imds-client.ts';
 
 function logCapture(): { logger: pino.Logger; lines: Array<{ level: number; msg: string }> } {
   const lines: Array<{ level: number; msg: string }> = [];

@@ -34,16 +34,16 @@ describe('retryDelayAtLeastMs (exponential backoff with full jitter)', () => {
 
   it('grows exponentially up to the cap, scaled by the random draw', () => {
     const top = () => 0.999999;
-    expect([1, 2, 3, 4, 5, 6].map((a) => retryDelayAtLeastMs(a, options, undefined, top))).toEqual([
+    expect([1, 2, 3, 4, 5, 6].map((a) => retryDelayAtLeastMs(a, options, top))).toEqual([
       999, 1999, 3999, 7999, 9999, 9999,
     ]);
-    expect(retryDelayAtLeastMs(3, options, undefined, () => 0.5)).toBe(2000);
-    expect(retryDelayAtLeastMs(3, options, undefined, () => 0)).toBe(0);
+    expect(retryDelayAtLeastMs(3, options, () => 0.5)).toBe(2000);
+    expect(retryDelayAtLeastMs(3, options, () => 0)).toBe(0);
   });
 
   it('never waits less than Retry-After, capped', () => {
-    expect(retryDelayAtLeastMs(1, options, 5000, () => 0)).toBe(5000);
-    expect(retryDelayAtLeastMs(1, options, 3_600_000, () => 0)).toBe(60_000);
+    expect(retryDelayAtLeastMs(1, options, () => 0, 5000)).toBe(5000);
+    expect(retryDelayAtLeastMs(1, options, () => 0, 3_600_000)).toBe(60_000);
   });
 });
 

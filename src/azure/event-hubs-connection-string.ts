@@ -2,10 +2,11 @@
  * Validation of an Event Hubs connection string without loading @azure/event-hubs (about 70 ms and 25 MB at
  * start-up), so that the config schema, `config validate` and the CLI stay light. Same rules as the SDK's
  * parseEventHubConnectionString (@azure/event-hubs 6, util/connectionStringUtils.js with core-amqp's
- * parseConnectionString); test/unit/sinks/event-hubs/connection-string.test.ts checks both agree.
+ * parseConnectionString); test/unit/azure/event-hubs-connection-string.test.ts checks both agree. Used by the
+ * Event Hubs target check (event-hubs-target.ts), shared by the Event Hubs sink and the fleet consumer.
  */
 
-/** The parts of a connection string the sink's options check needs. */
+/** The parts of a connection string the Event Hubs target check needs. */
 export interface EventHubsConnectionStringParts {
   endpoint: string;
   /** EntityPath, when present. */

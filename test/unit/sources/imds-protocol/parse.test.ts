@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ImdsResponseError } from '../../../../src/sources/shared/errors.ts';
+import { ImdsResponseError } from '../../../../src/sources/imds-protocol/errors.ts';
 import {
   parseInstanceMetadata,
   parseNotBefore,
   parseScheduledEventsDocument,
-} from '../../../../src/sources/shared/parse.ts';
+} from '../../../../src/sources/imds-protocol/parse.ts';
 import {
   INVALID_BODIES,
   ISO_AND_UNKNOWN,
@@ -15,7 +15,7 @@ import {
   POWERSHELL_EMPTY,
   TWO_EVENTS,
   WRONG_WEEKDAY,
-} from '../imds/payloads.ts';
+} from '../../../support/imds-payloads.ts';
 
 describe('parseScheduledEventsDocument', () => {
   it("parses the documents' 4-document live-migration example", () => {
