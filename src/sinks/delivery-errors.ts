@@ -12,6 +12,7 @@ export const DELIVERY_ERROR_CODES = {
   closed: 'the sink was closed; retryable',
   timeout: 'no answer within the timeout (HTTP, OTLP, a command); retryable',
   network: 'no response: a connection/socket error (ECONNREFUSED, ECONNRESET, …); retryable',
+  tls: "TLS: the server's certificate failed verification (untrusted CA, wrong name, expired) or the server refused the client certificate with a TLS alert; permanent (fix tls.ca / tls.serverName / tls.cert)",
   'payload-too-large': 'the record cannot fit in one message/request (failedIndex names it); permanent',
   'invalid-input':
     'the record can never be handed to the destination (e.g. a command cannot start with it); permanent',
@@ -87,6 +88,14 @@ export function isSocketErrorCode(code: unknown): code is string {
 /** No response at all (connection or socket error): retryable. */
 export function networkError(message: string, extra: Extra = {}): DeliveryError {
   return new DeliveryError(message, { retryable: true, code: 'network', ...extra });
+}
+
+/**
+ * A TLS certificate problem (the server's certificate failed verification, or the server refused the client
+ * certificate): a configuration problem that retrying cannot fix, so permanent (dead-lettered).
+ */
+export function tlsError(message: string, extra: Extra = {}): DeliveryError {
+  return new DeliveryError(message, { retryable: false, code: 'tls', ...extra });
 }
 
 /** An HTTP status (`http-<status>`), with the server's Retry-After when retryable. */

@@ -5,7 +5,9 @@
  */
 import { once } from 'node:events';
 import http, { type IncomingHttpHeaders } from 'node:http';
+import https from 'node:https';
 import net, { type AddressInfo, type Socket } from 'node:net';
+import { type ServerTls, serverTlsOptions } from './tls-certs.ts';
 import { waitFor } from './wait.ts';
 
 export interface RecordedRequest {
@@ -36,20 +38,29 @@ export class HttpSinkServer {
   #default: ScriptedResponse;
   #responder: ((request: RecordedRequest) => ScriptedResponse | undefined) | undefined;
 
-  private constructor(defaultResponse: ScriptedResponse) {
+  readonly #scheme: 'http' | 'https';
+
+  private constructor(defaultResponse: ScriptedResponse, tls: ServerTls | undefined) {
     this.#default = defaultResponse;
-    this.#server = http.createServer((req, res) => this.#handle(req, res));
+    this.#scheme = tls === undefined ? 'http' : 'https';
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => this.#handle(req, res);
+    this.#server =
+      tls === undefined ? http.createServer(handler) : https.createServer(serverTlsOptions(tls), handler);
     this.#server.on('connection', (socket) => {
       this.#sockets.add(socket);
       socket.on('close', () => this.#sockets.delete(socket));
     });
   }
 
-  /** Starts a server on 127.0.0.1 with an ephemeral port. Default response: 200 "ok". */
+  /**
+   * Starts a server on 127.0.0.1 with an ephemeral port. Default response: 200 "ok". With `options.tls`, an
+   * HTTPS server (test/support/tls-certs.ts), requiring a client certificate when `tls.clientCa` is set.
+   */
   static async start(
     defaultResponse: ScriptedResponse = { status: 200, body: 'ok' },
+    options: { tls?: ServerTls } = {},
   ): Promise<HttpSinkServer> {
-    const server = new HttpSinkServer(defaultResponse);
+    const server = new HttpSinkServer(defaultResponse, options.tls);
     server.#server.listen(0, '127.0.0.1');
     await once(server.#server, 'listening');
     return server;
@@ -59,9 +70,9 @@ export class HttpSinkServer {
     return (this.#server.address() as AddressInfo).port;
   }
 
-  /** http://127.0.0.1:<port><path> */
+  /** http://127.0.0.1:<port><path> (https:// for a TLS server) */
   url(path = '/hook'): string {
-    return `http://127.0.0.1:${this.port}${path}`;
+    return `${this.#scheme}://127.0.0.1:${this.port}${path}`;
   }
 
   /** Queues responses for the next requests, in order; afterwards the default response applies. */

@@ -7,10 +7,12 @@
  */
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
+import { type ServerTls, serverTlsOptions } from './tls-certs.ts';
 
 /** OTLP logs subset (field numbers from opentelemetry-proto); enough to decode what the exporters send. */
 export const OTLP_LOGS_PROTO = `
@@ -171,7 +173,8 @@ export interface OtlpHttpReceiver {
   close(): Promise<void>;
 }
 
-export async function startOtlpHttpReceiver(): Promise<OtlpHttpReceiver> {
+/** With `options.tls`: OTLP over HTTPS (test/support/tls-certs.ts), mutual TLS when `tls.clientCa` is set. */
+export async function startOtlpHttpReceiver(options: { tls?: ServerTls } = {}): Promise<OtlpHttpReceiver> {
   const queue: HttpReply[] = [];
   let fallback: HttpReply = { status: 200 };
   let responder: ((records: ReceivedLogRecord[]) => HttpReply | undefined) | undefined;
@@ -215,15 +218,19 @@ export async function startOtlpHttpReceiver(): Promise<OtlpHttpReceiver> {
       .end(reply.body ?? (json ? '{}' : ''));
   };
 
-  const server: Server = createServer((req, res) => {
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((error: unknown) => {
       res.writeHead(500).end(String(error));
     });
-  });
+  };
+  const server: Server =
+    options.tls === undefined
+      ? createServer(listener)
+      : createHttpsServer(serverTlsOptions(options.tls), listener);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${options.tls === undefined ? 'http' : 'https'}://127.0.0.1:${port}`;
   return {
     url,
     logsUrl: `${url}/v1/logs`,
@@ -252,7 +259,7 @@ export async function startOtlpHttpReceiver(): Promise<OtlpHttpReceiver> {
 export type GrpcReply = { code: 'ok' } | { code: grpc.status; details?: string } | { hang: true };
 
 export interface OtlpGrpcReceiver {
-  /** http://127.0.0.1:port (insecure) */
+  /** http://127.0.0.1:port (insecure), https:// with TLS */
   url: string;
   readonly accepted: { metadata: Record<string, unknown>; records: ReceivedLogRecord[] }[];
   readonly attempts: number;
@@ -261,7 +268,8 @@ export interface OtlpGrpcReceiver {
   close(): Promise<void>;
 }
 
-export async function startOtlpGrpcReceiver(): Promise<OtlpGrpcReceiver> {
+/** With `options.tls`: gRPC over TLS (test/support/tls-certs.ts), mutual TLS when `tls.clientCa` is set. */
+export async function startOtlpGrpcReceiver(options: { tls?: ServerTls } = {}): Promise<OtlpGrpcReceiver> {
   const queue: GrpcReply[] = [];
   const accepted: { metadata: Record<string, unknown>; records: ReceivedLogRecord[] }[] = [];
   let attempts = 0;
@@ -291,12 +299,19 @@ export async function startOtlpGrpcReceiver(): Promise<OtlpGrpcReceiver> {
     },
   });
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, p) =>
-      error ? reject(error) : resolve(p),
-    );
+    const tls = options.tls;
+    const credentials =
+      tls === undefined
+        ? grpc.ServerCredentials.createInsecure()
+        : grpc.ServerCredentials.createSsl(
+            tls.clientCa === undefined ? null : Buffer.from(tls.clientCa),
+            [{ cert_chain: Buffer.from(tls.cert), private_key: Buffer.from(tls.key) }],
+            tls.clientCa !== undefined,
+          );
+    server.bindAsync('127.0.0.1:0', credentials, (error, p) => (error ? reject(error) : resolve(p)));
   });
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${options.tls === undefined ? 'http' : 'https'}://127.0.0.1:${port}`,
     accepted,
     get attempts() {
       return attempts;

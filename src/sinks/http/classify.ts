@@ -4,7 +4,7 @@
  * only by scheme and host: the path and query of Slack/Teams URLs are credentials.
  */
 import { redactText } from '../../redact.ts';
-import { httpStatusError, networkError, timeoutError } from '../delivery-errors.ts';
+import { httpStatusError, networkError, timeoutError, tlsError } from '../delivery-errors.ts';
 import { isRetryableHttpStatus } from '../http-status.ts';
 import type { DeliveryError } from '../types.ts';
 
@@ -85,12 +85,176 @@ export function classifyResponse(outcome: HttpOutcome, where: string): DeliveryE
   return httpStatusError(`${where}: HTTP ${status}${detail} (${kind})`, status, { retryable, retryAfterMs });
 }
 
-/** Maps a transport failure (no HTTP response) to a retryable DeliveryError without any URL details. */
-export function classifyNetworkError(error: unknown, where: string, timedOut: boolean): DeliveryError {
+/**
+ * Maps a transport failure (no HTTP response) to a DeliveryError without any URL details: a TLS certificate
+ * problem is permanent (`tls`, see classifyTlsFailure), anything else retryable. `https`: the endpoint is an
+ * https:// URL, where a connection the server closes before answering may be a refused client certificate.
+ */
+export function classifyNetworkError(
+  error: unknown,
+  where: string,
+  timedOut: boolean,
+  https = false,
+): DeliveryError {
   if (timedOut) return timeoutError(`${where}: no response within the timeout`);
-  const code =
-    typeof (error as { code?: unknown })?.code === 'string' ? (error as { code: string }).code : '';
+  const tls = classifyTlsFailure(error, where);
+  if (tls !== undefined) return tls;
+  const code = errorCode(error) ?? '';
   const name = error instanceof Error ? error.name : 'Error';
   const label = code || name;
-  return networkError(`${where}: network error ${label}`);
+  const hint = https && closedBeforeAnswer(error) ? `; ${CLOSED_BEFORE_ANSWER_HINT}` : '';
+  return networkError(`${where}: network error ${label}${hint}`);
+}
+
+/**
+ * Said when an https:// server closes the connection before answering: a server that rejects the client
+ * certificate without a TLS alert (Node.js does this), or whose alert arrives after the request was sent (TLS
+ * 1.3), looks exactly like that. Retryable, because a restarting server does the same.
+ */
+const CLOSED_BEFORE_ANSWER_HINT =
+  'the server closed the connection before answering (if it requires a client certificate, check that ' +
+  'tls.cert and tls.key are set and issued by a CA the server trusts)';
+
+/** ECONNRESET, or undici's "other side closed" with no response byte read. */
+function closedBeforeAnswer(error: unknown): boolean {
+  const code = errorCode(error);
+  if (code === 'ECONNRESET') return true;
+  if (code !== 'UND_ERR_SOCKET') return false;
+  const bytesRead = (error as { socket?: { bytesRead?: unknown } }).socket?.bytesRead;
+  return bytesRead === undefined || bytesRead === 0;
+}
+
+/** The string `code` of an error or of its causes (undici and proxies wrap the socket's error). */
+function errorCode(error: unknown): string | undefined {
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && code !== '') return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+interface TlsProblem {
+  /** What Node.js/OpenSSL says (matched in messages of SDKs that keep only the text, such as gRPC). */
+  text: string;
+  problem: string;
+  fix: string;
+}
+
+const UNTRUSTED = {
+  problem: "the server's certificate is not issued by a trusted CA",
+  fix: "add the CA that issued the server's certificate (PEM) as tls.ca",
+};
+const BAD_CERTIFICATE = {
+  problem: "the server's certificate failed verification",
+  fix: "fix the server's certificate (or trust the right CA with tls.ca)",
+};
+
+/** Node.js codes of a server certificate that failed verification, as OpenSSL names them. */
+const SERVER_CERTIFICATE_CODES = new Map<string, TlsProblem>([
+  ['UNABLE_TO_VERIFY_LEAF_SIGNATURE', { text: 'unable to verify the first certificate', ...UNTRUSTED }],
+  ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', { text: 'unable to get local issuer certificate', ...UNTRUSTED }],
+  ['UNABLE_TO_GET_ISSUER_CERT', { text: 'unable to get issuer certificate', ...UNTRUSTED }],
+  ['SELF_SIGNED_CERT_IN_CHAIN', { text: 'self-signed certificate in certificate chain', ...UNTRUSTED }],
+  ['DEPTH_ZERO_SELF_SIGNED_CERT', { text: 'self-signed certificate', ...UNTRUSTED }],
+  ['CERT_UNTRUSTED', { text: 'certificate not trusted', ...UNTRUSTED }],
+  ['CERT_REJECTED', { text: 'certificate rejected', ...UNTRUSTED }],
+  ['INVALID_CA', { text: 'invalid CA certificate', ...UNTRUSTED }],
+  [
+    'ERR_TLS_CERT_ALTNAME_INVALID',
+    {
+      text: "does not match certificate's altnames",
+      problem: "the server's certificate is not valid for the host name in the URL",
+      fix: 'use a URL with a name the certificate is issued for, or set tls.serverName to that name',
+    },
+  ],
+  [
+    'HOSTNAME_MISMATCH',
+    {
+      text: 'hostname mismatch',
+      problem: "the server's certificate is not valid for the host name in the URL",
+      fix: 'use a URL with a name the certificate is issued for, or set tls.serverName to that name',
+    },
+  ],
+  [
+    'CERT_HAS_EXPIRED',
+    {
+      text: 'certificate has expired',
+      problem: "a certificate of the server's chain has expired",
+      fix: "renew the server's certificate (or correct this machine's clock)",
+    },
+  ],
+  [
+    'CERT_NOT_YET_VALID',
+    {
+      text: 'certificate is not yet valid',
+      problem: "a certificate of the server's chain is not valid yet",
+      fix: "correct this machine's clock (or the server certificate's start date)",
+    },
+  ],
+  ['CERT_REVOKED', { text: 'certificate revoked', ...BAD_CERTIFICATE }],
+  ['CERT_SIGNATURE_FAILURE', { text: 'certificate signature failure', ...BAD_CERTIFICATE }],
+  ['INVALID_PURPOSE', { text: 'unsupported certificate purpose', ...BAD_CERTIFICATE }],
+  ['CERT_CHAIN_TOO_LONG', { text: 'certificate chain too long', ...BAD_CERTIFICATE }],
+  ['PATH_LENGTH_EXCEEDED', { text: 'path length constraint exceeded', ...BAD_CERTIFICATE }],
+]);
+
+/** TLS alerts a server sends when it refuses the client's certificate (or the lack of one). */
+const CLIENT_CERTIFICATE_ALERTS =
+  /(bad certificate|certificate required|unknown ca|certificate unknown|certificate expired|certificate revoked|unsupported certificate|access denied|handshake failure)/;
+
+/**
+ * A TLS certificate problem as a permanent DeliveryError (code `tls`) naming the problem and the fix, or
+ * undefined when `error` is not one. Recognised: the Node.js codes of a server certificate that failed
+ * verification (SERVER_CERTIFICATE_CODES: untrusted CA, self-signed, wrong host name, expired, revoked, …) and
+ * the certificate-related TLS alerts a server sends when it refuses the client certificate (ERR_SSL_*_ALERT_*:
+ * bad certificate, certificate required, unknown CA, handshake failure, …). SDKs that keep only the text (gRPC:
+ * "No connection established. Last error: …") are matched on OpenSSL's wording. Never includes certificate
+ * contents: only the code and a fixed explanation.
+ */
+export function classifyTlsFailure(error: unknown, where: string): DeliveryError | undefined {
+  const code = errorCode(error);
+  const text = messageChain(error);
+  let match: [string, TlsProblem] | undefined;
+  if (code !== undefined && SERVER_CERTIFICATE_CODES.has(code)) {
+    match = [code, SERVER_CERTIFICATE_CODES.get(code)!];
+  } else {
+    // The longest wording first: "self-signed certificate in certificate chain" before "self-signed certificate".
+    match = [...SERVER_CERTIFICATE_CODES]
+      .sort(([, a], [, b]) => b.text.length - a.text.length)
+      .find(([, problem]) => text.includes(problem.text.toLowerCase()));
+  }
+  if (match !== undefined) {
+    const [name, { problem, fix }] = match;
+    return tlsError(`${where}: TLS: ${problem} (${name}); fix: ${fix}`, { cause: error });
+  }
+  const alert =
+    code !== undefined && /^ERR_SSL_.*ALERT_/.test(code)
+      ? CLIENT_CERTIFICATE_ALERTS.exec(
+          code
+            .replace(/^.*ALERT_/, '')
+            .replaceAll('_', ' ')
+            .toLowerCase(),
+        )
+      : /\balert\b/.test(text)
+        ? CLIENT_CERTIFICATE_ALERTS.exec(text)
+        : null;
+  if (alert === null) return undefined;
+  return tlsError(
+    `${where}: TLS: the server refused the handshake (alert "${alert[1]}"): it requires a client ` +
+      'certificate it trusts; fix: set tls.cert and tls.key to a certificate (and its key) issued by a CA the ' +
+      'server trusts',
+    { cause: error },
+  );
+}
+
+/** The messages of an error and its causes, lower case (for SDKs that keep only the text). */
+function messageChain(error: unknown): string {
+  const parts: string[] = [];
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+    if (typeof (e as { message?: unknown }).message === 'string') parts.push((e as Error).message);
+    else if (typeof e === 'string') parts.push(e);
+    e = (e as { cause?: unknown }).cause;
+  }
+  return parts.join(' | ').toLowerCase();
 }

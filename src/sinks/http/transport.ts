@@ -14,6 +14,7 @@ import { abortedError } from '../delivery-errors.ts';
 import { proxyFor } from '../proxy.ts';
 import { classifyNetworkError, classifyResponse, safeOrigin, sanitizeBody } from './classify.ts';
 import { RateLimiter } from './rate-limiter.ts';
+import { type TlsOptions, tlsConnectOptions } from './tls.ts';
 import { parseHttpSinkUrl } from './url.ts';
 
 export { DEFAULT_TIMEOUT_MS, parseHttpSinkUrl } from './url.ts';
@@ -24,12 +25,21 @@ const MAX_RESPONSE_BYTES = 4096;
 export interface TransportOptions {
   /** The sink name, used in messages. */
   sinkName: string;
-  url: Secret;
+  /**
+   * The endpoint: a configured Secret (checked here by the URL rule), or a URL the sink built from checked
+   * options (PagerDuty's public endpoint; an Alertmanager's alerts path), whose secret parts are registered already.
+   */
+  url: Secret | URL;
   timeoutMs: number;
   /** Minimum spacing of requests (0 = unlimited). */
   minIntervalMs: number;
   logger: Logger;
   clock?: Clock;
+  /**
+   * TLS trust for an https:// URL (src/sinks/http/tls.ts): extra CA, client certificate, server name. Through a
+   * proxy it applies to the connection to the destination (inside the CONNECT tunnel), not to the proxy.
+   */
+  tls?: TlsOptions | undefined;
   /** Defaults to a proxy or direct agent by the shared proxy rule (src/sinks/proxy.ts), decided at creation. */
   dispatcher?: Dispatcher;
 }
@@ -44,6 +54,11 @@ export interface OutgoingRequest {
   body: string;
   /** Called right before sending (after rate limiting), so per-attempt headers such as timestamps are fresh. */
   headers: () => Record<string, string>;
+  /**
+   * The service's own error text in a failed response's body (PagerDuty's `errors`, Alertmanager's validation
+   * message), when the body is more than that; undefined: the body as is. Sanitised like any body (classify.ts).
+   */
+  errorText?: (body: string) => string | undefined;
 }
 
 export class HttpTransport {
@@ -56,11 +71,12 @@ export class HttpTransport {
   /** The proxy to send through (the shared rule, decided at creation); undefined: direct. */
   readonly #proxy: string | undefined;
   readonly #logger: Logger;
+  readonly #tls: TlsOptions | undefined;
   #http: Promise<Http> | undefined;
   #closed = false;
 
   constructor(options: TransportOptions) {
-    this.#url = parseHttpSinkUrl(options.url, options.sinkName);
+    this.#url = options.url instanceof URL ? options.url : parseHttpSinkUrl(options.url, options.sinkName);
     this.#where = `sink ${options.sinkName} (${safeOrigin(this.#url)})`;
     this.#timeoutMs = options.timeoutMs;
     this.#clock = options.clock ?? systemClock;
@@ -68,6 +84,7 @@ export class HttpTransport {
     this.#dispatcher = options.dispatcher;
     this.#proxy = options.dispatcher === undefined ? proxyFor(this.#url) : undefined;
     this.#logger = options.logger;
+    this.#tls = options.tls;
   }
 
   /** "sink team-alerts (https://hooks.slack.com)": how this endpoint is named in messages. */
@@ -116,12 +133,18 @@ export class HttpTransport {
       if (signal.aborted) {
         throw abortedError(`${this.#where}: delivery aborted`);
       }
-      const failure = classifyNetworkError(error, this.#where, timeout.aborted);
+      const failure = classifyNetworkError(
+        error,
+        this.#where,
+        timeout.aborted,
+        this.#url.protocol === 'https:',
+      );
       this.#logger.debug({ code: failure.code }, failure.message);
       throw failure;
     }
     const retryAfterMs = parseRetryAfter(retryAfterHeader, this.#clock.now());
-    const failure = classifyResponse({ status, body: sanitizeBody(bodyText), retryAfterMs }, this.#where);
+    const text = status >= 200 && status < 300 ? bodyText : (outgoing.errorText?.(bodyText) ?? bodyText);
+    const failure = classifyResponse({ status, body: sanitizeBody(text), retryAfterMs }, this.#where);
     if (failure === null) {
       this.#logger.debug({ status }, 'http request delivered');
       return;
@@ -132,12 +155,17 @@ export class HttpTransport {
   }
 
   #loadHttp(): Promise<Http> {
-    this.#http ??= import('undici').then((undici) => ({
-      request: undici.request,
-      dispatcher:
-        this.#dispatcher ??
-        (this.#proxy === undefined ? new undici.Agent() : new undici.ProxyAgent(this.#proxy)),
-    }));
+    this.#http ??= import('undici').then((undici) => {
+      const tls = tlsConnectOptions(this.#tls);
+      return {
+        request: undici.request,
+        dispatcher:
+          this.#dispatcher ??
+          (this.#proxy === undefined
+            ? new undici.Agent({ connect: tls })
+            : new undici.ProxyAgent({ uri: this.#proxy, requestTls: tls })),
+      };
+    });
     return this.#http;
   }
 

@@ -4,9 +4,11 @@
  * HTTP exporters report: OTLPExporterError with `code` = HTTP status for non-retryable statuses;
  * "Export failed with retryable status" after 429/502/503/504 exhausted the in-exporter retries;
  * "Request timed out"; or the socket error (with a string `code` such as ECONNREFUSED: code `network`).
- * The gRPC exporter reports a grpc-js ServiceError whose numeric `code` is the gRPC status.
+ * The gRPC exporter reports a grpc-js ServiceError whose numeric `code` is the gRPC status. A TLS certificate
+ * problem (src/sinks/http/classify.ts, classifyTlsFailure) is the permanent `tls` for every protocol.
  */
 import { httpStatusError, isSocketErrorCode, networkError, timeoutError } from '../delivery-errors.ts';
+import { classifyTlsFailure } from '../http/classify.ts';
 import { isRetryableHttpStatus } from '../http-status.ts';
 import { DeliveryError } from '../types.ts';
 import type { OtlpProtocol } from './options.ts';
@@ -58,6 +60,10 @@ export function exportFailureToDeliveryError(
   const what = `OTLP ${protocol} export of ${count} record(s) to ${endpoint} failed`;
   const code = (error as { code?: unknown } | undefined)?.code;
   const message = describe(error);
+
+  // A TLS certificate problem (the gRPC exporter reports it as UNAVAILABLE with OpenSSL's wording): permanent.
+  const tls = classifyTlsFailure(error, what);
+  if (tls !== undefined) return tls;
 
   if (protocol === 'grpc' && typeof code === 'number') {
     const name = GRPC_CODE_NAMES.get(code) ?? `code-${code}`;

@@ -3,8 +3,9 @@
  * in create(), i.e. only when a sink of this type is configured, and the OpenTelemetry SDK and exporters at its
  * first delivery.
  */
+import { tlsWarnings } from '../http/tls.ts';
 import type { SinkFactory } from '../types.ts';
-import { otelOptionsSchema } from './options.ts';
+import { otelOptionsSchema, resolveOtlpSettings } from './options.ts';
 
 export const otelSinkFactory: SinkFactory<typeof otelOptionsSchema> = {
   type: 'otel',
@@ -13,5 +14,14 @@ export const otelSinkFactory: SinkFactory<typeof otelOptionsSchema> = {
   async create(name, options, context) {
     const { createOtelSink } = await import('./sink.ts');
     return createOtelSink(name, options, context);
+  },
+  warnings(name, options) {
+    let endpoint: string | undefined;
+    try {
+      endpoint = resolveOtlpSettings(options).endpoint;
+    } catch {
+      endpoint = undefined; // an OTEL_EXPORTER_OTLP_* problem: already a validation error
+    }
+    return tlsWarnings(name, options.tls, endpoint);
   },
 };

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ConfigError } from '../../errors.ts';
 import { registerSecret, registerUrlCredentials } from '../../redact.ts';
 import { type Env, type Secret, secretSchema } from '../../secret.ts';
+import { type TlsOptions, tlsOptionsSchema } from '../http/tls.ts';
 
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
@@ -53,6 +54,7 @@ export const otelOptionsSchema = z
       .max(512)
       .optional()
       .describe('Records per export request; default 100.'),
+    tls: tlsOptionsSchema.optional(),
   })
   .strict()
   // The OTEL_EXPORTER_OTLP_* variables the options leave to the environment are checked with the file, so
@@ -79,6 +81,8 @@ export interface OtlpSettings {
   timeoutMs: number;
   compression: 'gzip' | 'none';
   maxBatch: number;
+  /** TLS trust for an https:// endpoint (src/sinks/http/tls.ts); undefined: the defaults. */
+  tls: TlsOptions | undefined;
 }
 
 /** An OTEL_EXPORTER_OTLP_* value (or option) the exporter cannot use: a ConfigError (the CLI exits with code 2). */
@@ -181,6 +185,7 @@ export function resolveOtlpSettings(options: OtelOptions, env: Env = process.env
     timeoutMs: timeoutMs ?? 10_000,
     compression: compression ?? 'none',
     maxBatch: options.maxBatch ?? DEFAULT_MAX_BATCH,
+    tls: options.tls,
   };
 }
 

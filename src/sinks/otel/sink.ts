@@ -12,6 +12,7 @@ import type { LifecycleRecord } from '../../domain/index.ts';
 import type { Env } from '../../secret.ts';
 import { readVersion } from '../../version.ts';
 import { abortedError, closedError } from '../delivery-errors.ts';
+import { type TlsOptions, tlsConnectOptions, trustedCaCertificates } from '../http/tls.ts';
 import { proxyFor } from '../proxy.ts';
 import type { Sink, SinkContext } from '../types.ts';
 import { exportFailureToDeliveryError } from './errors.ts';
@@ -37,11 +38,17 @@ export async function createOtlpLogExporter(settings: OtlpSettings): Promise<Log
     ]);
     const metadata = new grpc.Metadata();
     for (const [key, secret] of Object.entries(settings.headers)) metadata.set(key, secret.reveal());
+    // Only for https:// (an http:// endpoint is plaintext gRPC; tlsWarnings says the tls options do nothing).
+    const credentials =
+      settings.tls !== undefined && new URL(settings.endpoint).protocol === 'https:'
+        ? grpcTlsCredentials(grpc.credentials, settings.tls)
+        : undefined;
     return new OTLPLogExporter({
       url: settings.endpoint,
       metadata,
       timeoutMillis: settings.timeoutMs,
       compression,
+      ...(credentials === undefined ? {} : { credentials }),
     });
   }
   const headers = async (): Promise<Record<string, string>> =>
@@ -49,9 +56,12 @@ export async function createOtlpLogExporter(settings: OtlpSettings): Promise<Log
   // The proxy rule every HTTP sink shares (src/sinks/proxy.ts), applied through Node's built-in agent proxy
   // support; a direct agent has no proxy configuration at all (proxyEnv undefined, as for IMDS).
   const proxy = proxyFor(new URL(settings.endpoint));
+  // The TLS options (src/sinks/http/tls.ts) go to the https.Agent: they apply to the collector's connection,
+  // inside the proxy's tunnel when there is one (the exporter drops ca/cert/key for an http:// endpoint).
   const httpAgentOptions = {
     keepAlive: true,
     proxyEnv: proxy === undefined ? undefined : { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, NO_PROXY: '' },
+    ...tlsConnectOptions(settings.tls),
   };
   const config = {
     url: settings.endpoint,
@@ -66,6 +76,31 @@ export async function createOtlpLogExporter(settings: OtlpSettings): Promise<Log
   }
   const { OTLPLogExporter } = await import('@opentelemetry/exporter-logs-otlp-proto');
   return new OTLPLogExporter(config);
+}
+
+/**
+ * gRPC channel credentials for the TLS options: the CA bundle (default roots plus tls.ca), the client certificate
+ * and key, and the server name — verified through checkServerIdentity, because the OTLP gRPC exporter takes no
+ * channel options (so no grpc.ssl_target_name_override): the SNI sent stays the endpoint's host.
+ */
+export function grpcTlsCredentials(
+  credentials: typeof import('@grpc/grpc-js').credentials,
+  tls: TlsOptions,
+): import('@grpc/grpc-js').ChannelCredentials {
+  const { checkServerIdentity } = process.getBuiltinModule('node:tls');
+  const rootCerts = tls.ca === undefined ? null : Buffer.from(trustedCaCertificates(tls.ca).join('\n'));
+  const serverName = tls.serverName;
+  return credentials.createSsl(
+    rootCerts,
+    tls.key === undefined ? null : Buffer.from(tls.key.reveal()),
+    tls.cert === undefined ? null : Buffer.from(tls.cert.reveal()),
+    {
+      ...(serverName === undefined
+        ? {}
+        : { checkServerIdentity: (_host: string, cert) => checkServerIdentity(serverName, cert) }),
+      ...(tls.insecureSkipVerify ? { rejectUnauthorized: false } : {}),
+    },
+  );
 }
 
 /**
