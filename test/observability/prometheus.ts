@@ -32,7 +32,8 @@ export function promtool(args: string[], cwd = RULES_DIR): { status: number | nu
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }
 
-async function freePort(): Promise<number> {
+/** A free TCP port on 127.0.0.1 (another process may still take it before the caller binds it). */
+export async function freePort(): Promise<number> {
   const server = createServer();
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

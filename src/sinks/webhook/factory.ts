@@ -3,6 +3,8 @@
  * templates (mustache) and payload builders load in create(), i.e. only when a sink of one of these types is
  * configured, and the HTTP client (undici) at its first delivery.
  */
+import type { Secret } from '../../secret.ts';
+import { tlsWarnings } from '../http/tls.ts';
 import type { SinkFactory } from '../types.ts';
 import {
   CHAT_DEFAULT_FILTER,
@@ -21,9 +23,12 @@ export const webhookSinkFactory: SinkFactory<typeof webhookOptionsSchema> = {
     return createGenericWebhookSink(name, options, context);
   },
   warnings(name, options) {
-    return options.signingSecrets.length === 0
-      ? [`sink ${name}: no signingSecrets configured; webhook requests are not signed`]
-      : [];
+    return [
+      ...(options.signingSecrets.length === 0
+        ? [`sink ${name}: no signingSecrets configured; webhook requests are not signed`]
+        : []),
+      ...tlsWarnings(name, options.tls, revealedUrl(options.url)),
+    ];
   },
 };
 
@@ -35,6 +40,9 @@ export const slackSinkFactory: SinkFactory<typeof slackOptionsSchema> = {
   async create(name, options, context) {
     const { createSlackSink } = await import('./sink.ts');
     return createSlackSink(name, options, context);
+  },
+  warnings(name, options) {
+    return tlsWarnings(name, options.tls, revealedUrl(options.url));
   },
 };
 
@@ -48,17 +56,30 @@ export const teamsSinkFactory: SinkFactory<typeof teamsOptionsSchema> = {
     return createTeamsSink(name, options, context);
   },
   warnings(name, options) {
-    let url: URL;
-    try {
-      url = new URL(options.url.reveal());
-    } catch {
-      return []; // not available here (config validate --allow-missing-secrets) or already an error
-    }
-    if (!isRetiredConnectorUrl(url)) return [];
     return [
-      `sink ${name}: the url is a retired Office 365 connector (${url.hostname}); Microsoft has retired these ` +
-        'connectors and messages will not arrive. Create a Teams Workflow ("When a Teams webhook request is ' +
-        'received") and configure its URL instead.',
+      ...retiredConnectorWarnings(name, options.url),
+      ...tlsWarnings(name, options.tls, revealedUrl(options.url)),
     ];
   },
 };
+
+/** The URL, or undefined when it is not available here (config validate --allow-missing-secrets). */
+function revealedUrl(url: Secret): string | undefined {
+  return url.missing === undefined ? url.reveal() : undefined;
+}
+
+/** The warning about a retired Office 365 connector URL (messages will not arrive). */
+function retiredConnectorWarnings(name: string, secretUrl: Secret): string[] {
+  let url: URL;
+  try {
+    url = new URL(secretUrl.reveal());
+  } catch {
+    return []; // not available here (config validate --allow-missing-secrets) or already an error
+  }
+  if (!isRetiredConnectorUrl(url)) return [];
+  return [
+    `sink ${name}: the url is a retired Office 365 connector (${url.hostname}); Microsoft has retired these ` +
+      'connectors and messages will not arrive. Create a Teams Workflow ("When a Teams webhook request is ' +
+      'received") and configure its URL instead.',
+  ];
+}

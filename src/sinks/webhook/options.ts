@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { errorMessage } from '../../errors.ts';
 import { type Secret, secretSchema } from '../../secret.ts';
+import { tlsOptionsSchema } from '../http/tls.ts';
 import { DEFAULT_TIMEOUT_MS, httpSinkUrlProblem } from '../http/url.ts';
 import type { SinkFilter } from '../types.ts';
 import { decodeSigningSecret } from './standard-webhooks.ts';
@@ -123,6 +124,7 @@ export const webhookOptionsSchema = z
       .min(0)
       .default(0)
       .describe('minimum milliseconds between requests (0 = no limit)'),
+    tls: tlsOptionsSchema.optional(),
   })
   .strict();
 
@@ -150,6 +152,7 @@ function chatOptionsSchema(templateRenders: string) {
         .min(0)
         .default(1000)
         .describe('minimum milliseconds between messages (Slack allows about one per second per webhook)'),
+      tls: tlsOptionsSchema.optional(),
     })
     .strict();
 }

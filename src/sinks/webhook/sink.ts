@@ -8,9 +8,10 @@ import type { Clock } from '../../clock.ts';
 import type { LifecycleRecord } from '../../domain/index.ts';
 import type { Secret } from '../../secret.ts';
 import { payloadTooLargeError, withFailedIndex } from '../delivery-errors.ts';
+import { summaryLine } from '../format.ts';
+import type { TlsOptions } from '../http/tls.ts';
 import { HttpTransport, type OutgoingRequest } from '../http/transport.ts';
 import type { Sink, SinkContext } from '../types.ts';
-import { summaryLine } from './format.ts';
 import {
   reservedHeaderProblem,
   type SlackOptions,
@@ -58,7 +59,7 @@ class OneRecordPerRequestSink implements Sink {
 
 function transportFor(
   name: string,
-  options: { url: Secret; timeoutMs: number; minIntervalMs: number },
+  options: { url: Secret; timeoutMs: number; minIntervalMs: number; tls?: TlsOptions | undefined },
   context: SinkContext,
   deps: WebhookSinkDeps,
 ): HttpTransport {
@@ -67,6 +68,7 @@ function transportFor(
     url: options.url,
     timeoutMs: options.timeoutMs,
     minIntervalMs: options.minIntervalMs,
+    tls: options.tls,
     logger: context.logger,
     ...(deps.clock ? { clock: deps.clock } : {}),
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),

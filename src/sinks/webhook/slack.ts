@@ -4,7 +4,6 @@
  * Pure functions; the sink itself lives in index.ts.
  */
 import type { LifecycleRecord } from '../../domain/index.ts';
-import { escapeMrkdwn, resolveTemplateValues } from './escape.ts';
 import {
   formatExpectedDuration,
   joinLimited,
@@ -16,7 +15,8 @@ import {
   titleOf,
   truncateText,
   vmDescription,
-} from './format.ts';
+} from '../format.ts';
+import { escapeMrkdwn, resolveTemplateValues } from './escape.ts';
 
 export const SLACK_LIMITS = {
   blocks: 50,

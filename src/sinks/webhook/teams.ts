@@ -4,7 +4,6 @@
  * Office 365 connector URLs. Pure functions; the sink itself lives in index.ts.
  */
 import type { LifecycleRecord } from '../../domain/index.ts';
-import { escapeCardMarkdown, resolveTemplateValues } from './escape.ts';
 import {
   formatExpectedDuration,
   joinLimited,
@@ -16,7 +15,8 @@ import {
   truncateText,
   UNICODE_EMOJI,
   vmDescription,
-} from './format.ts';
+} from '../format.ts';
+import { escapeCardMarkdown, resolveTemplateValues } from './escape.ts';
 
 /** Keep messages below this many bytes (Teams rejects ~28 KB; practical limit lower). */
 export const TEAMS_MAX_BYTES = 20_000;

@@ -8,7 +8,6 @@ import Mustache from 'mustache';
 import type { LifecycleRecord } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
 import { invalidTemplateError } from '../delivery-errors.ts';
-import { markTemplateValue, stripTemplateMarkers } from './escape.ts';
 import {
   formatExpectedDuration,
   formatUtc,
@@ -23,7 +22,8 @@ import {
   UNICODE_EMOJI,
   vmDescription,
   vmDisplayName,
-} from './format.ts';
+} from '../format.ts';
+import { markTemplateValue, stripTemplateMarkers } from './escape.ts';
 import { readTemplateFile } from './options.ts';
 
 /** A loaded template: its file path (safe to show) and text. */

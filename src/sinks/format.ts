@@ -1,9 +1,10 @@
 /**
- * Pure text helpers shared by the Slack and Teams formatters: safe truncation, relative times, durations,
- * severity and the human summary of a lifecycle record. No I/O; every time is relative to the record's own
+ * Pure text helpers shared by the sinks that write for people (Slack, Teams, Alertmanager, PagerDuty): safe
+ * truncation, relative times, durations, severity and the human summary of a lifecycle record. No I/O; every time is relative to the record's own
  * `time`, so output is deterministic.
  */
-import type { LifecycleRecord } from '../../domain/index.ts';
+import type { LifecycleRecord } from '../domain/index.ts';
+import { formatDurationSeconds } from '../duration.ts';
 
 const ELLIPSIS = '…';
 
@@ -54,20 +55,6 @@ export function relativeTime(toIso: string | null, fromIso: string): string | nu
   if (Math.abs(seconds) < 30) return 'now';
   const text = formatDurationSeconds(Math.abs(seconds));
   return seconds > 0 ? `in ${text}` : `${text} ago`;
-}
-
-/** 45 → "45 s", 840 → "14 min", 5400 → "1 h 30 min", 90000 → "1 d 1 h". */
-export function formatDurationSeconds(totalSeconds: number): string {
-  const s = Math.round(totalSeconds);
-  if (s < 60) return `${s} s`;
-  const minutes = Math.round(s / 60);
-  if (minutes < 60) return `${minutes} min`;
-  const hours = Math.floor(minutes / 60);
-  const restMin = minutes % 60;
-  if (hours < 24) return restMin === 0 ? `${hours} h` : `${hours} h ${restMin} min`;
-  const days = Math.floor(hours / 24);
-  const restH = hours % 24;
-  return restH === 0 ? `${days} d` : `${days} d ${restH} h`;
 }
 
 /** Expected impact duration as reported by Azure (DurationInSeconds; -1 = unknown). */

@@ -1,0 +1,126 @@
+/**
+ * Options of the `alertmanager` sink (docs/sinks-alerting.md). Light on purpose (zod, secrets and the shared
+ * HTTP URL and TLS rules): the config schema loads it without undici.
+ */
+import { z } from 'zod';
+import { type Secret, secretSchema } from '../../secret.ts';
+import { tlsOptionsSchema } from '../http/tls.ts';
+import { DEFAULT_TIMEOUT_MS, httpSinkUrlProblem } from '../http/url.ts';
+
+/** Alertmanager's alert-receiving path, appended to each configured base URL. */
+export const ALERTS_PATH = '/api/v2/alerts';
+
+/** Prometheus's label name rule (Alertmanager rejects any other name, and the whole alert with it). */
+export const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+/** The labels the sink sets itself; a static label may not override them (fire and resolve must match). */
+export const RESERVED_LABELS = [
+  'alertname',
+  'event_id',
+  'event_type',
+  'vm',
+  'scale_set',
+  'zone',
+  'location',
+  'affects_this_vm',
+] as const;
+
+/** Records per POST (Prometheus sends at most 64 alerts per request by default). */
+export const DEFAULT_MAX_BATCH = 64;
+
+/** Why `url` cannot be an Alertmanager base URL, or undefined. Never quotes the URL. */
+function baseUrlProblem(url: Secret): string | undefined {
+  const parsed = httpSinkUrlProblem(url);
+  if (typeof parsed === 'string') return parsed;
+  if (parsed.search !== '' || parsed.hash !== '') {
+    return `url (${url.origin}) must be a base URL without query or fragment (the sink appends ${ALERTS_PATH})`;
+  }
+  return undefined;
+}
+
+const baseUrl = secretSchema().superRefine((secret, ctx) => {
+  if (secret.missing !== undefined) return;
+  const problem = baseUrlProblem(secret);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+const labelName = z
+  .string()
+  .regex(LABEL_NAME, 'a label name must match [a-zA-Z_][a-zA-Z0-9_]* (Prometheus label names)')
+  .refine((name) => !(RESERVED_LABELS as readonly string[]).includes(name), {
+    message: `the sink sets ${RESERVED_LABELS.join(', ')} itself: choose another label name`,
+  })
+  .refine((name) => !name.startsWith('__'), { message: 'label names starting with __ are reserved' });
+
+export const alertmanagerOptionsSchema = z
+  .object({
+    urls: z
+      .array(baseUrl)
+      .min(1, 'give at least one Alertmanager base URL')
+      .describe(
+        `base URLs of the Alertmanagers (every one of an HA cluster: each receives every alert), e.g. http://alertmanager:9093; the sink appends ${ALERTS_PATH}. Secrets ("\${ENV}", {env}, {file}) because they may carry basic-auth credentials (https://user:password@host); never logged`,
+      ),
+    bearerToken: secretSchema()
+      .optional()
+      .describe('bearer token sent as "Authorization: Bearer <token>" to every URL; a secret, never logged'),
+    acknowledgeWhen: z
+      .enum(['any', 'all'])
+      .default('any')
+      .describe(
+        'when a batch counts as delivered: any = one Alertmanager accepted it (the others are logged and notification still works while a peer is down); all = every Alertmanager accepted it (retried until they do)',
+      ),
+    alertname: z
+      .string()
+      .min(1)
+      .default('AzureScheduledEvent')
+      .describe('the alertname label of every alert'),
+    labels: z
+      .record(labelName, z.string())
+      .default({})
+      .describe(
+        'static labels added to every alert (e.g. team, environment); they must stay the same between an alert firing and resolving',
+      ),
+    endsAtMarginSeconds: z
+      .number()
+      .int()
+      .min(60)
+      .default(3600)
+      .describe(
+        "how long past NotBefore (+ DurationInSeconds when known; the record's time when NotBefore is empty) a firing alert's endsAt lies, so Alertmanager does not resolve it before the completed or canceled record does",
+      ),
+    generatorUrl: z
+      .url({ protocol: /^https?$/, error: 'generatorUrl must be an http:// or https:// URL' })
+      .optional()
+      .describe('generatorURL of every alert (a runbook or dashboard link); default none'),
+    maxBatch: z
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .default(DEFAULT_MAX_BATCH)
+      .describe('records (alerts) per POST'),
+    timeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(DEFAULT_TIMEOUT_MS)
+      .describe('per-request timeout in milliseconds; a timeout is retried'),
+    tls: tlsOptionsSchema.optional(),
+  })
+  .strict()
+  .superRefine((options, ctx) => {
+    if (options.bearerToken === undefined) return;
+    options.urls.forEach((url, index) => {
+      if (url.missing !== undefined) return;
+      const parsed = httpSinkUrlProblem(url);
+      if (typeof parsed !== 'string' && (parsed.username !== '' || parsed.password !== '')) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['urls', index],
+          message: `urls[${index}] (${url.origin}) carries basic-auth credentials and bearerToken is set: an Alertmanager takes one Authorization header; use one of the two`,
+        });
+      }
+    });
+  });
+
+export type AlertmanagerOptions = z.infer<typeof alertmanagerOptionsSchema>;

@@ -1,0 +1,192 @@
+/**
+ * The `alertmanager` sink: each batch of records becomes one JSON array of alerts (mapping.ts), POSTed to
+ * `/api/v2/alerts` of every configured Alertmanager at once, each through its own HttpTransport (proxy rule,
+ * timeout, TLS, response classification). Alertmanagers of an HA cluster do not share alerts by gossip, so every
+ * peer receives every batch, like Prometheus sends to all. `acknowledgeWhen` says how many must accept it.
+ *
+ * An Alertmanager stores the valid alerts of a request and answers 400 for the rest without saying which one
+ * failed: the sink leaves failedIndex unset and the engine isolates the record one at a time (re-sending an
+ * alert Alertmanager already has only refreshes it: same labels, same alert).
+ */
+import type { Clock } from '../../clock.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
+import type { Logger } from '../../log.ts';
+import { abortedError, closedError } from '../delivery-errors.ts';
+import { HttpTransport } from '../http/transport.ts';
+import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
+import { type AlertMapping, toAlert } from './mapping.ts';
+import { ALERTS_PATH, type AlertmanagerOptions } from './options.ts';
+
+/** Test seams: a fake clock and an explicit undici dispatcher. */
+export interface AlertmanagerSinkDeps {
+  clock?: Clock;
+  dispatcher?: import('undici').Dispatcher;
+}
+
+/** One configured Alertmanager: its transport (URL without credentials) and its Authorization header. */
+interface Peer {
+  transport: HttpTransport;
+  authorization: string | undefined;
+}
+
+/**
+ * The alerts URL of a base URL, and the basic-auth credentials it carried (undici does not send URL
+ * credentials: they become an Authorization header).
+ */
+export function alertsEndpoint(base: URL): { url: URL; basicAuth: string | undefined } {
+  const url = new URL(base.href);
+  const basicAuth =
+    url.username === '' && url.password === ''
+      ? undefined
+      : Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString(
+          'base64',
+        );
+  url.username = '';
+  url.password = '';
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${ALERTS_PATH}`;
+  return { url, basicAuth };
+}
+
+/** Alertmanager answers a 400 with its validation errors as a JSON string: the text without the quotes. */
+export function alertmanagerErrorText(body: string): string | undefined {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    return typeof parsed === 'string' ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Combines the outcome of every peer into the batch's outcome (null: delivered). `any`: delivered when one
+ * peer accepted; failed permanently only when every peer failed permanently. `all`: delivered when every peer
+ * accepted; failed permanently when one failed permanently (that peer will never accept the batch). Otherwise
+ * retryable, with the server-requested delay: the shortest under `any`, the longest under `all`.
+ */
+export function combinePeerOutcomes(
+  failures: readonly (DeliveryError | undefined)[],
+  acknowledgeWhen: 'any' | 'all',
+  where: string,
+): DeliveryError | null {
+  const failed = failures.filter((f): f is DeliveryError => f !== undefined);
+  if (failed.length === 0) return null;
+  if (acknowledgeWhen === 'any' && failed.length < failures.length) return null;
+  const detail = failed.map((f) => f.message).join('; ');
+  const permanent =
+    acknowledgeWhen === 'any' ? failed.every((f) => !f.retryable) : failed.some((f) => !f.retryable);
+  const summary =
+    acknowledgeWhen === 'any'
+      ? `no Alertmanager accepted the alerts (${failed.length} of ${failures.length} failed)`
+      : `${failed.length} of ${failures.length} Alertmanagers did not accept the alerts (acknowledgeWhen: all)`;
+  if (permanent) {
+    const first = failed.find((f) => !f.retryable)!;
+    return new DeliveryError(`${where}: ${summary}: ${detail}`, { retryable: false, code: first.code });
+  }
+  const retryable = failed.filter((f) => f.retryable);
+  const delays = retryable.map((f) => f.retryAfterMs).filter((d): d is number => d !== undefined);
+  const retryAfterMs =
+    delays.length === 0 ? undefined : acknowledgeWhen === 'any' ? Math.min(...delays) : Math.max(...delays);
+  return new DeliveryError(`${where}: ${summary}: ${detail}`, {
+    retryable: true,
+    code: retryable[0]!.code,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  });
+}
+
+export class AlertmanagerSink implements Sink {
+  readonly name: string;
+  readonly maxBatch: number;
+  readonly #peers: readonly Peer[];
+  readonly #mapping: AlertMapping;
+  readonly #acknowledgeWhen: 'any' | 'all';
+  readonly #logger: Logger;
+  readonly #where: string;
+  #closed = false;
+
+  constructor(name: string, options: AlertmanagerOptions, context: SinkContext, deps: AlertmanagerSinkDeps) {
+    this.name = name;
+    this.maxBatch = options.maxBatch;
+    this.#logger = context.logger;
+    this.#acknowledgeWhen = options.acknowledgeWhen;
+    this.#where = `sink ${name}`;
+    this.#mapping = {
+      alertname: options.alertname,
+      labels: options.labels,
+      endsAtMarginSeconds: options.endsAtMarginSeconds,
+      generatorUrl: options.generatorUrl,
+    };
+    const bearer = options.bearerToken === undefined ? undefined : `Bearer ${options.bearerToken.reveal()}`;
+    this.#peers = options.urls.map((base, index) => {
+      const { url, basicAuth } = alertsEndpoint(new URL(base.reveal()));
+      return {
+        // The configured URL is a Secret: its credentials and path are registered with the redactor already.
+        transport: new HttpTransport({
+          sinkName: `${name} urls[${index}]`,
+          url,
+          timeoutMs: options.timeoutMs,
+          minIntervalMs: 0,
+          tls: options.tls,
+          logger: context.logger,
+          ...(deps.clock ? { clock: deps.clock } : {}),
+          ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+        }),
+        authorization: basicAuth === undefined ? bearer : `Basic ${basicAuth}`,
+      };
+    });
+  }
+
+  async deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
+    if (this.#closed) throw closedError(`${this.#where}: closed`);
+    if (signal.aborted) throw abortedError(`${this.#where}: delivery aborted`);
+    if (batch.length === 0) return;
+    const body = JSON.stringify(batch.map((record) => toAlert(record, this.#mapping)));
+    const outcomes = await Promise.allSettled(
+      this.#peers.map((peer) =>
+        peer.transport.post(
+          {
+            body,
+            headers: () => ({
+              'content-type': 'application/json',
+              ...(peer.authorization === undefined ? {} : { authorization: peer.authorization }),
+            }),
+            errorText: alertmanagerErrorText,
+          },
+          signal,
+        ),
+      ),
+    );
+    if (signal.aborted) throw abortedError(`${this.#where}: delivery aborted`);
+    const failures = outcomes.map((outcome) => {
+      if (outcome.status === 'fulfilled') return undefined;
+      const reason: unknown = outcome.reason;
+      return reason instanceof DeliveryError
+        ? reason
+        : new DeliveryError(`${this.#where}: ${String(reason)}`, { retryable: true, code: 'error' });
+    });
+    const failure = combinePeerOutcomes(failures, this.#acknowledgeWhen, this.#where);
+    for (const f of failures) {
+      if (f === undefined) continue;
+      // Each failed peer is logged, also when the batch counts as delivered (acknowledgeWhen: any).
+      this.#logger.warn(
+        { sink: this.name, code: f.code, retryable: f.retryable, records: batch.length },
+        `alertmanager peer failed: ${f.message}`,
+      );
+    }
+    if (failure !== null) throw failure;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all(this.#peers.map((peer) => peer.transport.close()));
+  }
+}
+
+export function createAlertmanagerSink(
+  name: string,
+  options: AlertmanagerOptions,
+  context: SinkContext,
+  deps: AlertmanagerSinkDeps = {},
+): Sink {
+  return new AlertmanagerSink(name, options, context, deps);
+}

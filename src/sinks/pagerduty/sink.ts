@@ -1,0 +1,93 @@
+/**
+ * The `pagerduty` sink: one Events API v2 event per record (mapping.ts), POSTed through the shared HttpTransport
+ * (proxy rule, timeout, TLS, rate limiter, Retry-After). The Events API has no batch request: a batch is sent
+ * record by record and a permanent failure names the first failing record (failedIndex).
+ *
+ * Responses: 202 accepted; 400 permanent, with PagerDuty's `errors` in the message (redacted like any body);
+ * 429 and 5xx retryable, honouring Retry-After when PagerDuty sends one (src/sinks/http-status.ts).
+ */
+import type { Clock } from '../../clock.ts';
+import type { LifecycleRecord } from '../../domain/index.ts';
+import { abortedError, closedError, payloadTooLargeError, withFailedIndex } from '../delivery-errors.ts';
+import { HttpTransport } from '../http/transport.ts';
+import type { Sink, SinkContext } from '../types.ts';
+import { PAGERDUTY_LIMITS, pagerDutyErrorText, type SeverityMap, toPagerDutyEvent } from './mapping.ts';
+import type { PagerDutyOptions } from './options.ts';
+
+/** Test seams: a fake clock and an explicit undici dispatcher. */
+export interface PagerDutySinkDeps {
+  clock?: Clock;
+  dispatcher?: import('undici').Dispatcher;
+}
+
+export class PagerDutySink implements Sink {
+  readonly name: string;
+  readonly maxBatch = 1;
+  readonly #transport: HttpTransport;
+  readonly #routingKey: () => string;
+  readonly #severities: SeverityMap;
+  #closed = false;
+
+  constructor(name: string, options: PagerDutyOptions, context: SinkContext, deps: PagerDutySinkDeps) {
+    this.name = name;
+    // The routing key is a Secret: the redactor removes it from every message, also when PagerDuty echoes it.
+    this.#routingKey = () => options.routingKey.reveal();
+    this.#severities = { byEventType: options.severityByEventType, fallback: options.defaultSeverity };
+    this.#transport = new HttpTransport({
+      sinkName: name,
+      url: new URL(options.url),
+      timeoutMs: options.timeoutMs,
+      minIntervalMs: options.minIntervalMs,
+      tls: options.tls,
+      logger: context.logger,
+      ...(deps.clock ? { clock: deps.clock } : {}),
+      ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+    });
+  }
+
+  async deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
+    if (this.#closed) throw closedError(`sink ${this.name}: closed`);
+    if (signal.aborted) throw abortedError(`${this.#transport.where}: delivery aborted`);
+    for (let i = 0; i < batch.length; i++) {
+      try {
+        await this.#send(batch[i]!, signal);
+      } catch (error) {
+        throw withFailedIndex(error, i, batch.length);
+      }
+    }
+  }
+
+  async #send(record: LifecycleRecord, signal: AbortSignal): Promise<void> {
+    const body = JSON.stringify(toPagerDutyEvent(record, this.#routingKey(), this.#severities));
+    const bytes = Buffer.byteLength(body, 'utf8');
+    if (bytes > PAGERDUTY_LIMITS.eventBytes) {
+      throw payloadTooLargeError(
+        `${this.#transport.where}: the PagerDuty event for record ${record.id} is ${bytes} bytes, over the ` +
+          `Events API's ${PAGERDUTY_LIMITS.eventBytes}-byte limit`,
+      );
+    }
+    await this.#transport.post(
+      {
+        body,
+        headers: () => ({ 'content-type': 'application/json' }),
+        errorText: pagerDutyErrorText,
+      },
+      signal,
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#transport.close();
+  }
+}
+
+export function createPagerDutySink(
+  name: string,
+  options: PagerDutyOptions,
+  context: SinkContext,
+  deps: PagerDutySinkDeps = {},
+): Sink {
+  return new PagerDutySink(name, options, context, deps);
+}
