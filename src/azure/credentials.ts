@@ -3,6 +3,7 @@
  * Event Hubs sink and the fleet consumer. Loaded only when a client is built (it pulls in @azure/identity).
  */
 import {
+  ClientSecretCredential,
   DefaultAzureCredential,
   ManagedIdentityCredential,
   type TokenCredential,
@@ -13,6 +14,13 @@ import type { AzureCredentialOptions } from './credential-options.ts';
 /** The @azure/identity credential for `options.credential` (never called with a connection string). */
 export function createCredential(credential: AzureCredentialOptions): TokenCredential {
   switch (credential.kind) {
+    case 'client-secret':
+      // the schema requires all three with this kind
+      return new ClientSecretCredential(
+        credential.tenantId!,
+        credential.clientId!,
+        credential.clientSecret!.reveal(),
+      );
     case 'default':
       return new DefaultAzureCredential(
         credential.clientId === undefined ? {} : { managedIdentityClientId: credential.clientId },

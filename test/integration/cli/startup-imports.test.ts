@@ -86,6 +86,7 @@ describe('start-up imports', () => {
     const yaml = [
       'sinks:',
       '  - { name: eh, type: eventhubs, connectionString: { env: SEF_TEST_EH } }',
+      '  - { name: azmon, type: azuremonitor, endpoint: "https://127.0.0.1:9", ruleId: dcr-0123456789abcdef0123456789abcdef }',
       '  - { name: otel, type: otel, endpoint: "http://127.0.0.1:4318" }',
       '  - { name: hook, type: webhook, url: "http://127.0.0.1:9/hook" }',
       '  - { name: slack, type: slack, url: "http://127.0.0.1:9/slack" }',
