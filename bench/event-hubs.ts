@@ -14,8 +14,8 @@ import { DeliveryEngine } from '../src/delivery/engine.ts';
 import { silentLogger } from '../src/log.ts';
 import { EventHubsSink, eventHubsOptionsSchema } from '../src/sinks/event-hubs/index.ts';
 import { openStore } from '../src/store/index.ts';
-import { makeRecord } from '../test/integration/sinks/event-hubs/records.ts';
 import { enableClientNoDelay, startEventHubsDouble } from '../test/support/event-hubs-double/index.ts';
+import { vmRecord } from '../test/support/records.ts';
 import { makeTempDir } from '../test/support/tmp.ts';
 import { waitFor } from '../test/support/wait.ts';
 
@@ -57,7 +57,7 @@ async function runVariant(clientNoDelay: boolean, VMS: number): Promise<VariantR
       store.commit(
         { upTo: i },
         Array.from({ length: 500 }, (_, k) => ({
-          record: makeRecord(i + k, { vm: `vm-${(i + k) % VMS}` }),
+          record: vmRecord(i + k, { vm: `vm-${(i + k) % VMS}` }),
           sinks: ['eventhubs'],
         })),
       );
@@ -93,7 +93,7 @@ async function runVariant(clientNoDelay: boolean, VMS: number): Promise<VariantR
     steady = true;
     for (let i = 0; i < STEADY; i++) {
       store.commit({ steady: i }, [
-        { record: makeRecord(BACKLOG + i, { vm: `vm-${i % VMS}` }), sinks: ['eventhubs'] },
+        { record: vmRecord(BACKLOG + i, { vm: `vm-${i % VMS}` }), sinks: ['eventhubs'] },
       ]);
       engine.notify();
       await new Promise((r) => setTimeout(r, STEADY_INTERVAL_MS));

@@ -19,9 +19,9 @@ import { MAINTENANCE_COLUMNS } from '../../src/fleet/dashboard/export.ts';
 import { type RunningDashboard, startDashboard } from '../../src/fleet/dashboard/server.ts';
 import { type FleetHistory, openHistory } from '../../src/fleet/history/index.ts';
 import { silentLogger } from '../../src/log.ts';
+import { iso, record } from '../support/fleet-records.ts';
 import { makeTempDir } from '../support/tmp.ts';
 import { waitFor } from '../support/wait.ts';
-import { iso, record } from '../unit/fleet/records.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts', 'fleet');

@@ -25,10 +25,10 @@ import {
 } from '../../src/fleet/dashboard/server.ts';
 import { type FleetHistory, type FleetSummary, openHistory } from '../../src/fleet/history/index.ts';
 import { silentLogger } from '../../src/log.ts';
+import { iso } from '../support/fleet-records.ts';
 import { D, viewsFixture } from '../support/fleet-views-fixture.ts';
 import { makeTempDir } from '../support/tmp.ts';
 import { waitFor } from '../support/wait.ts';
-import { iso } from '../unit/fleet/records.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts', 'fleet');

@@ -18,7 +18,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
 import { EventHubsSink, eventHubsOptionsSchema } from '../../src/sinks/event-hubs/index.ts';
-import { makeRecords } from '../integration/sinks/event-hubs/records.ts';
+import { vmRecords } from '../support/records.ts';
 import { waitFor } from '../support/wait.ts';
 
 const EMULATOR_IMAGE = 'mcr.microsoft.com/azure-messaging/eventhubs-emulator:latest';
@@ -113,7 +113,7 @@ if (!engine.available) {
       const sink = new EventHubsSink('eh-emulator', options, silentLogger());
       const consumer = new EventHubConsumerClient('$Default', connectionString, HUB);
       try {
-        const records = makeRecords(10, 3, 0);
+        const records = vmRecords(10, 3, 0);
         await sink.deliver(records, new AbortController().signal);
         const events: ReceivedEventData[] = [];
         const subscription = consumer.subscribe(

@@ -12,7 +12,7 @@
  *   Terminate notice of spot_1 (eastus2, zone 3).
  */
 import type { LifecycleRecord } from '../../src/domain/index.ts';
-import { iso, record } from '../unit/fleet/records.ts';
+import { iso, record } from './fleet-records.ts';
 
 export const D = 86_400;
 

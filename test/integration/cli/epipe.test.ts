@@ -10,8 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isService } from '../../../src/cli/main.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { openStore } from '../../../src/store/index.ts';
+import { makeRecord } from '../../support/delivery.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { makeRecord } from '../../unit/delivery/helpers.ts';
 
 const MAIN = join(import.meta.dirname, '../../../src/cli/main.ts');
 const children: ChildProcess[] = [];

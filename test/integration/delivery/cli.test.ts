@@ -5,8 +5,8 @@ import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.ts';
 import { openStore } from '../../../src/store/index.ts';
+import { makeRecord } from '../../support/delivery.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { makeRecord } from '../../unit/delivery/helpers.ts';
 
 const MAIN = join(import.meta.dirname, '../../../src/cli/main.ts');
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

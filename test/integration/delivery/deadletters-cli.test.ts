@@ -10,8 +10,8 @@ import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
+import { makeRecord } from '../../support/delivery.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { makeRecord } from '../../unit/delivery/helpers.ts';
 
 const MAIN = join(import.meta.dirname, '../../../src/cli/main.ts');
 const SECRET_VARS = ['SEF_TEST_HUB_CONNECTION', 'SEF_TEST_HOOK_URL'];

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryEngine, type RetryEvent } from '../../../src/delivery/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
+import { makeRecord, retryable, ScriptedSink, seededRandom } from '../../support/delivery.ts';
 import { FakeClock } from '../../support/fake-clock.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { makeRecord, retryable, ScriptedSink, seededRandom } from '../../unit/delivery/helpers.ts';
 
 const HOUR = 3_600_000;
 const RECORDS = 10_000;

@@ -14,8 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.ts';
 import { openStore } from '../../../src/store/index.ts';
 import { MAIN, REPO } from '../../support/child.ts';
+import { makeRecord } from '../../support/delivery.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { makeRecord } from '../../unit/delivery/helpers.ts';
 
 const UNPRIVILEGED = { uid: 65534, gid: 65534 };
 const asRoot = process.getuid?.() === 0;

@@ -17,9 +17,9 @@ import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { openHistory } from '../../../src/fleet/history/index.ts';
 import { MAIN, REPO } from '../../support/child.ts';
 import { startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
+import { record } from '../../support/fleet-records.ts';
 import { createTestDatabase } from '../../support/postgres.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { record } from '../../unit/fleet/records.ts';
 import { startAzurite } from './helpers.ts';
 
 const tmp = makeTempDir('sef-fleet-cli-');

@@ -24,8 +24,8 @@ import { createFleetMetrics } from '../../../src/fleet/metrics.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { Secret } from '../../../src/secret.ts';
 import { MAIN, REPO } from '../../support/child.ts';
+import { freezeLifecycle } from '../../support/fleet-records.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { freezeLifecycle } from '../../unit/fleet/records.ts';
 
 const TOKEN = 'fleet-dashboard-token-7c1e9a4b';
 const PASSWORD = 'basic-password-5d2f';

@@ -18,8 +18,8 @@ import {
   openHistory,
 } from '../../../src/fleet/history/index.ts';
 import { silentLogger } from '../../../src/log.ts';
+import { freezeLifecycle, record } from '../../support/fleet-records.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { freezeLifecycle, record } from '../../unit/fleet/records.ts';
 
 /** A VM name a spreadsheet would evaluate as a formula (the validator accepts it: any name up to 256 chars). */
 const FORMULA_VM = '=HYPERLINK("http://evil.example","click")';

@@ -18,10 +18,10 @@ import {
   type TimeSeries,
 } from '../../../src/fleet/history/index.ts';
 import { silentLogger } from '../../../src/log.ts';
+import { iso } from '../../support/fleet-records.ts';
 import { D, viewsFixture as fixture } from '../../support/fleet-views-fixture.ts';
 import { createTestDatabase } from '../../support/postgres.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { iso } from '../../unit/fleet/records.ts';
 
 /** The fixture's blast radius at threshold 2, in the view's order (pending, then peak, descending; scope; name). */
 const BLAST: Array<

@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type FleetHistory, openHistory, type RawFleetEvent } from '../../../src/fleet/history/index.ts';
+import { freezeLifecycle, iso, record } from '../../support/fleet-records.ts';
 import { createTestDatabase } from '../../support/postgres.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { freezeLifecycle, iso, record } from '../../unit/fleet/records.ts';
 
 const tmp = makeTempDir('sef-fleet-history-');
 const cleanups: Array<() => Promise<void>> = [];

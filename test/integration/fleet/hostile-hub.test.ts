@@ -17,10 +17,10 @@ import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type FleetHistory, openHistory } from '../../../src/fleet/history/index.ts';
 import { type EventHubsDouble, startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
 import { writeFleetConfig } from '../../support/fleet-config.ts';
+import { freezeLifecycle } from '../../support/fleet-records.ts';
 import { createTestDatabase } from '../../support/postgres.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { freezeLifecycle } from '../../unit/fleet/records.ts';
 import { type FleetChild, spawnFleet, startAzurite } from './helpers.ts';
 
 const HUB = 'lifecycle';

@@ -22,10 +22,10 @@ import { createFleetMetrics, MAINTENANCE_EVENT_TYPES } from '../../../src/fleet/
 import { silentLogger } from '../../../src/log.ts';
 import { type EventHubsDouble, startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
 import { writeFleetConfig } from '../../support/fleet-config.ts';
+import { freezeLifecycle, record } from '../../support/fleet-records.ts';
 import { createTestDatabase } from '../../support/postgres.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { freezeLifecycle, record } from '../../unit/fleet/records.ts';
 import { type FleetChild, spawnFleet, startAzurite } from './helpers.ts';
 
 const HUB = 'lifecycle';

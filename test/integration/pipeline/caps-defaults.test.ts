@@ -11,8 +11,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.ts';
 import { openStore } from '../../../src/store/index.ts';
 import { jsonLines, MAIN, REPO } from '../../support/child.ts';
+import { makeRecord } from '../../support/delivery.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { makeRecord } from '../../unit/delivery/helpers.ts';
 
 const FORTY_DAYS_MS = 40 * 24 * 3_600_000;
 

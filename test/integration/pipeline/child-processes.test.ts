@@ -14,9 +14,9 @@ import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { createExecSink, execSinkFactory } from '../../../src/sinks/exec/index.ts';
 import { REPO, spawnCli } from '../../support/child.ts';
+import { makeRecord } from '../../support/delivery.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { makeRecord } from '../../unit/delivery/helpers.ts';
 
 const DUMP = join(REPO, 'test', 'support', 'dump-env.mjs');
 const VM = 'sim-vm-0';

@@ -5,13 +5,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfigForCli } from '../../../src/config/index.ts';
 import type { DeliveryEngineEvent } from '../../../src/delivery/index.ts';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
-import { silentLogger } from '../../../src/log.ts';
-import { Forwarder } from '../../../src/pipeline/index.ts';
 import { startSimulator } from '../../../src/simulator/index.ts';
 import { jsonLines } from '../../support/child.ts';
+import { simulatorConfig, startForwarder } from '../../support/forwarder.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 
@@ -23,17 +21,11 @@ describe('run: delivery events through the pipeline observer', () => {
     const sim = await startSimulator({ timeScale: 0 });
     try {
       const out = join(tmp.dir, 'records.jsonl');
-      const config = loadConfigForCli({
-        imdsEndpoint: sim.url,
-        pollInterval: 200,
-        stateDir: join(tmp.dir, 'state'),
-        sink: [`file:${out}`],
-      });
+      const config = simulatorConfig({ imdsEndpoint: sim.url, stateDir: join(tmp.dir, 'state'), out });
       const seen: Array<DeliveryEngineEvent | 'stopping'> = [];
       let ready = false;
-      const forwarder = new Forwarder({
+      const { stop } = startForwarder({
         config,
-        logger: silentLogger(),
         observer: {
           delivery: (event) => seen.push(event),
           stopping: () => seen.push('stopping'),
@@ -42,16 +34,13 @@ describe('run: delivery events through the pipeline observer', () => {
           },
         },
       });
-      const controller = new AbortController();
-      const running = forwarder.run(controller.signal);
       await waitFor(() => ready, 'the delivery engine to start');
       const { id } = sim.admin.injectEvent({ type: 'Freeze', noticeSeconds: 900 });
       await waitFor(
         () => seen.some((e) => e !== 'stopping' && e.type === 'delivered'),
         'the delivered event of the scheduled record',
       );
-      controller.abort();
-      await running;
+      await stop();
 
       const written = jsonLines<LifecycleRecord>(readFileSync(out, 'utf8'));
       expect(written.map((r) => `${r.subject}:${r.transition}`)).toEqual([`${id}:scheduled`]);

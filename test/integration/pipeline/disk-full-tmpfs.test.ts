@@ -17,6 +17,7 @@ import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { RESERVE_BYTES, RESERVE_FILE } from '../../../src/store/index.ts';
 import { type ForwarderChild, jsonLines, spawnCli } from '../../support/child.ts';
+import { runArgs } from '../../support/forwarder.ts';
 import { fillDisk, mountTmpfs } from '../../support/mount.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -68,17 +69,7 @@ describe('full state disk (real tmpfs)', () => {
     const outDir = join(tmp.dir, 'out');
     mkdirSync(outDir);
     const out = join(outDir, 'records.jsonl');
-    fwd = spawnCli([
-      'run',
-      '--imds-endpoint',
-      s.url,
-      '--poll-interval',
-      '200',
-      '--state-dir',
-      stateDir,
-      '--sink',
-      `file:${out}`,
-    ]);
+    fwd = spawnCli(runArgs({ imdsEndpoint: s.url, stateDir, out }));
     await fwd.ready;
 
     const event = s.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900 });

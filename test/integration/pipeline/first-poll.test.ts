@@ -17,6 +17,7 @@ import { DEFAULT_VM_NAME, type RunningSimulator, startSimulator } from '../../..
 import { findSinkFactory } from '../../../src/sinks/registry.ts';
 import type { SinkFactory } from '../../../src/sinks/types.ts';
 import { jsonLines, spawnCli } from '../../support/child.ts';
+import { runArgs } from '../../support/forwarder.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 
@@ -159,17 +160,9 @@ describe('the first GET leaves before the program loads (src/cli/first-poll.ts),
     const event = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900 });
     const out = join(dir('early'), 'records.jsonl');
     // One poll a minute: within the wait below, every Scheduled Events GET is the first one.
-    const fwd = spawnCli([
-      'run',
-      '--imds-endpoint',
-      sim.url,
-      '--poll-interval',
-      '60000',
-      '--state-dir',
-      dir('early-state'),
-      '--sink',
-      `file:${out}`,
-    ]);
+    const fwd = spawnCli(
+      runArgs({ imdsEndpoint: sim.url, stateDir: dir('early-state'), out, pollIntervalMs: 60_000 }),
+    );
     cleanups.push(async () => {
       fwd.child.kill('SIGKILL');
       await fwd.exited;

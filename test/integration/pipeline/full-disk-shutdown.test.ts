@@ -15,6 +15,7 @@ import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { RESERVE_BYTES, RESERVE_FILE } from '../../../src/store/index.ts';
 import { type ForwarderChild, jsonLines, spawnCli } from '../../support/child.ts';
+import { runArgs } from '../../support/forwarder.ts';
 import { fillDisk, mountTmpfs } from '../../support/mount.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -58,8 +59,7 @@ describe('SIGTERM on a full state disk (real tmpfs)', () => {
     const outDir = join(tmp.dir, 'out');
     mkdirSync(outDir);
     const out = join(outDir, 'records.jsonl');
-    const args = ['run', '--imds-endpoint', s.url, '--poll-interval', '200', '--state-dir', stateDir];
-    args.push('--sink', `file:${out}`);
+    const args = runArgs({ imdsEndpoint: s.url, stateDir, out });
     const first = spawnCli(args);
     children.push(first);
     await first.ready;

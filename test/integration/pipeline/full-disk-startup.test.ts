@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { type ForwarderChild, jsonLines, REPO, spawnCli } from '../../support/child.ts';
+import { runArgs } from '../../support/forwarder.ts';
 import { fillDisk, mountTmpfs } from '../../support/mount.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -66,17 +67,9 @@ describe('starting on a full state disk', () => {
     const config = join(tmp.dir, 'forwarder.yaml');
     writeFileSync(config, 'telemetry:\n  listen:\n    enabled: true\n    port: 0\n');
     fwd = spawnCli([
-      'run',
+      ...runArgs({ imdsEndpoint: sim.url, stateDir, out: join(tmp.dir, 'records.jsonl') }),
       '--config',
       config,
-      '--imds-endpoint',
-      sim.url,
-      '--poll-interval',
-      '200',
-      '--state-dir',
-      stateDir,
-      '--sink',
-      `file:${join(tmp.dir, 'records.jsonl')}`,
     ]);
     const child = fwd;
     const full = await waitFor(

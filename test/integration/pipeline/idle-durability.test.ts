@@ -14,13 +14,12 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { loadConfigForCli } from '../../../src/config/index.ts';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
-import { silentLogger } from '../../../src/log.ts';
-import { Forwarder, TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
+import { TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import type { ForwarderState } from '../../../src/transform/index.ts';
 import { type ForwarderChild, fileSinkRecords, spawnCli } from '../../support/child.ts';
+import { simulatorConfig, startForwarder } from '../../support/forwarder.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 
@@ -145,15 +144,10 @@ describe('the observation checkpoint (in process, real SQLite file)', () => {
     simulators.push(sim);
     const stateDir = dir('checkpoint-state');
     const out = join(dir('checkpoint'), 'records.jsonl');
-    const config = loadConfigForCli({
-      imdsEndpoint: sim.url,
-      pollInterval: POLL_MS,
-      stateDir,
-      sink: [`file:${out}`],
+    const { forwarder, stop } = startForwarder({
+      config: simulatorConfig({ imdsEndpoint: sim.url, pollIntervalMs: POLL_MS, stateDir, out }),
+      observationCheckpointMs: 1000,
     });
-    const forwarder = new Forwarder({ config, logger: silentLogger(), observationCheckpointMs: 1000 });
-    const controller = new AbortController();
-    const running = forwarder.run(controller.signal);
     try {
       await waitFor(() => forwarder.stats.commits === 1, 'the first document committed');
       // Idle without events: no checkpoint, however long (here 15 polls = 3 checkpoint intervals).
@@ -170,8 +164,7 @@ describe('the observation checkpoint (in process, real SQLite file)', () => {
       expect(checkpointed - committedAt).toBeGreaterThanOrEqual(1000);
       expect(forwarder.stats.records).toBe(1); // a checkpoint carries no record
     } finally {
-      controller.abort();
-      await running;
+      await stop();
     }
   });
 });

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { type ForwarderChild, fileSinkRecords, jsonLines, spawnCli } from '../../support/child.ts';
+import { parsePrometheusText, type Sample } from '../../support/prom-text.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { parsePrometheusText, type Sample } from '../../unit/telemetry/prom-text.ts';
 
 const tmp = makeTempDir('sef-series-');
 let sim: RunningSimulator | undefined;

@@ -19,9 +19,9 @@ import { MAIN, REPO } from '../../support/child.ts';
 import { HttpSinkServer } from '../../support/http-sink-server.ts';
 import { type OtlpHttpReceiver, startOtlpHttpReceiver } from '../../support/otlp-receiver.ts';
 import { type ProxyProcess, startProxyProcess } from '../../support/proxy-process.ts';
+import { makeRecord } from '../../support/records.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { makeRecord } from '../sinks/webhook/fixtures.ts';
 
 const tmp = makeTempDir('sef-proxy-');
 const closers: Array<() => Promise<void> | void> = [];

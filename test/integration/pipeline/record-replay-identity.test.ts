@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { jsonLines, MAIN, REPO, spawnCli } from '../../support/child.ts';
+import { runArgs } from '../../support/forwarder.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 
@@ -47,17 +48,9 @@ describe('run --record / --replay and the VM identity', () => {
     const capture = join(tmp.dir, 'capture.jsonl');
     const live = join(tmp.dir, 'live.jsonl');
     const fwd = spawnCli([
-      'run',
-      '--imds-endpoint',
-      sim.url,
-      '--poll-interval',
-      '200',
-      '--state-dir',
-      join(tmp.dir, 'live-state'),
+      ...runArgs({ imdsEndpoint: sim.url, stateDir: join(tmp.dir, 'live-state'), out: live }),
       '--record',
       capture,
-      '--sink',
-      `file:${live}`,
     ]);
     await fwd.ready;
     await waitFor(() => records(live).length === 1, 'the live scheduled record');

@@ -8,13 +8,13 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { loadConfigForCli } from '../../../src/config/index.ts';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { validateRecord } from '../../../src/domain/record-schema.ts';
-import { createLogger, silentLogger } from '../../../src/log.ts';
-import { Forwarder, TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
+import { createLogger } from '../../../src/log.ts';
+import { TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { fileSinkRecords, MAIN, REPO, spawnCli } from '../../support/child.ts';
+import { runArgs, simulatorConfig, startForwarder } from '../../support/forwarder.ts';
 import { setPageLimit } from '../../support/store.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -43,17 +43,7 @@ describe('run --sink file:PATH', () => {
     const sim = await startSimulator({ scenario: join(REPO, 'config', 'demo.scenario.yaml'), timeScale: 0 });
     simulators.push(sim);
     const out = join(dir('e2e'), 'records.jsonl');
-    const fwd = spawnCli([
-      'run',
-      '--imds-endpoint',
-      sim.url,
-      '--poll-interval',
-      '200',
-      '--state-dir',
-      dir('state'),
-      '--sink',
-      `file:${out}`,
-    ]);
+    const fwd = spawnCli(runArgs({ imdsEndpoint: sim.url, stateDir: dir('state'), out }));
     await fwd.ready;
     const ticker = setInterval(() => sim.admin.advance(1000), 100);
     try {
@@ -92,17 +82,7 @@ describe('reboot awareness', () => {
     const event = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900, resources: ['sim-vm-0'] });
     const stateDir = dir('reboot-state');
     const out = join(dir('reboot'), 'records.jsonl');
-    const args = [
-      'run',
-      '--imds-endpoint',
-      sim.url,
-      '--poll-interval',
-      '200',
-      '--state-dir',
-      stateDir,
-      '--sink',
-      `file:${out}`,
-    ];
+    const args = runArgs({ imdsEndpoint: sim.url, stateDir, out });
 
     const before = spawnCli(args, { [TEST_BOOT_TIME_ENV]: String(Date.now() - 3_600_000) });
     await before.ready;
@@ -135,21 +115,11 @@ describe('disk full', () => {
     const sim = await startSimulator({ timeScale: 0 });
     simulators.push(sim);
     const out = join(dir('full'), 'records.jsonl');
-    const config = loadConfigForCli({
-      imdsEndpoint: sim.url,
-      pollInterval: 200,
-      stateDir: dir('full-state'),
-      sink: [`file:${out}`],
-    });
     const errors: string[] = [];
-    const logger = silentLogger();
-    const forwarder = new Forwarder({
-      config,
-      logger,
+    const { forwarder, stop } = startForwarder({
+      config: simulatorConfig({ imdsEndpoint: sim.url, stateDir: dir('full-state'), out }),
       observer: { commitFailed: (info) => errors.push(info.message) },
     });
-    const controller = new AbortController();
-    const running = forwarder.run(controller.signal);
     await waitFor(() => forwarder.stats.commits > 0, 'the first commit');
 
     // The database may not grow by a single page: every commit that needs space fails with SQLITE_FULL.
@@ -172,8 +142,7 @@ describe('disk full', () => {
     await waitFor(() => readRecords(out).length >= ids.length, 'every scheduled record after space returns', {
       timeoutMs: 30_000,
     });
-    controller.abort();
-    await running;
+    await stop();
     expect(
       readRecords(out)
         .map((r) => r.subject)
@@ -187,12 +156,7 @@ describe('disk full beyond the in-memory bound', () => {
     const sim = await startSimulator({ timeScale: 0 });
     simulators.push(sim);
     const out = join(dir('bound'), 'records.jsonl');
-    const config = loadConfigForCli({
-      imdsEndpoint: sim.url,
-      pollInterval: 200,
-      stateDir: dir('bound-state'),
-      sink: [`file:${out}`],
-    });
+    const config = simulatorConfig({ imdsEndpoint: sim.url, stateDir: dir('bound-state'), out });
     const lines: string[] = [];
     const logger = createLogger({
       level: 'info',
@@ -204,9 +168,7 @@ describe('disk full beyond the in-memory bound', () => {
         },
       }),
     });
-    const forwarder = new Forwarder({ config, logger, maxWaitingRecords: 5 });
-    const controller = new AbortController();
-    const running = forwarder.run(controller.signal);
+    const { forwarder, stop } = startForwarder({ config, logger, maxWaitingRecords: 5 });
     const a = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900 });
     await waitFor(() => readRecords(out).length === 1, 'A scheduled');
 
@@ -234,8 +196,7 @@ describe('disk full beyond the in-memory bound', () => {
 
     setPageLimit(forwarder.store!, undefined); // space returns
     await waitFor(() => readRecords(out).length >= 2 + fillers.length, 'the records after space returned');
-    controller.abort();
-    await running;
+    await stop();
     const records = readRecords(out);
     // A's `started` went with the bound: A ends with an inferred completed (the dropped observations are
     // unwatched time for the committed state), never canceled; every other event is recorded.
@@ -260,15 +221,7 @@ describe('run --sink stdout whose reader exits', () => {
     const sim = await startSimulator({ timeScale: 0 });
     simulators.push(sim);
     const stateDir = dir('stdout-closed');
-    const fwd = spawnCli([
-      'run',
-      '--imds-endpoint',
-      sim.url,
-      '--poll-interval',
-      '200',
-      '--state-dir',
-      stateDir,
-    ]);
+    const fwd = spawnCli(runArgs({ imdsEndpoint: sim.url, stateDir })); // no --sink: stdout
     await fwd.ready;
     // The reader goes away (`run | jq` and jq exits): the child's next write to its stdout pipe gets EPIPE.
     fwd.child.stdout?.destroy();

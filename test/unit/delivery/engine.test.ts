@@ -3,10 +3,17 @@ import { MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelayMs } from '../../../src/
 import { DEFAULT_RESCAN_INTERVAL_MS, DeliveryEngine, type EngineSink } from '../../../src/delivery/engine.ts';
 import { type Logger, silentLogger } from '../../../src/log.ts';
 import { type Outbox, openStore, type Store } from '../../../src/store/index.ts';
+import {
+  captureLogger,
+  flush,
+  makeRecord,
+  permanent,
+  retryable,
+  ScriptedSink,
+} from '../../support/delivery.ts';
 import { DeliveryEventRecorder } from '../../support/delivery-events.ts';
 import { FakeClock } from '../../support/fake-clock.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { captureLogger, flush, makeRecord, permanent, retryable, ScriptedSink } from './helpers.ts';
 
 let tmp: { dir: string; cleanup: () => void };
 let clock: FakeClock;

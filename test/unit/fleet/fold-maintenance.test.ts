@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type FleetEvent, foldEvent } from '../../../src/fleet/fold.ts';
 import { foldMaintenance } from '../../../src/fleet/fold-maintenance.ts';
-import { freezeLifecycle, record } from './records.ts';
+import { freezeLifecycle, record } from '../../support/fleet-records.ts';
 
 /** One observation per VM: the fold of that VM's records of the event. */
 function observations(records: LifecycleRecord[]): FleetEvent[] {

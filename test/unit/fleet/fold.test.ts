@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { foldEvent } from '../../../src/fleet/fold.ts';
 import { parseRecord } from '../../../src/fleet/validate.ts';
-import { freezeLifecycle, iso, record } from './records.ts';
+import { freezeLifecycle, iso, record } from '../../support/fleet-records.ts';
 
 describe('foldEvent', () => {
   it('summarizes a full lifecycle: notice, advertised versus observed impact, lapsed approval', () => {

@@ -15,8 +15,8 @@ import {
   MAX_SOURCE_LENGTH,
   parseRecord,
 } from '../../../src/fleet/validate.ts';
+import { freezeLifecycle, iso, record } from '../../support/fleet-records.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { freezeLifecycle, iso, record } from './records.ts';
 
 const { readFileSync } = process.getBuiltinModule('node:fs');
 

@@ -1,7 +1,8 @@
 /**
  * The sink compliance suite (docs/sinks.md): every entry of the sink registry, created through its registered
  * factory (stdout: with a captured stream), against its real local receiver, through the real DeliveryEngine
- * and a real SQLite outbox. A registered type without a harness fails the suite, so a new sink cannot skip it.
+ * and a real SQLite outbox. Each type's harness lives beside that sink's tests, listed in test/support/sink-harnesses.ts;
+ * a registered type without a harness fails the suite, so a new sink cannot skip it.
  *
  * Rules checked for each type: ordered at-least-once delivery across a retryable outage; retryable failures
  * retried, permanent ones dead-lettered (where the destination has a permanent failure); a permanent failure of
@@ -10,11 +11,11 @@
  * is all-or-nothing declares it and the engine isolates the record); a delivery that hangs
  * is aborted by the engine's delivery timeout and retried (the sink honours the signal); a deliver() with an
  * aborted signal rejects; close() twice is fine; configured secrets appear in no retry message and no
- * dead-letter error, even when the receiver echoes them back.
+ * dead-letter error, even when the receiver echoes them back. Every type with a `tls` option (the HTTP sinks) also
+ * runs once over TLS: its harness's receiver over HTTPS with a private CA (HarnessContext.tls), delivered with
+ * tls.ca, and the permanent `tls` without it.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import type { Writable } from 'node:stream';
+import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryEngine } from '../../../src/delivery/index.ts';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
@@ -25,300 +26,38 @@ import {
   isDeliveryErrorCode,
 } from '../../../src/sinks/delivery-errors.ts';
 import { SINK_FACTORIES } from '../../../src/sinks/registry.ts';
-import { createStdoutSink } from '../../../src/sinks/stdout/index.ts';
-import { DeliveryError, type Sink, type SinkContext } from '../../../src/sinks/types.ts';
+import { DeliveryError, type Sink } from '../../../src/sinks/types.ts';
 import { openStore, type Store } from '../../../src/store/index.ts';
-import { makeRecord } from '../../integration/sinks/otel/records.ts';
-import { type EventHubsDouble, startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
-import { HttpSinkServer } from '../../support/http-sink-server.ts';
-import { type OtlpHttpReceiver, startOtlpHttpReceiver } from '../../support/otlp-receiver.ts';
+import {
+  ENV_SECRET,
+  type Harness,
+  type HarnessContext,
+  RecordBatches,
+  SECRET,
+  sinkContext,
+} from '../../support/sink-harness.ts';
+import { SINK_HARNESSES } from '../../support/sink-harnesses.ts';
+import { makeTestPki } from '../../support/tls-certs.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 
-/** How a test drives one sink type's real receiver. */
-interface Harness {
-  /** Raw options, parsed with the factory's own schema. */
-  options: Record<string, unknown>;
-  /** Configured secret values that must never show up in an error. */
-  secrets: string[];
-  /** Builds the sink some other way than factory.create (stdout: a captured stream instead of fd 1). */
-  create?(name: string): Promise<Sink>;
-  /** Ids of the records that reached the receiver, in arrival order (duplicates included). */
-  arrived(): string[];
-  /** Make every following delivery fail; 'permanent' only where the destination has a permanent failure. */
-  breakDestination(kind: 'retryable' | 'permanent'): void;
-  repair(): void;
-  /** Whether the destination has a permanent failure mode (file and stdout only fail retryably). */
-  permanent: boolean;
-  /** Make the destination stop answering (undefined: a local write that cannot hang, file and stdout). */
-  hang?(): void;
-  /**
-   * Make the destination permanently reject this one record and accept every other (the receiver fails the
-   * request, or the part of a batch, that carries it). Returns the record to commit: Event Hubs gets an oversized
-   * copy, which the hub's message size limit rejects. Undefined where the destination has no permanent failure
-   * (file, stdout). repair() lifts it.
-   */
-  poison?(record: LifecycleRecord): LifecycleRecord;
-  /**
-   * Why this batch sink cannot name the failing record (its protocol accepts or rejects a request as a whole):
-   * it leaves failedIndex unset and the engine isolates the record. Unset: the sink must report failedIndex.
-   */
-  failedIndexUnknown?: string;
-  close(): Promise<void>;
-}
-
-const SECRET = 'Sup3rS3cretT0ken-compliance-4711';
-const ENV_SECRET = 'SEF_COMPLIANCE_SECRET';
-const ENV_HUB = 'SEF_COMPLIANCE_EH_CONN';
 const tmp = makeTempDir('sef-compliance-');
-let double: EventHubsDouble;
+const batches = new RecordBatches();
+/** A batch of n records with unique event ids (every one remembered for harnesses that match payload text). */
+const records = (n: number): LifecycleRecord[] => batches.next(n);
+const harnessContext: HarnessContext = { known: () => batches.all(), dir: tmp.dir };
 
-let batches = 0;
-/** Unique event ids, so a receiver's payload (a Slack message, an Adaptive Card) names its record. */
-function records(n: number): LifecycleRecord[] {
-  batches += 1;
-  const tag = String(batches).padStart(4, '0');
-  return Array.from({ length: n }, (_, i) =>
-    makeRecord('scheduled', { eventId: `C0DE${tag}-0000-4000-8000-${String(i).padStart(12, '0')}` }),
-  );
-}
-
-/** Record ids whose event id appears in a text payload, in order of the payloads. */
-function idsInBodies(bodies: string[], known: readonly LifecycleRecord[]): string[] {
-  const ids: string[] = [];
-  for (const body of bodies) for (const r of known) if (body.includes(r.data.EventId)) ids.push(r.id);
-  return ids;
-}
-
-let allRecords: LifecycleRecord[] = [];
-
-function httpHarness(type: 'webhook' | 'slack' | 'teams') {
-  return async (): Promise<Harness> => {
-    const server = await HttpSinkServer.start({ status: 200, body: 'ok' });
-    const options: Record<string, unknown> = { url: server.url(`/hook/${SECRET}`) };
-    if (type === 'webhook') options.headers = { 'X-Api-Key': `\${${ENV_SECRET}}` };
-    const poisoned = new Set<string>();
-    const ok = () => server.requests.filter((_, i) => !failed.has(i)).map((r) => r.body);
-    const failed = new Set<number>();
-    let broken = false;
-    return {
-      options,
-      secrets: [SECRET, server.url(`/hook/${SECRET}`)],
-      arrived: () => idsInBodies(ok(), allRecords),
-      breakDestination(kind) {
-        broken = true;
-        server.setDefault(
-          kind === 'retryable'
-            ? { status: 503, body: `busy, retry ${SECRET}` }
-            : { status: 400, body: `rejected request to ${server.url(`/hook/${SECRET}`)}` },
-        );
-      },
-      repair() {
-        // requests answered while broken did not deliver
-        if (broken) for (let i = 0; i < server.requests.length; i++) failed.add(i);
-        broken = false;
-        server.setDefault({ status: 200, body: 'ok' });
-        server.setResponder(undefined);
-        poisoned.clear();
-      },
-      poison(record) {
-        poisoned.add(record.data.EventId);
-        server.setResponder((request) => {
-          if (![...poisoned].some((id) => request.body.includes(id))) return undefined;
-          failed.add(server.requests.indexOf(request)); // answered 400: not delivered
-          return { status: 400, body: `rejected record ${record.data.EventId} ${SECRET}` };
-        });
-        return record;
-      },
-      permanent: true,
-      hang() {
-        broken = true;
-        server.setDefault({ hang: true });
-      },
-      close: () => server.close(),
-    };
-  };
-}
-
-const HARNESSES: Record<string, () => Promise<Harness>> = {
-  webhook: httpHarness('webhook'),
-  slack: httpHarness('slack'),
-  teams: httpHarness('teams'),
-  async otel(): Promise<Harness> {
-    const receiver: OtlpHttpReceiver = await startOtlpHttpReceiver();
-    return {
-      options: { endpoint: receiver.url, headers: { authorization: `\${${ENV_SECRET}}` }, timeoutMs: 5000 },
-      secrets: [SECRET],
-      arrived: () => receiver.acceptedRecords().map((r) => String(r.attributes['cloudevents.event_id'])),
-      breakDestination(kind) {
-        receiver.setDefault(
-          kind === 'retryable' ? { status: 503, body: SECRET } : { status: 400, body: `bad token ${SECRET}` },
-        );
-      },
-      repair() {
-        receiver.setDefault({ status: 200 });
-        receiver.setResponder(undefined);
-      },
-      poison(record) {
-        receiver.setResponder((received) =>
-          received.some((r) => r.attributes['cloudevents.event_id'] === record.id)
-            ? { status: 400, body: `invalid log record ${record.id} ${SECRET}` }
-            : undefined,
-        );
-        return record;
-      },
-      failedIndexUnknown: 'an OTLP export request is accepted or rejected as a whole',
-      permanent: true,
-      hang: () => receiver.setDefault({ hang: true }),
-      close: () => receiver.close(),
-    };
-  },
-  async eventhubs(): Promise<Harness> {
-    const hub = 'compliance';
-    process.env[ENV_HUB] = double.connectionString(hub);
-    return {
-      options: {
-        connectionString: `\${${ENV_HUB}}`,
-        retry: { maxRetries: 0, retryDelayMs: 20, maxRetryDelayMs: 50, timeoutMs: 5000 },
-      },
-      secrets: [double.sasKey, double.connectionString(hub)],
-      arrived: () => double.received(hub).map((e) => String(e.messageId)),
-      breakDestination(kind) {
-        double.setFault({ kind: kind === 'retryable' ? 'server-busy' : 'message-too-large', hub });
-      },
-      repair: () => double.clearFaults(),
-      // Larger than the hub's message size limit (1 MiB on the double): the sink sends the records before it in
-      // their own batch, then reports the oversized one's index.
-      poison: (record) => ({ ...record, data: { ...record.data, Description: 'x'.repeat(1_100_000) } }),
-      permanent: true,
-      hang: () => double.setFault({ kind: 'never-settle', hub }),
-      close: async () => {},
-    };
-  },
-  async file(): Promise<Harness> {
-    const path = join(tmp.dir, `out-${Math.random().toString(36).slice(2)}`, 'records.jsonl');
-    let blocker: string | undefined;
-    return {
-      options: { path },
-      secrets: [],
-      arrived: () => {
-        try {
-          return readFileSync(path, 'utf8')
-            .split('\n')
-            .filter(Boolean)
-            .map((l) => (JSON.parse(l) as LifecycleRecord).id);
-        } catch {
-          return [];
-        }
-      },
-      breakDestination() {
-        // a regular file where the sink's directory should be: mkdir/open fail (retryable)
-        blocker = join(path, '..');
-        rmSync(blocker, { recursive: true, force: true });
-        writeFileSync(blocker, 'not a directory');
-      },
-      repair() {
-        if (blocker !== undefined) rmSync(blocker);
-        blocker = undefined;
-      },
-      permanent: false,
-      close: async () => {},
-    };
-  },
-  async stdout(): Promise<Harness> {
-    const lines: string[] = [];
-    let failing = false;
-    // A captured stream: a real Writable errors once and stays errored, while stdout (a pipe that fills up
-    // or a reader that restarts) can fail one write and take the next, so only write() (and the error listener
-    // the sink attaches) is provided.
-    const stream = {
-      on: () => stream,
-      write(chunk: string, callback: (error?: Error | null) => void): boolean {
-        if (failing) callback(new Error('EPIPE: broken pipe'));
-        else {
-          lines.push(...chunk.split('\n').filter(Boolean));
-          callback();
-        }
-        return true;
-      },
-    } as unknown as Writable;
-    return {
-      options: {},
-      secrets: [],
-      create: async (name) => createStdoutSink(name, stream),
-      arrived: () => lines.map((l) => (JSON.parse(l) as LifecycleRecord).id),
-      breakDestination() {
-        failing = true;
-      },
-      repair() {
-        failing = false;
-      },
-      permanent: false,
-      close: async () => {},
-    };
-  },
-  async exec(): Promise<Harness> {
-    const control = join(tmp.dir, `mode-${Math.random().toString(36).slice(2)}`);
-    const out = `${control}.out`;
-    const reject = `${control}.reject`;
-    writeFileSync(control, 'ok');
-    writeFileSync(out, '');
-    writeFileSync(reject, '');
-    const script = [
-      "const fs = require('node:fs');",
-      'const [control, out, reject] = process.argv.slice(1);',
-      "let input = ''; process.stdin.on('data', (d) => { input += d; });",
-      "process.stdin.on('end', () => {",
-      "  const mode = fs.readFileSync(control, 'utf8');",
-      "  if (mode === 'retryable') { process.stderr.write('busy'); process.exit(3); }",
-      "  if (mode === 'permanent') { process.stderr.write('rejected'); process.exit(4); }",
-      "  if (mode === 'hang') { setTimeout(() => {}, 600000); return; }",
-      "  if (JSON.parse(input).id === fs.readFileSync(reject, 'utf8')) { process.stderr.write('rejected'); process.exit(4); }",
-      "  fs.appendFileSync(out, JSON.parse(input).id + '\\n');",
-      '});',
-    ].join('\n');
-    return {
-      options: {
-        command: process.execPath,
-        args: ['-e', script, control, out, reject],
-        permanentExitCodes: [4],
-      },
-      secrets: [],
-      arrived: () => readFileSync(out, 'utf8').split('\n').filter(Boolean),
-      breakDestination: (kind) => writeFileSync(control, kind),
-      repair() {
-        writeFileSync(control, 'ok');
-        writeFileSync(reject, '');
-      },
-      poison(record) {
-        writeFileSync(reject, record.id);
-        return record;
-      },
-      permanent: true,
-      hang: () => writeFileSync(control, 'hang'),
-      close: async () => {},
-    };
-  },
-};
-
-function context(): SinkContext {
-  return { logger: silentLogger(), vm: () => undefined, stateDir: tmp.dir };
-}
-
-beforeAll(async () => {
+beforeAll(() => {
   process.env[ENV_SECRET] = SECRET;
-  double = await startEventHubsDouble({ hubs: { compliance: 2 } });
 });
-afterAll(async () => {
+afterAll(() => {
   delete process.env[ENV_SECRET];
-  delete process.env[ENV_HUB];
-  await double.close();
   tmp.cleanup();
 });
 
 it('every registered sink type has a compliance harness', () => {
-  const missing = SINK_FACTORIES.map((f) => f.type).filter((type) => !(type in HARNESSES));
-  expect(missing, 'add a harness to test/unit/sinks/compliance.test.ts').toEqual([]);
+  const missing = SINK_FACTORIES.map((f) => f.type).filter((type) => !(type in SINK_HARNESSES));
+  expect(missing, 'add a harness and a line in test/support/sink-harnesses.ts').toEqual([]);
   expect(SINK_FACTORIES.length).toBeGreaterThan(0);
 });
 
@@ -346,7 +85,7 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     const sink =
       harness.create !== undefined
         ? await harness.create(name)
-        : await factory.create(name, factory.optionsSchema.parse(harness.options), context());
+        : await factory.create(name, factory.optionsSchema.parse(harness.options), sinkContext(tmp.dir));
     cleanups.push(async () => {
       await sink.close?.();
     });
@@ -378,9 +117,9 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
   }
 
   beforeAll(async () => {
-    const make = HARNESSES[type];
+    const make = SINK_HARNESSES[type];
     if (make === undefined) throw new Error(`no compliance harness for sink type ${type}`);
-    harness = await make();
+    harness = await make(harnessContext);
   });
   afterAll(async () => {
     await harness?.close();
@@ -399,7 +138,6 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     freshStore();
     const sink = await build(`c-${type}`);
     const batch = records(5);
-    allRecords = [...allRecords, ...batch];
     const { engine, messages } = engineFor(sink);
     harness.breakDestination('retryable');
     store.commit(
@@ -427,7 +165,6 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     freshStore();
     const sink = await build(`p-${type}`);
     const [record] = records(1);
-    allRecords = [...allRecords, record!];
     const { engine, messages } = engineFor(sink);
     if (!harness.permanent) {
       // this destination only fails retryably: a failure is retried and the record is never dead-lettered
@@ -469,7 +206,6 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
       expect(['file', 'stdout']).toContain(type);
       const sink = await build(`k-${type}`);
       const batch = records(5);
-      allRecords = [...allRecords, ...batch];
       harness.breakDestination('retryable');
       const error = await sink.deliver(batch, new AbortController().signal).then(
         () => undefined,
@@ -488,7 +224,6 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     const direct = await build(`d-${type}`);
     const first = records(5);
     first[K] = harness.poison(first[K]!);
-    allRecords = [...allRecords, ...first];
     const error = await direct.deliver(first, new AbortController().signal).then(
       () => undefined,
       (e: unknown) => e,
@@ -529,7 +264,6 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     };
     const batch = records(5);
     batch[K] = harness.poison(batch[K]!);
-    allRecords = [...allRecords, ...batch];
     const ids = batch.map((r) => r.id);
     const { engine, messages } = engineFor(observed);
     store.commit(
@@ -570,7 +304,6 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     freshStore();
     const sink = await build(`t-${type}`);
     const batch = records(2);
-    allRecords = [...allRecords, ...batch];
     const { engine, codes } = engineFor(sink, 2500); // above Slack's and Teams' 1 message/s pacing
     if (harness.hang === undefined) {
       // a local write (file, stdout) cannot hang on a receiver: it is simply delivered
@@ -616,5 +349,73 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
   it('every error code it produced is on the published list (src/sinks/delivery-errors.ts, docs/sinks.md)', () => {
     expect(producedCodes.size).toBeGreaterThan(0);
     expect([...producedCodes].filter((code) => !isDeliveryErrorCode(code))).toEqual([]);
+  });
+});
+
+/** True when a sink type's options schema has a `tls` key (src/sinks/http/tls.ts): every HTTP sink. */
+function hasTlsOption(schema: unknown): boolean {
+  const shape = (schema as { shape?: Record<string, unknown> }).shape;
+  return shape !== undefined && 'tls' in shape;
+}
+
+const TLS_FACTORIES = SINK_FACTORIES.filter((f) => hasTlsOption(f.optionsSchema));
+
+it('the HTTP sinks (webhook, slack, teams, otel) have a tls option, so they run over TLS below', () => {
+  expect(TLS_FACTORIES.map((f) => f.type)).toEqual(
+    expect.arrayContaining(['webhook', 'slack', 'teams', 'otel']),
+  );
+});
+
+describe.each(TLS_FACTORIES.map((f) => [f.type, f] as const))('sink type %s over TLS', (type, factory) => {
+  const pki = makeTestPki(makeTempDir('sef-compliance-pki-').dir);
+  let harness: Harness;
+  beforeAll(async () => {
+    harness = await SINK_HARNESSES[type]!({ ...harnessContext, tls: pki });
+  });
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  it('delivers a batch with tls.ca trusting a private CA; without tls.ca the failure is the permanent `tls`', async () => {
+    expect(
+      harness.options.tls,
+      `the ${type} harness ignores HarnessContext.tls: start its receiver over HTTPS and set options.tls`,
+    ).toBeDefined();
+    const trusting = await factory.create(
+      `tls-${type}`,
+      factory.optionsSchema.parse(harness.options),
+      sinkContext(tmp.dir),
+    );
+    const batch = records(Math.min(3, trusting.maxBatch ?? 3));
+    try {
+      for (let i = 0; i < batch.length; i += trusting.maxBatch ?? batch.length) {
+        await trusting.deliver(
+          batch.slice(i, i + (trusting.maxBatch ?? batch.length)),
+          new AbortController().signal,
+        );
+      }
+    } finally {
+      await trusting.close?.();
+    }
+    const mine = new Set(batch.map((r) => r.id));
+    expect(harness.arrived().filter((id) => mine.has(id))).toEqual(batch.map((r) => r.id));
+
+    const { tls: _trust, ...untrustingOptions } = harness.options;
+    const untrusting = await factory.create(
+      `no-ca-${type}`,
+      factory.optionsSchema.parse(untrustingOptions),
+      sinkContext(tmp.dir),
+    );
+    const error = await untrusting.deliver(records(1), new AbortController().signal).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await untrusting.close?.();
+    expect(error).toBeInstanceOf(DeliveryError);
+    expect(error).toMatchObject({ code: 'tls', retryable: false });
+    const message = (error as DeliveryError).message;
+    expect(message).toMatch(/TLS: the server's certificate is not issued by a trusted CA/);
+    for (const secret of harness.secrets) expect(message).not.toContain(secret);
+    for (const pem of [pki.ca.cert, pki.server.key]) expect(message).not.toContain(pem.split('\n')[1]);
   });
 });

@@ -15,10 +15,10 @@ import {
   type Store,
   StoreOpenError,
 } from '../../../src/store/index.ts';
+import { captureLogger, makeRecord } from '../../support/delivery.ts';
 import { fillDisk, mountTmpfs } from '../../support/mount.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { captureLogger, makeRecord } from '../delivery/helpers.ts';
 
 let tmp: { dir: string; cleanup: () => void };
 let unmount: (() => void) | undefined;

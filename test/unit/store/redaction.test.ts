@@ -9,8 +9,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.ts';
 import { Secret } from '../../../src/secret.ts';
 import { openStore } from '../../../src/store/index.ts';
+import { makeRecord } from '../../support/delivery.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { makeRecord } from '../delivery/helpers.ts';
 
 const tmp = makeTempDir('sef-store-redact-');
 afterEach(() => tmp.cleanup());

@@ -10,9 +10,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.ts';
 import { temporaryDiskReason } from '../../../src/platform.ts';
 import { openStore, type Store, StoreOpenError } from '../../../src/store/index.ts';
+import { makeRecord } from '../../support/delivery.ts';
 import { bindMount, mountTmpfs } from '../../support/mount.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { makeRecord } from '../delivery/helpers.ts';
 
 let tmp: { dir: string; cleanup: () => void };
 const open: Store[] = [];

@@ -14,10 +14,10 @@ import {
   StoreOpenError,
   StoreWriteError,
 } from '../../../src/store/index.ts';
+import { captureLogger, makeRecord } from '../../support/delivery.ts';
 import { setPageLimit } from '../../support/store.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
-import { captureLogger, makeRecord } from '../delivery/helpers.ts';
 
 let tmp: { dir: string; cleanup: () => void };
 const open: Store[] = [];

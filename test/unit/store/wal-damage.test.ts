@@ -18,9 +18,9 @@ import {
   WAL_DAMAGE_META,
 } from '../../../src/store/index.ts';
 import { createMetrics, createTelemetryObserver, HealthTracker } from '../../../src/telemetry/index.ts';
+import { captureLogger } from '../../support/delivery.ts';
+import { parsePrometheusText, sampleValue } from '../../support/prom-text.ts';
 import { makeTempDir } from '../../support/tmp.ts';
-import { captureLogger } from '../delivery/helpers.ts';
-import { parsePrometheusText, sampleValue } from '../telemetry/prom-text.ts';
 
 let tmp: { dir: string; cleanup: () => void };
 const open: Store[] = [];
@@ -41,7 +41,7 @@ async function commitThreeAndKill(): Promise<void> {
   const script =
     `const { openStore } = await import(${JSON.stringify(join(root, 'src/store/index.ts'))});` +
     `const { silentLogger } = await import(${JSON.stringify(join(root, 'src/log.ts'))});` +
-    `const { makeRecord } = await import(${JSON.stringify(join(root, 'test/unit/delivery/helpers.ts'))});` +
+    `const { makeRecord } = await import(${JSON.stringify(join(root, 'test/support/delivery.ts'))});` +
     `const s = openStore({ stateDir: ${JSON.stringify(tmp.dir)}, logger: silentLogger() });` +
     `for (let i = 1; i <= 3; i++) s.commit({ step: i }, [{ record: makeRecord(i), sinks: ['a'] }]);` +
     `process.kill(process.pid, 'SIGKILL');`;
@@ -154,7 +154,7 @@ describe('no false alarms', () => {
     const script =
       `const { openStore } = await import(${JSON.stringify(join(root, 'src/store/index.ts'))});` +
       `const { silentLogger } = await import(${JSON.stringify(join(root, 'src/log.ts'))});` +
-      `const { makeRecord } = await import(${JSON.stringify(join(root, 'test/unit/delivery/helpers.ts'))});` +
+      `const { makeRecord } = await import(${JSON.stringify(join(root, 'test/support/delivery.ts'))});` +
       `const s = openStore({ stateDir: ${JSON.stringify(tmp.dir)}, logger: silentLogger() });` +
       `process.stdout.write('open\\n');` +
       `for (let i = 1; ; i++) { s.commit({ i }, [{ record: makeRecord(i), sinks: ['a'] }]);` +

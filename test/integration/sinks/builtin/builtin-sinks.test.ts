@@ -9,8 +9,8 @@ import { createFileSink, fileSinkFactory } from '../../../../src/sinks/file/inde
 import { findSinkFactory } from '../../../../src/sinks/registry.ts';
 import { createStdoutSink } from '../../../../src/sinks/stdout/index.ts';
 import { DeliveryError } from '../../../../src/sinks/types.ts';
+import { makeRecord } from '../../../support/delivery.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
-import { makeRecord } from '../../../unit/delivery/helpers.ts';
 
 let tmp: { dir: string; cleanup: () => void };
 beforeEach(() => {

@@ -12,10 +12,10 @@ import {
   enableClientNoDelay,
   startEventHubsDouble,
 } from '../../../support/event-hubs-double/index.ts';
+import { vmRecords } from '../../../support/records.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { waitFor } from '../../../support/wait.ts';
 import { doubleSink } from './helpers.ts';
-import { makeRecords } from './records.ts';
 
 let tmp: { dir: string; cleanup: () => void };
 let double: EventHubsDouble;
@@ -61,7 +61,7 @@ describe('engine + outbox + Event Hubs sink under faults', () => {
     double.setFault({ kind: 'not-found', times: 1 });
     engine.start();
 
-    const records = makeRecords(100, 5);
+    const records = vmRecords(100, 5);
     for (let i = 0; i < records.length; i += 10) {
       store.commit(
         { upTo: i },

@@ -13,8 +13,8 @@ import {
   enableClientNoDelay,
   startEventHubsDouble,
 } from '../../../support/event-hubs-double/index.ts';
+import { vmRecord, vmRecords } from '../../../support/records.ts';
 import { doubleSink, live } from './helpers.ts';
-import { makeRecord, makeRecords } from './records.ts';
 
 let double: EventHubsDouble;
 let restoreNoDelay: () => void;
@@ -55,7 +55,7 @@ async function failure(promise: Promise<void>): Promise<DeliveryError> {
 
 function fresh(n = 3): LifecycleRecord[] {
   counter += 100;
-  return makeRecords(n, 3, counter);
+  return vmRecords(n, 3, counter);
 }
 
 function copiesOf(id: string) {
@@ -147,7 +147,7 @@ describe('permanent faults carry the SDK error and the failed index', () => {
     const records = fresh(1);
     await s.deliver(records, live());
     double.setFault({ kind: 'not-found', times: 1 });
-    const batch = [makeRecord(counter + 50)];
+    const batch = [vmRecord(counter + 50)];
     const error = await failure(s.deliver(batch, live()));
     expect(error).toMatchObject({ retryable: false, code: 'MessagingEntityNotFound', failedIndex: 0 });
     expect((error.cause as { code?: string }).code).toBe('MessagingEntityNotFoundError');
@@ -164,7 +164,7 @@ describe('permanent faults carry the SDK error and the failed index', () => {
 
   it('message-too-large from the service on a multi-event batch lets the engine isolate the record', async () => {
     const s = sink();
-    const records = [makeRecord(counter + 60, { vm: 'same' }), makeRecord(counter + 61, { vm: 'same' })];
+    const records = [vmRecord(counter + 60, { vm: 'same' }), vmRecord(counter + 61, { vm: 'same' })];
     await s.deliver(fresh(1), live());
     double.setFault({ kind: 'message-too-large', times: 1 });
     const error = await failure(s.deliver(records, live()));

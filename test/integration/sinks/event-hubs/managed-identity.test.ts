@@ -16,8 +16,8 @@ import {
   startEventHubsDouble,
   type TestCertificate,
 } from '../../../support/event-hubs-double/index.ts';
+import { vmRecords } from '../../../support/records.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
-import { makeRecords } from './records.ts';
 
 const run = promisify(execFile);
 const CHILD = join(import.meta.dirname, 'fixtures', 'send-with-credential.ts');
@@ -51,7 +51,7 @@ async function sendFromChild(
   count: number,
   from: number,
 ): Promise<ChildResult> {
-  const records = makeRecords(count, 2, from);
+  const records = vmRecords(count, 2, from);
   const file = join(tmp.dir, `records-${from}.json`);
   writeFileSync(file, JSON.stringify(records));
   const { stdout } = await run(process.execPath, [CHILD], {
@@ -113,7 +113,7 @@ describe('managed identity → IMDS simulator token → Event Hubs double over T
       jwtAudiences: ['https://eventhubs.example.invalid/'],
     });
     try {
-      const records = makeRecords(1, 1, 200);
+      const records = vmRecords(1, 1, 200);
       const file = join(tmp.dir, 'records-strict.json');
       writeFileSync(file, JSON.stringify(records));
       const { stdout } = await run(process.execPath, [CHILD], {

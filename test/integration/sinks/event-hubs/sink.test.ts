@@ -19,10 +19,10 @@ import {
   enableClientNoDelay,
   startEventHubsDouble,
 } from '../../../support/event-hubs-double/index.ts';
+import { vmRecord, vmRecords } from '../../../support/records.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { waitFor } from '../../../support/wait.ts';
 import { doubleSink, doubleSinkOptions, live } from './helpers.ts';
-import { makeRecord, makeRecords } from './records.ts';
 
 let double: EventHubsDouble;
 let restoreNoDelay: () => void;
@@ -49,7 +49,7 @@ function track<T extends { close(): Promise<void> }>(sink: T): T {
 describe('Event Hubs sink → test double', () => {
   it('sends one event per record: CloudEvent body, messageId, cloudEvents:* properties, vmId partition key', async () => {
     const sink = track(doubleSink(double, 'lifecycle'));
-    const records = makeRecords(6, 3);
+    const records = vmRecords(6, 3);
     await sink.deliver(records, live());
     const got = double.received('lifecycle');
     expect(got).toHaveLength(6);
@@ -82,8 +82,8 @@ describe('Event Hubs sink → test double', () => {
   });
 
   it('honours the partitionKey modes none, eventId and vmScaleSetName', async () => {
-    const record = makeRecord(1, { vm: 'ss_3', scaleSet: 'ss', eventId: 'e-42' });
-    const loner = makeRecord(2, { vm: 'loner' });
+    const record = vmRecord(1, { vm: 'ss_3', scaleSet: 'ss', eventId: 'e-42' });
+    const loner = vmRecord(2, { vm: 'loner' });
     expect(partitionKeyFor(record, 'vmId')).toBe(record.vmid);
     expect(partitionKeyFor(record, 'eventId')).toBe('e-42');
     expect(partitionKeyFor(record, 'vmScaleSetName')).toBe('ss');
@@ -106,9 +106,7 @@ describe('Event Hubs sink → test double', () => {
       const sink = track(
         new EventHubsSink('eh-small', doubleSinkOptions(small, 'small', { maxBatch: 200 }), silentLogger()),
       );
-      const records = Array.from({ length: 60 }, (_, i) =>
-        makeRecord(i, { vm: `vm-${i % 2}`, padding: 1500 }),
-      );
+      const records = Array.from({ length: 60 }, (_, i) => vmRecord(i, { vm: `vm-${i % 2}`, padding: 1500 }));
       await sink.deliver(records, live());
       const got = small.received('small');
       expect(got.map((e) => e.messageId).sort()).toEqual(records.map((r) => r.id).sort());
@@ -124,7 +122,7 @@ describe('Event Hubs sink → test double', () => {
     const small = await startEventHubsDouble({ hubs: { small: 1 }, maxMessageSize: 8 * 1024 });
     try {
       const sink = track(doubleSink(small, 'small'));
-      const records = [makeRecord(1), makeRecord(2), makeRecord(3, { padding: 20_000 }), makeRecord(4)];
+      const records = [vmRecord(1), vmRecord(2), vmRecord(3, { padding: 20_000 }), vmRecord(4)];
       const error = await sink.deliver(records, live()).then(
         () => undefined,
         (e: unknown) => e,
@@ -147,12 +145,12 @@ describe('Event Hubs sink → test double', () => {
     try {
       const sink = doubleSink(fresh, 'lifecycle');
       expect(fresh.stats().connectionsOpened).toBe(0);
-      for (let i = 0; i < 5; i++) await sink.deliver([makeRecord(i)], live());
+      for (let i = 0; i < 5; i++) await sink.deliver([vmRecord(i)], live());
       expect(fresh.stats().connectionsOpened).toBe(1);
       expect(fresh.openConnections()).toBe(1);
       await sink.close();
       await waitFor(() => fresh.openConnections() === 0, 'the sink to close its connection');
-      await expect(sink.deliver([makeRecord(9)], live())).rejects.toMatchObject({
+      await expect(sink.deliver([vmRecord(9)], live())).rejects.toMatchObject({
         code: 'closed',
         retryable: true,
       });
@@ -163,11 +161,11 @@ describe('Event Hubs sink → test double', () => {
 
   it('reconnects after the service drops the connection', async () => {
     const sink = track(doubleSink(double, 'lifecycle'));
-    await sink.deliver([makeRecord(100)], live());
+    await sink.deliver([vmRecord(100)], live());
     const opened = double.stats().connectionsOpened;
     expect(double.dropConnections()).toBeGreaterThan(0);
     await waitFor(() => double.openConnections() === 0, 'connections to drop');
-    const record = makeRecord(101);
+    const record = vmRecord(101);
     await sink.deliver([record], live());
     expect(double.stats().connectionsOpened).toBeGreaterThan(opened);
     expect(double.received('lifecycle').filter((e) => e.messageId === record.id)).toHaveLength(1);
@@ -178,7 +176,7 @@ describe('Event Hubs sink → test double', () => {
     const controller = new AbortController();
     controller.abort();
     const before = double.received('lifecycle').length;
-    await expect(sink.deliver([makeRecord(200)], controller.signal)).rejects.toMatchObject({
+    await expect(sink.deliver([vmRecord(200)], controller.signal)).rejects.toMatchObject({
       retryable: true,
       code: 'aborted',
     });
@@ -190,7 +188,7 @@ describe('Event Hubs sink → test double', () => {
     const consumer = new EventHubConsumerClient('$Default', hub.connectionString('readback'));
     try {
       const sink = track(doubleSink(hub, 'readback'));
-      const records = makeRecords(12, 4);
+      const records = vmRecords(12, 4);
       await sink.deliver(records, live());
       const events: ReceivedEventData[] = [];
       const subscription = consumer.subscribe(
@@ -242,7 +240,7 @@ describe('Event Hubs sink configuration', () => {
       stateDir: dir,
     });
     onTestFinished(() => sink.close?.());
-    const record = makeRecord(300);
+    const record = vmRecord(300);
     await sink.deliver([record], live());
     expect(double.received('lifecycle').some((e) => e.messageId === record.id)).toBe(true);
   });
@@ -292,7 +290,7 @@ describe('test double: consumer epochs (used by the fleet consumer)', () => {
     const second = new EventHubConsumerClient('$Default', hub.connectionString('fleet'));
     try {
       const sink = track(doubleSink(hub, 'fleet'));
-      await sink.deliver([makeRecord(1)], live());
+      await sink.deliver([vmRecord(1)], live());
       const errors: string[] = [];
       const seenByFirst: string[] = [];
       const seenBySecond: string[] = [];
@@ -317,7 +315,7 @@ describe('test double: consumer epochs (used by the fleet consumer)', () => {
         () => errors.includes('ReceiverDisconnectedError'),
         'the first consumer to be disconnected',
       );
-      const record = makeRecord(2);
+      const record = vmRecord(2);
       await sink.deliver([record], live());
       await waitFor(() => seenBySecond.includes(record.id), 'the second consumer to read the new record');
       await subA.close();

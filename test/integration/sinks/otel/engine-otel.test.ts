@@ -17,10 +17,11 @@ import {
   startTelemetryServer,
 } from '../../../../src/telemetry/index.ts';
 import { type OtlpHttpReceiver, startOtlpHttpReceiver } from '../../../support/otlp-receiver.ts';
+import { parsePrometheusText, sampleValue } from '../../../support/prom-text.ts';
+import { makeRecord } from '../../../support/records.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { waitFor } from '../../../support/wait.ts';
-import { parsePrometheusText, sampleValue } from '../../../unit/telemetry/prom-text.ts';
-import { makeContext, makeRecord } from './records.ts';
+import { makeContext } from './records.ts';
 
 describe('otel sink behind the delivery engine', () => {
   let tmp: ReturnType<typeof makeTempDir>;

@@ -16,7 +16,8 @@ import {
   startOtlpGrpcReceiver,
   startOtlpHttpReceiver,
 } from '../../../support/otlp-receiver.ts';
-import { makeContext, makeRecord, VM } from './records.ts';
+import { makeRecord } from '../../../support/records.ts';
+import { makeContext, VM } from './records.ts';
 
 // Secret header values are resolved from the process environment (src/secret.ts).
 process.env.OTEL_TEST_KEY = 'k-123';
@@ -40,7 +41,7 @@ const EXPECTED_RESOURCE = {
 };
 
 const EXPECTED_SCHEDULED_ATTRIBUTES = {
-  'cloudevents.event_id': '3DA1B9AA-1111-2222-3333-444455556666:scheduled',
+  'cloudevents.event_id': 'b7440dd8-645c-5a31-acbc-2137eb343f90', // the transform's id of the fixture record
   'cloudevents.event_source': VM.resourceId,
   'cloudevents.event_spec_version': '1.0',
   'cloudevents.event_type': 'io.github.scheduledeventsforwarder.azure.scheduledevent.scheduled',
@@ -48,6 +49,8 @@ const EXPECTED_SCHEDULED_ATTRIBUTES = {
   'scheduledevent.transition': 'scheduled',
   'scheduledevent.event_id': '3DA1B9AA-1111-2222-3333-444455556666',
   'scheduledevent.event_type': 'Reboot',
+  'scheduledevent.first_seen_status': 'Scheduled',
+  'scheduledevent.occurrence': 1,
   'scheduledevent.event_status': 'Scheduled',
   'scheduledevent.resource_type': 'VirtualMachine',
   'scheduledevent.resources': ['vm-web-01'],

@@ -15,7 +15,8 @@ import {
   webhookOptionsSchema,
 } from '../../../../src/sinks/webhook/index.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
-import { makeRecord, SIGNING_SECRET, SIGNING_SECRET_2 } from './fixtures.ts';
+import { makeRecord } from '../../../support/records.ts';
+import { SIGNING_SECRET, SIGNING_SECRET_2 } from './fixtures.ts';
 import { context, fakeClock, signal } from './helpers.ts';
 
 let server: HttpSinkServer;

@@ -35,9 +35,9 @@ import {
   startKubernetesDouble,
   writeKubeconfig,
 } from '../../../support/kubernetes-double/index.ts';
+import { makeRecord } from '../../../support/records.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { waitFor } from '../../../support/wait.ts';
-import { makeRecord } from './fixtures.ts';
 import { context, fakeClock, signal } from './helpers.ts';
 
 // markdown-it ships no types; the Adaptive Cards renderer calls `markdownit().render(text)` the same way.
@@ -287,7 +287,7 @@ describe('IMDS fields are escaped wherever they land in Slack and Teams messages
   it('{{{name}}} inserts the value raw (documented as unsafe), {{name}} escaped', async () => {
     const hooks = await HttpSinkServer.start();
     closers.push(() => hooks.close());
-    const record = makeRecord('scheduled', { data: { EventId: '<!channel> **x**' } });
+    const record = makeRecord('scheduled', { eventId: '<!channel> **x**' });
     const slackFile = join(tmp.dir, 'raw-slack.mustache.json');
     writeFileSync(slackFile, '{"text": "{{{event.EventId}}} / {{event.EventId}}"}');
     const teamsFile = join(tmp.dir, 'raw-teams.mustache.json');

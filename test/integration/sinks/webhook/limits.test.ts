@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { truncateText } from '../../../../src/sinks/webhook/format.ts';
+import { truncateText } from '../../../../src/sinks/format.ts';
 import {
   createSlackSink,
   createTeamsSink,
@@ -17,8 +17,9 @@ import { buildSlackMessage, SLACK_LIMITS, type SlackMessage } from '../../../../
 import { buildTeamsMessage, messageBytes, TEAMS_MAX_BYTES } from '../../../../src/sinks/webhook/teams.ts';
 import { adaptiveCardProblems } from '../../../support/adaptive-card.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
+import { makeRecord } from '../../../support/records.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
-import { ALL_TRANSITIONS, makeRecord } from './fixtures.ts';
+import { ALL_TRANSITIONS } from './fixtures.ts';
 import { context, fakeClock, signal } from './helpers.ts';
 
 /** Valid Adaptive Card 1.4 per Microsoft's adaptivecards library (see test/support/adaptive-card.ts). */
@@ -81,9 +82,7 @@ describe('truncateText', () => {
 
 describe('Slack Block Kit limits', () => {
   it('cuts an oversized description and a long resource list, and says how many resources were left out', async () => {
-    const record = makeRecord('scheduled', {
-      data: { Description: HUGE_DESCRIPTION, Resources: MANY_RESOURCES },
-    });
+    const record = makeRecord('scheduled', { description: HUGE_DESCRIPTION, resources: MANY_RESOURCES });
     const sink = createSlackSink(
       's',
       slackOptionsSchema.parse({ url: server.url('/limits'), minIntervalMs: 0 }),
@@ -118,9 +117,7 @@ describe('Slack Block Kit limits', () => {
     ];
     const file = join(tmp.dir, 'slack.mustache.json');
     writeFileSync(file, JSON.stringify({ blocks }));
-    const record = makeRecord('started', {
-      data: { Description: HUGE_DESCRIPTION, Resources: MANY_RESOURCES },
-    });
+    const record = makeRecord('started', { description: HUGE_DESCRIPTION, resources: MANY_RESOURCES });
     const sink = createSlackSink(
       's',
       slackOptionsSchema.parse({ url: server.url('/tpl'), template: file, minIntervalMs: 0 }),
@@ -142,9 +139,7 @@ describe('Slack Block Kit limits', () => {
   it('keeps every default message within limits for every transition', () => {
     for (const t of ALL_TRANSITIONS) {
       assertSlackLimits(
-        buildSlackMessage(
-          makeRecord(t, { data: { Description: HUGE_DESCRIPTION, Resources: MANY_RESOURCES } }),
-        ),
+        buildSlackMessage(makeRecord(t, { description: HUGE_DESCRIPTION, resources: MANY_RESOURCES })),
       );
     }
   });
@@ -174,9 +169,7 @@ describe('Teams Adaptive Card', () => {
   });
 
   it('stays under 20 KB and valid with an oversized description and 3000 resources, as sent over HTTP', async () => {
-    const record = makeRecord('scheduled', {
-      data: { Description: HUGE_DESCRIPTION, Resources: MANY_RESOURCES },
-    });
+    const record = makeRecord('scheduled', { description: HUGE_DESCRIPTION, resources: MANY_RESOURCES });
     const sink = createTeamsSink(
       't',
       teamsOptionsSchema.parse({ url: server.url('/teams-big'), minIntervalMs: 0 }),
@@ -210,7 +203,7 @@ describe('Teams Adaptive Card', () => {
         ],
       }),
     );
-    const record = makeRecord('scheduled', { data: { Description: 'quotes " and \\ backslashes\nnewline' } });
+    const record = makeRecord('scheduled', { description: 'quotes " and \\ backslashes\nnewline' });
     const sink = createTeamsSink(
       't',
       teamsOptionsSchema.parse({ url: server.url('/teams-tpl'), template: file, minIntervalMs: 0 }),
@@ -225,7 +218,7 @@ describe('Teams Adaptive Card', () => {
     expect(validateCard(card)).toBe(true);
     // The value's line break became a space and its backslash is escaped for Adaptive Card Markdown.
     expect(card.body[1].text).toBe(
-      'Not before Fri, 19 Sep 2025 18:29:47 UTC (in 14 min); "quotes " and \\\\ backslashes newline"',
+      'Not before Fri, 19 Sep 2025 18:29:47 UTC (in 15 min); "quotes " and \\\\ backslashes newline"',
     );
   });
 

@@ -4,6 +4,7 @@
  * headers. Fixed records and a fixed clock make every byte deterministic.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LifecycleRecord, Transition } from '../../../../src/domain/index.ts';
 import {
   createGenericWebhookSink,
   createSlackSink,
@@ -13,8 +14,27 @@ import {
   webhookOptionsSchema,
 } from '../../../../src/sinks/webhook/index.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
-import { ALL_TRANSITIONS, makeRecord, SIGNING_SECRET } from './fixtures.ts';
+import { makeRecord } from '../../../support/records.ts';
+import { ALL_TRANSITIONS, SIGNING_SECRET } from './fixtures.ts';
 import { context, fakeClock, signal } from './helpers.ts';
+
+/**
+ * When each transition is observed: spread over the event's life (NotBefore 18:29:47) so the messages show
+ * "in 14 min", "in 10 min", "now", "1 min ago" and, once the event started, no NotBefore at all.
+ */
+const NOT_BEFORE = 'Fri, 19 Sep 2025 18:29:47 GMT';
+const OBSERVED: Record<Transition, string> = {
+  scheduled: '2025-09-19T18:15:47.000Z',
+  canceled: '2025-09-19T18:20:00.000Z',
+  approved: '2025-09-19T18:29:50.000Z',
+  updated: '2025-09-19T18:31:12.000Z',
+  started: '2025-09-19T18:29:50.000Z',
+  completed: '2025-09-19T18:31:12.000Z',
+};
+
+function payloadRecord(transition: Transition): LifecycleRecord {
+  return makeRecord(transition, { time: OBSERVED[transition], notBefore: NOT_BEFORE });
+}
 
 let server: HttpSinkServer;
 beforeAll(async () => {
@@ -46,7 +66,7 @@ async function deliverOne(
             deps,
           );
   const before = server.requests.length;
-  await sink.deliver([makeRecord(transition)], signal());
+  await sink.deliver([payloadRecord(transition)], signal());
   await sink.close?.();
   const request = server.requests[before]!;
   expect(request.url).toBe(`/${kind}/${transition}`);
@@ -69,7 +89,7 @@ describe('payload snapshots', () => {
 
     it(`generic structured ${transition}`, async () => {
       const request = await deliverOne('structured', transition);
-      const record = makeRecord(transition);
+      const record = payloadRecord(transition);
       expect(request.body).toBe(JSON.stringify(record));
       expect(request.headers['content-type']).toBe('application/cloudevents+json; charset=utf-8');
       expect(request.headers['webhook-id']).toBe(record.id);
@@ -83,7 +103,7 @@ describe('payload snapshots', () => {
 
     it(`generic binary ${transition}`, async () => {
       const request = await deliverOne('binary', transition);
-      const record = makeRecord(transition);
+      const record = payloadRecord(transition);
       expect(JSON.parse(request.body)).toEqual(record.data);
       const ce = Object.fromEntries(
         Object.entries(request.headers).filter(

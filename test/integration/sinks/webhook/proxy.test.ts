@@ -12,7 +12,7 @@ import {
 } from '../../../../src/sinks/webhook/index.ts';
 import { ImdsClient } from '../../../../src/sources/imds/client.ts';
 import { HttpSinkServer, RecordingProxy } from '../../../support/http-sink-server.ts';
-import { makeRecord } from './fixtures.ts';
+import { makeRecord } from '../../../support/records.ts';
 import { context, signal } from './helpers.ts';
 
 let server: HttpSinkServer;

@@ -12,9 +12,9 @@ import { silentLogger } from '../../../../src/log.ts';
 import { createGenericWebhookSink, webhookOptionsSchema } from '../../../../src/sinks/webhook/index.ts';
 import { openStore } from '../../../../src/store/index.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
+import { makeRecord } from '../../../support/records.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { waitFor } from '../../../support/wait.ts';
-import { makeRecord } from './fixtures.ts';
 import { context, fakeClock } from './helpers.ts';
 
 let server: HttpSinkServer;

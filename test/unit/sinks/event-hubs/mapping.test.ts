@@ -6,9 +6,9 @@ import {
   describeError,
   toEventData,
 } from '../../../../src/sinks/event-hubs/index.ts';
-import { makeRecord } from '../../../integration/sinks/event-hubs/records.ts';
 import { createSasToken, decodeJwtClaims } from '../../../support/event-hubs-double/index.ts';
 import { verifyJwt, verifySasToken } from '../../../support/event-hubs-double/tokens.ts';
+import { vmRecord } from '../../../support/records.ts';
 
 function sdkError(code: string, retryable: boolean): MessagingError {
   const e = new MessagingError(`${code} happened`);
@@ -59,7 +59,7 @@ describe('classifyEventHubsError', () => {
 
 describe('toEventData', () => {
   it('maps a record to a structured-mode CloudEvent with cloudEvents:* properties', () => {
-    const record = makeRecord(1);
+    const record = vmRecord(1);
     const event = toEventData(record);
     expect(event.body).toBe(record);
     expect(event.messageId).toBe(record.id);
@@ -78,7 +78,7 @@ describe('toEventData', () => {
   });
 
   it('keeps an unparsable time as text instead of an invalid timestamp', () => {
-    const record = { ...makeRecord(2), time: 'not a time' };
+    const record = { ...vmRecord(2), time: 'not a time' };
     expect(toEventData(record).properties?.['cloudEvents:time']).toBe('not a time');
   });
 });

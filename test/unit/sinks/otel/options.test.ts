@@ -6,7 +6,7 @@ import {
   otelOptionsSchema,
   resolveOtlpSettings,
 } from '../../../../src/sinks/otel/options.ts';
-import { makeRecord } from '../../../integration/sinks/otel/records.ts';
+import { makeRecord } from '../../../support/records.ts';
 
 describe('resolveOtlpSettings', () => {
   it('defaults to http/protobuf on localhost:4318/v1/logs with a 10 s timeout', () => {

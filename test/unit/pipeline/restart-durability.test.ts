@@ -22,7 +22,7 @@ import {
   restoreState,
   transform,
 } from '../../../src/transform/index.ts';
-import { event, summary, T0, VM } from './helpers.ts';
+import { event, summary, T0, VM } from '../transform/helpers.ts';
 
 const MAX_GAP_MS = 3_000;
 const MIN = 60;

@@ -1,54 +1,13 @@
-/** Test helpers for store and delivery tests: records, a fake clock, scriptable sinks, a capturing logger. */
+/** Helpers for store and delivery tests (unit and integration): records, a fake clock, scriptable sinks, a capturing logger. */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { type LifecycleRecord, recordType } from '../../../src/domain/index.ts';
-import type { Logger } from '../../../src/log.ts';
-import { DeliveryError, type Sink } from '../../../src/sinks/types.ts';
+import type { LifecycleRecord } from '../../src/domain/index.ts';
+import type { Logger } from '../../src/log.ts';
+import { DeliveryError, type Sink } from '../../src/sinks/types.ts';
+import { numberedRecord } from './records.ts';
 
-/** A realistic ~1 KiB lifecycle record whose id encodes `n`. */
-export function makeRecord(n: number, overrides: Partial<LifecycleRecord> = {}): LifecycleRecord {
-  const eventId = `E${String(n).padStart(6, '0')}-0000-4000-8000-000000000000`;
-  return {
-    specversion: '1.0',
-    id: `rec-${n}`,
-    source: '/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm1',
-    type: recordType('scheduled'),
-    subject: eventId,
-    time: new Date(Date.UTC(2026, 0, 1) + n * 1000).toISOString(),
-    datacontenttype: 'application/json',
-    transition: 'scheduled',
-    maintenancetype: 'Reboot',
-    vmid: '11111111-2222-3333-4444-555555555555',
-    data: {
-      EventId: eventId,
-      EventType: 'Reboot',
-      EventStatus: 'Scheduled',
-      ResourceType: 'VirtualMachine',
-      Resources: ['vm1'],
-      NotBefore: 'Mon, 19 Sep 2016 18:29:47 GMT',
-      Description: 'Virtual machine is going to be restarted as requested by authorized user.'.repeat(4),
-      EventSource: 'User',
-      DurationInSeconds: -1,
-      DocumentIncarnation: n,
-      notBeforeUtc: '2016-09-19T18:29:47.000Z',
-      affectsThisVm: true,
-      vm: {
-        name: 'vm1',
-        vmId: '11111111-2222-3333-4444-555555555555',
-        resourceId: '/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm1',
-        subscriptionId: 'sub',
-        resourceGroup: 'rg',
-        location: 'westeurope',
-        zone: '1',
-        vmScaleSetName: '',
-        vmSize: 'Standard_D2s_v5',
-        computerName: 'vm1',
-      },
-      timing: { firstSeenAt: '2026-01-01T00:00:00.000Z', startedAt: null, endedAt: null, noticeSeconds: 900 },
-    },
-    ...overrides,
-  };
-}
+/** A realistic ~1 KiB lifecycle record whose id encodes `n` (`rec-<n>`), built by the transform. */
+export const makeRecord = numberedRecord;
 
 /** Let pending promise continuations (and immediate I/O callbacks) run. */
 export async function flush(): Promise<void> {

@@ -1,0 +1,169 @@
+/**
+ * Lifecycle record fixtures for the fleet tests (the shape documented in docs/record-format.md).
+ * freezeLifecycle() is played through the real transform. record() stays explicit: the fleet tests need
+ * records the transform does not produce from one VM's polls — a transition at any instant with its
+ * firstSeenAt/startedAt/NotBefore chosen freely (other VMs' clocks, a broadcast seen by many VMs, events 30
+ * days old), transitions without their predecessors, several records of one transition at different times
+ * (ids include `at`), and `extra` fields a consumer must tolerate or reject (validate.test.ts).
+ */
+import { createHash } from 'node:crypto';
+import {
+  type LifecycleRecord,
+  recordType,
+  type ScheduledEvent,
+  type Transition,
+  type VmIdentity,
+} from '../../src/domain/index.ts';
+import { validateRecord } from '../../src/domain/record-schema.ts';
+import { type ForwarderState, initialState, transform } from '../../src/transform/index.ts';
+
+function guid(seed: string): string {
+  const h = createHash('sha256').update(seed).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+export interface FixtureOptions {
+  vm?: string;
+  eventId?: string;
+  eventType?: string;
+  /** Seconds after 2025-01-01T00:00:00Z when the transition was observed. */
+  at: number;
+  firstSeenAt?: number;
+  startedAt?: number | null;
+  notBeforeAt?: number | null;
+  durationInSeconds?: number;
+  firstSeenStatus?: string;
+  location?: string;
+  zone?: string;
+  scaleSet?: string;
+  extra?: Record<string, unknown>;
+}
+
+const T0 = Date.UTC(2025, 0, 1);
+export const iso = (seconds: number): string => new Date(T0 + seconds * 1000).toISOString();
+
+/** One record of `transition` for the given event, written field by field (see the header for why). */
+export function record(transition: Transition, o: FixtureOptions): LifecycleRecord {
+  const vm = o.vm ?? 'web_1';
+  const eventId = o.eventId ?? 'E1';
+  const source = `/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/${vm}`;
+  const firstSeen = o.firstSeenAt ?? 0;
+  const notBefore = o.notBeforeAt === undefined ? 900 : o.notBeforeAt;
+  const ended = transition === 'completed' || transition === 'canceled';
+  return {
+    specversion: '1.0',
+    id: guid(`${source}|${eventId}|${transition}|${o.at}`),
+    source,
+    type: recordType(transition),
+    subject: eventId,
+    time: iso(o.at),
+    datacontenttype: 'application/json',
+    transition,
+    maintenancetype: o.eventType ?? 'Freeze',
+    vmid: guid(vm),
+    data: {
+      EventId: eventId,
+      EventType: o.eventType ?? 'Freeze',
+      EventStatus: o.startedAt === undefined || o.startedAt === null ? 'Scheduled' : 'Started',
+      ResourceType: 'VirtualMachine',
+      Resources: [vm],
+      NotBefore: '',
+      Description: 'maintenance',
+      EventSource: 'Platform',
+      DurationInSeconds: o.durationInSeconds ?? 5,
+      DocumentIncarnation: 1,
+      notBeforeUtc: notBefore === null ? null : iso(notBefore),
+      affectsThisVm: true,
+      vm: {
+        name: vm,
+        vmId: guid(vm),
+        resourceId: source,
+        subscriptionId: 's',
+        resourceGroup: 'rg',
+        location: o.location ?? 'westeurope',
+        zone: o.zone ?? '1',
+        vmScaleSetName: o.scaleSet ?? '',
+        vmSize: 'Standard_D2s_v5',
+        computerName: vm,
+      },
+      timing: {
+        firstSeenAt: iso(firstSeen),
+        startedAt: o.startedAt === undefined || o.startedAt === null ? null : iso(o.startedAt),
+        endedAt: ended ? iso(o.at) : null,
+        noticeSeconds: notBefore === null ? null : notBefore - firstSeen,
+      },
+      firstSeenStatus: o.firstSeenStatus ?? 'Scheduled',
+      occurrence: 1,
+      ...(o.extra ?? {}),
+    },
+  };
+}
+
+/** The identity of fleet VM `vm` (the one record() describes), for records played through the transform. */
+function fleetVmIdentity(vm: string): VmIdentity {
+  return {
+    name: vm,
+    vmId: guid(vm),
+    resourceId: `/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/${vm}`,
+    subscriptionId: 's',
+    resourceGroupName: 'rg',
+    location: 'westeurope',
+    zone: '1',
+    vmScaleSetName: '',
+    vmSize: 'Standard_D2s_v5',
+    osType: 'Linux',
+    computerName: vm,
+  };
+}
+
+/**
+ * A Freeze scheduled at 0 (NotBefore 900), started at 950, completed at 960 with a 4.2 s stall: the three
+ * records the real transform produces from the VM's polls (one a second while the event runs), so the
+ * lifecycle is one the forwarder really sends.
+ */
+export function freezeLifecycle(vm = 'web_1', eventId = 'E1'): LifecycleRecord[] {
+  const notBeforeUtc = iso(900);
+  const scheduled: ScheduledEvent = {
+    EventId: eventId,
+    EventType: 'Freeze',
+    ResourceType: 'VirtualMachine',
+    Resources: [vm],
+    EventStatus: 'Scheduled',
+    NotBefore: new Date(notBeforeUtc).toUTCString(),
+    notBeforeUtc,
+    Description: 'maintenance',
+    EventSource: 'Platform',
+    DurationInSeconds: 5,
+  };
+  const started: ScheduledEvent = { ...scheduled, EventStatus: 'Started', NotBefore: '', notBeforeUtc: null };
+  // (seconds, events, stall measured since the previous poll)
+  const polls: Array<[number, ScheduledEvent[], number?]> = [
+    [0, [scheduled]],
+    [949, [scheduled]],
+  ];
+  for (let s = 950; s < 960; s++) polls.push([s, [started], s === 955 ? 4200 : undefined]);
+  polls.push([960, []]);
+  let state: ForwarderState = initialState();
+  const out: LifecycleRecord[] = [];
+  polls.forEach(([seconds, events, stall], i) => {
+    const atMs = Date.parse(iso(seconds));
+    const step = transform(state, {
+      outcome: {
+        kind: 'document',
+        document: { DocumentIncarnation: i + 1, Events: events },
+        observed: { wallMs: atMs, monotonicMs: atMs },
+        changed: true,
+      },
+      vm: fleetVmIdentity(vm),
+      ...(stall === undefined ? {} : { maxStallMs: stall }),
+    });
+    state = step.state;
+    out.push(...step.records);
+  });
+  for (const r of out) {
+    const errors = validateRecord(r);
+    if (errors.length > 0)
+      throw new Error(`freezeLifecycle: invalid ${r.transition} record: ${errors.join('; ')}`);
+  }
+  return out;
+}
