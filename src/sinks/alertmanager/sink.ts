@@ -10,6 +10,7 @@
  */
 import type { Clock } from '../../clock.ts';
 import type { LifecycleRecord } from '../../domain/index.ts';
+import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { abortedError, closedError } from '../delivery-errors.ts';
 import { HttpTransport } from '../http/transport.ts';
@@ -161,7 +162,7 @@ export class AlertmanagerSink implements Sink {
       const reason: unknown = outcome.reason;
       return reason instanceof DeliveryError
         ? reason
-        : new DeliveryError(`${this.#where}: ${String(reason)}`, { retryable: true, code: 'error' });
+        : new DeliveryError(`${this.#where}: ${errorMessage(reason)}`, { retryable: true, code: 'error' });
     });
     const failure = combinePeerOutcomes(failures, this.#acknowledgeWhen, this.#where);
     for (const f of failures) {

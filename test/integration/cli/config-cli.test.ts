@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfigForCli } from '../../../src/config/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { Forwarder } from '../../../src/pipeline/index.ts';
+import { SINK_FACTORIES } from '../../../src/sinks/registry.ts';
 import type { SinkFactory } from '../../../src/sinks/types.ts';
 import { spawnCli } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
@@ -158,7 +159,7 @@ describe('config validate messages', () => {
       'imds.pollIntervalMs: expected a number >= 200, got 10',
       // biome-ignore lint/suspicious/noTemplateCurlyInString: the literal ${ENV} secret syntax
       'sinks[0].url: required (expected a secret: "${ENV_VAR}", { env: NAME }, { file: PATH } or an inline string)',
-      'sinks[2].type: expected one of "eventhubs" | "otel" | "webhook" | "slack" | "teams" | "stdout" | "file" | "exec", got "kafka"',
+      `sinks[2].type: expected one of ${SINK_FACTORIES.map((f) => `"${f.type}"`).join(' | ')}, got "kafka"`,
       'sinks[1].name: duplicate sink name "a" (already used by sinks[0]); names must be unique',
     ]);
     expect(result.stderr).not.toMatch(/got a undefined|a mapping or a mapping/);
