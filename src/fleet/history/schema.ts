@@ -171,6 +171,19 @@ const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 2,
+    name: 'pending events in due order from the index alone',
+    // The pending list orders by when an event is due (NotBefore, else when it was first seen) and pages by
+    // (due, event_id, occurrence); its count filters by the window (first_seen_at). With all of them in the
+    // index, a page reads `limit` entries and the count reads only the index, however many events are pending.
+    // The fleet metrics' `pending = 1` lookups use its first column as before.
+    statements: () => [
+      'DROP INDEX maintenance_pending',
+      `CREATE INDEX maintenance_pending ON maintenance
+        (pending, (coalesce(not_before, first_seen_at)), event_id, occurrence, first_seen_at)`,
+    ],
+  },
 ];
 
 /** The newest schema version this build knows. */
