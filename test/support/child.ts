@@ -50,6 +50,16 @@ export function spawnCli(
   return { child, ready, exited, stderr: () => err, stdout: () => out };
 }
 
+/** Runs the CLI with `args` (spawnCli) to its end; returns the exit code and output. */
+export async function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawnCli(args, env);
+  const { code } = await child.exited;
+  return { code, stdout: child.stdout(), stderr: child.stderr() };
+}
+
 /**
  * Reads the file sink's output after SIGKILLs: a kill can cut a batch's write short (Linux stops copying a
  * write's pages at a fatal signal), and the next run keeps that torn line on its own line (docs/delivery.md).

@@ -1,6 +1,10 @@
-/** Helpers for store and delivery tests (unit and integration): records, a fake clock, scriptable sinks, a capturing logger. */
+/**
+ * Helpers for store and delivery tests (unit and integration): records, a fake clock, scriptable sinks, a capturing
+ * logger, the DeliveryError a failed delivery rejects with.
+ */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import { expect } from 'vitest';
 import type { LifecycleRecord } from '../../src/domain/index.ts';
 import type { Logger } from '../../src/log.ts';
 import { DeliveryError, type Sink } from '../../src/sinks/types.ts';
@@ -12,6 +16,16 @@ export const makeRecord = numberedRecord;
 /** Let pending promise continuations (and immediate I/O callbacks) run. */
 export async function flush(): Promise<void> {
   for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+}
+
+/** Awaits a delivery that must fail: fails the test unless `promise` rejects with a DeliveryError; returns it. */
+export async function deliveryFailure(promise: Promise<void>): Promise<DeliveryError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(DeliveryError);
+  return error as DeliveryError;
 }
 
 /** A sink scripted by the test: `failWith` decides per call; records every delivered record id. */

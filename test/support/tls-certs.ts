@@ -59,55 +59,41 @@ function read(dir: string, name: string): PemPair {
   return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8'), certFile, keyFile };
 }
 
-function makeCa(dir: string, name: string): PemPair {
+/**
+ * Runs `openssl req -x509` in `dir` for a new P-256 key `name`.key and a certificate `name`.pem valid for 2 days;
+ * `args` say who signs it and what it holds (subject, extensions).
+ */
+function makeCertificate(dir: string, name: string, args: string[]): PemPair {
   openssl(
-    [
-      'req',
-      '-x509',
-      ...EC_KEY,
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.pem`,
-      '-days',
-      '2',
-      '-subj',
-      `/CN=${name} test CA`,
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
-    ],
+    ['req', '-x509', ...EC_KEY, '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '2', ...args],
     dir,
   );
   return read(dir, name);
 }
 
+function makeCa(dir: string, name: string): PemPair {
+  return makeCertificate(dir, name, [
+    '-subj',
+    `/CN=${name} test CA`,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+}
+
 function makeLeaf(dir: string, ca: string, name: string, extensions: string[]): PemPair {
-  openssl(
-    [
-      'req',
-      '-x509',
-      ...EC_KEY,
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.pem`,
-      '-days',
-      '2',
-      '-CA',
-      `${ca}.pem`,
-      '-CAkey',
-      `${ca}.key`,
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      'basicConstraints=critical,CA:FALSE',
-      ...extensions.flatMap((e) => ['-addext', e]),
-    ],
-    dir,
-  );
-  return read(dir, name);
+  return makeCertificate(dir, name, [
+    '-CA',
+    `${ca}.pem`,
+    '-CAkey',
+    `${ca}.key`,
+    '-subj',
+    `/CN=${name}`,
+    '-addext',
+    'basicConstraints=critical,CA:FALSE',
+    ...extensions.flatMap((e) => ['-addext', e]),
+  ]);
 }
 
 /** Makes the whole test PKI in `dir` (an empty temporary directory; see test/support/tmp.ts). */

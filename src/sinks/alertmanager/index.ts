@@ -21,7 +21,6 @@ export {
 } from './options.ts';
 export {
   AlertmanagerSink,
-  type AlertmanagerSinkDeps,
   alertmanagerErrorText,
   alertsEndpoint,
   combinePeerOutcomes,

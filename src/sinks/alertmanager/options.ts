@@ -1,11 +1,12 @@
 /**
  * Options of the `alertmanager` sink (docs/sinks-alerting.md). Light on purpose (zod, secrets and the shared
- * HTTP URL and TLS rules): the config schema loads it without undici.
+ * HTTP options, URL and TLS rules): the config schema loads it without undici.
  */
 import { z } from 'zod';
 import { type Secret, secretSchema } from '../../secret.ts';
+import { timeoutMsSchema } from '../http/options.ts';
 import { tlsOptionsSchema } from '../http/tls.ts';
-import { DEFAULT_TIMEOUT_MS, httpSinkUrlProblem } from '../http/url.ts';
+import { httpSinkUrlProblem } from '../http/url.ts';
 
 /** Alertmanager's alert-receiving path, appended to each configured base URL. */
 export const ALERTS_PATH = '/api/v2/alerts';
@@ -99,12 +100,7 @@ export const alertmanagerOptionsSchema = z
       .max(1000)
       .default(DEFAULT_MAX_BATCH)
       .describe('records (alerts) per POST'),
-    timeoutMs: z
-      .number()
-      .int()
-      .positive()
-      .default(DEFAULT_TIMEOUT_MS)
-      .describe('per-request timeout in milliseconds; a timeout is retried'),
+    timeoutMs: timeoutMsSchema,
     tls: tlsOptionsSchema.optional(),
   })
   .strict()

@@ -8,21 +8,14 @@
  * failed: the sink leaves failedIndex unset and the engine isolates the record one at a time (re-sending an
  * alert Alertmanager already has only refreshes it: same labels, same alert).
  */
-import type { Clock } from '../../clock.ts';
 import type { LifecycleRecord } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { abortedError, closedError } from '../delivery-errors.ts';
-import { HttpTransport } from '../http/transport.ts';
+import { type HttpSinkDeps, type HttpTransport, httpSinkTransport } from '../http/transport.ts';
 import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
 import { type AlertMapping, toAlert } from './mapping.ts';
 import { ALERTS_PATH, type AlertmanagerOptions } from './options.ts';
-
-/** Test seams: a fake clock and an explicit undici dispatcher. */
-export interface AlertmanagerSinkDeps {
-  clock?: Clock;
-  dispatcher?: import('undici').Dispatcher;
-}
 
 /** One configured Alertmanager: its transport (URL without credentials) and its Authorization header. */
 interface Peer {
@@ -104,7 +97,7 @@ export class AlertmanagerSink implements Sink {
   readonly #where: string;
   #closed = false;
 
-  constructor(name: string, options: AlertmanagerOptions, context: SinkContext, deps: AlertmanagerSinkDeps) {
+  constructor(name: string, options: AlertmanagerOptions, context: SinkContext, deps: HttpSinkDeps) {
     this.name = name;
     this.maxBatch = options.maxBatch;
     this.#logger = context.logger;
@@ -121,16 +114,13 @@ export class AlertmanagerSink implements Sink {
       const { url, basicAuth } = alertsEndpoint(new URL(base.reveal()));
       return {
         // The configured URL is a Secret: its credentials and path are registered with the redactor already.
-        transport: new HttpTransport({
-          sinkName: `${name} urls[${index}]`,
+        transport: httpSinkTransport(
+          `${name} urls[${index}]`,
           url,
-          timeoutMs: options.timeoutMs,
-          minIntervalMs: 0,
-          tls: options.tls,
-          logger: context.logger,
-          ...(deps.clock ? { clock: deps.clock } : {}),
-          ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
-        }),
+          { timeoutMs: options.timeoutMs, minIntervalMs: 0, tls: options.tls },
+          context.logger,
+          deps,
+        ),
         authorization: basicAuth === undefined ? bearer : `Basic ${basicAuth}`,
       };
     });
@@ -187,7 +177,7 @@ export function createAlertmanagerSink(
   name: string,
   options: AlertmanagerOptions,
   context: SinkContext,
-  deps: AlertmanagerSinkDeps = {},
+  deps: HttpSinkDeps = {},
 ): Sink {
   return new AlertmanagerSink(name, options, context, deps);
 }

@@ -1,5 +1,5 @@
 /**
- * The HTTP delivery core shared by every HTTP sink (webhook, Slack, Teams; new HTTP sinks use it too): one POST per call through undici
+ * The HTTP delivery core shared by every HTTP sink (webhook, Slack, Teams, Alertmanager, PagerDuty): one POST per call through undici
  * with the proxy rule every HTTP sink shares (src/sinks/proxy.ts: HTTPS_PROXY / HTTP_PROXY / NO_PROXY — IMDS
  * traffic uses its own no-proxy agent and is unaffected), a timeout, no redirect following, the per-sink
  * rate limiter, and classification of the outcome into DeliveryError. undici loads at the first request, not when
@@ -17,7 +17,8 @@ import { RateLimiter } from './rate-limiter.ts';
 import { type TlsOptions, tlsConnectOptions } from './tls.ts';
 import { parseHttpSinkUrl } from './url.ts';
 
-export { DEFAULT_TIMEOUT_MS, parseHttpSinkUrl } from './url.ts';
+export { DEFAULT_TIMEOUT_MS } from './options.ts';
+export { parseHttpSinkUrl } from './url.ts';
 
 /** Largest response body read (error strings are short; the rest is discarded). */
 const MAX_RESPONSE_BYTES = 4096;
@@ -59,6 +60,39 @@ export interface OutgoingRequest {
    * message), when the body is more than that; undefined: the body as is. Sanitised like any body (classify.ts).
    */
   errorText?: (body: string) => string | undefined;
+}
+
+/** Test seams of every HTTP sink: a fake clock and an explicit undici dispatcher. */
+export interface HttpSinkDeps {
+  clock?: Clock;
+  dispatcher?: Dispatcher;
+}
+
+/** The options of an HTTP sink that shape its transport (http/options.ts: timeoutMs, minIntervalMs; tls.ts). */
+export interface HttpSinkTransportOptions {
+  timeoutMs: number;
+  minIntervalMs: number;
+  tls?: TlsOptions | undefined;
+}
+
+/** The HttpTransport of an HTTP sink to `url`: its common options, its logger and the test seams it was given. */
+export function httpSinkTransport(
+  sinkName: string,
+  url: Secret | URL,
+  options: HttpSinkTransportOptions,
+  logger: Logger,
+  deps: HttpSinkDeps,
+): HttpTransport {
+  return new HttpTransport({
+    sinkName,
+    url,
+    timeoutMs: options.timeoutMs,
+    minIntervalMs: options.minIntervalMs,
+    tls: options.tls,
+    logger,
+    ...(deps.clock ? { clock: deps.clock } : {}),
+    ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+  });
 }
 
 export class HttpTransport {

@@ -4,9 +4,6 @@
  */
 import type { Secret } from '../../secret.ts';
 
-/** Per-request timeout when the config gives none. */
-export const DEFAULT_TIMEOUT_MS = 15_000;
-
 /**
  * Validates an HTTP sink URL (http or https) at configuration time (each sink's options schema) and when the sink is built.
  * Errors name only the sink and where the URL came from, never the URL.

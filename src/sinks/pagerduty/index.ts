@@ -24,4 +24,4 @@ export {
   type PagerDutySeverity,
   pagerdutyOptionsSchema,
 } from './options.ts';
-export { createPagerDutySink, PagerDutySink, type PagerDutySinkDeps } from './sink.ts';
+export { createPagerDutySink, PagerDutySink } from './sink.ts';

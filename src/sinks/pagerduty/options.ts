@@ -1,11 +1,11 @@
 /**
  * Options of the `pagerduty` sink (PagerDuty Events API v2; docs/sinks-alerting.md). Light on purpose (zod,
- * secrets and the shared HTTP URL and TLS rules): the config schema loads it without undici.
+ * secrets and the shared HTTP options, URL and TLS rules): the config schema loads it without undici.
  */
 import { z } from 'zod';
 import { secretSchema } from '../../secret.ts';
+import { minIntervalMsSchema, timeoutMsSchema } from '../http/options.ts';
 import { tlsOptionsSchema } from '../http/tls.ts';
-import { DEFAULT_TIMEOUT_MS } from '../http/url.ts';
 import type { SinkFilter } from '../types.ts';
 
 /** PagerDuty's Events API v2 endpoint (US service region). */
@@ -74,18 +74,11 @@ export const pagerdutyOptionsSchema = z
         'severity (critical, error, warning, info) by EventType, over the defaults Terminate/Preempt critical, Reboot/Redeploy error, Freeze warning',
       ),
     defaultSeverity: severity.default('warning').describe('severity of an EventType not in the map'),
-    timeoutMs: z
-      .number()
-      .int()
-      .positive()
-      .default(DEFAULT_TIMEOUT_MS)
-      .describe('per-request timeout in milliseconds; a timeout is retried'),
-    minIntervalMs: z
-      .number()
-      .int()
-      .min(0)
-      .default(500)
-      .describe('minimum milliseconds between events (PagerDuty rate-limits the Events API per routing key)'),
+    timeoutMs: timeoutMsSchema,
+    minIntervalMs: minIntervalMsSchema(
+      500,
+      'minimum milliseconds between events (PagerDuty rate-limits the Events API per routing key)',
+    ),
     tls: tlsOptionsSchema.optional(),
   })
   .strict();

@@ -6,19 +6,12 @@
  * Responses: 202 accepted; 400 permanent, with PagerDuty's `errors` in the message (redacted like any body);
  * 429 and 5xx retryable, honouring Retry-After when PagerDuty sends one (src/sinks/http-status.ts).
  */
-import type { Clock } from '../../clock.ts';
 import type { LifecycleRecord } from '../../domain/index.ts';
 import { abortedError, closedError, payloadTooLargeError, withFailedIndex } from '../delivery-errors.ts';
-import { HttpTransport } from '../http/transport.ts';
+import { type HttpSinkDeps, type HttpTransport, httpSinkTransport } from '../http/transport.ts';
 import type { Sink, SinkContext } from '../types.ts';
 import { PAGERDUTY_LIMITS, pagerDutyErrorText, type SeverityMap, toPagerDutyEvent } from './mapping.ts';
 import type { PagerDutyOptions } from './options.ts';
-
-/** Test seams: a fake clock and an explicit undici dispatcher. */
-export interface PagerDutySinkDeps {
-  clock?: Clock;
-  dispatcher?: import('undici').Dispatcher;
-}
 
 export class PagerDutySink implements Sink {
   readonly name: string;
@@ -28,21 +21,12 @@ export class PagerDutySink implements Sink {
   readonly #severities: SeverityMap;
   #closed = false;
 
-  constructor(name: string, options: PagerDutyOptions, context: SinkContext, deps: PagerDutySinkDeps) {
+  constructor(name: string, options: PagerDutyOptions, context: SinkContext, deps: HttpSinkDeps) {
     this.name = name;
     // The routing key is a Secret: the redactor removes it from every message, also when PagerDuty echoes it.
     this.#routingKey = () => options.routingKey.reveal();
     this.#severities = { byEventType: options.severityByEventType, fallback: options.defaultSeverity };
-    this.#transport = new HttpTransport({
-      sinkName: name,
-      url: new URL(options.url),
-      timeoutMs: options.timeoutMs,
-      minIntervalMs: options.minIntervalMs,
-      tls: options.tls,
-      logger: context.logger,
-      ...(deps.clock ? { clock: deps.clock } : {}),
-      ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
-    });
+    this.#transport = httpSinkTransport(name, new URL(options.url), options, context.logger, deps);
   }
 
   async deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
@@ -87,7 +71,7 @@ export function createPagerDutySink(
   name: string,
   options: PagerDutyOptions,
   context: SinkContext,
-  deps: PagerDutySinkDeps = {},
+  deps: HttpSinkDeps = {},
 ): Sink {
   return new PagerDutySink(name, options, context, deps);
 }

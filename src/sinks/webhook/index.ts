@@ -12,4 +12,4 @@ export {
   type WebhookOptions,
   webhookOptionsSchema,
 } from './options.ts';
-export { createGenericWebhookSink, createSlackSink, createTeamsSink, type WebhookSinkDeps } from './sink.ts';
+export { createGenericWebhookSink, createSlackSink, createTeamsSink } from './sink.ts';

@@ -6,8 +6,9 @@ import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { errorMessage } from '../../errors.ts';
 import { type Secret, secretSchema } from '../../secret.ts';
+import { minIntervalMsSchema, timeoutMsSchema } from '../http/options.ts';
 import { tlsOptionsSchema } from '../http/tls.ts';
-import { DEFAULT_TIMEOUT_MS, httpSinkUrlProblem } from '../http/url.ts';
+import { httpSinkUrlProblem } from '../http/url.ts';
 import type { SinkFilter } from '../types.ts';
 import { decodeSigningSecret } from './standard-webhooks.ts';
 
@@ -19,12 +20,6 @@ export const CHAT_DEFAULT_FILTER: Partial<SinkFilter> = {
   transitions: ['scheduled', 'started', 'completed', 'canceled'],
 };
 
-const timeoutMs = z
-  .number()
-  .int()
-  .positive()
-  .default(DEFAULT_TIMEOUT_MS)
-  .describe('per-request timeout in milliseconds; a timeout is retried');
 /** Headers the sinks set themselves (plus every `ce-*` header); a configured header may not override them. */
 const RESERVED_HEADERS = new Set([
   'content-type',
@@ -117,13 +112,8 @@ export const webhookOptionsSchema = z
       )
       .default({})
       .describe('extra request headers; values are secrets (e.g. an Authorization header)'),
-    timeoutMs,
-    minIntervalMs: z
-      .number()
-      .int()
-      .min(0)
-      .default(0)
-      .describe('minimum milliseconds between requests (0 = no limit)'),
+    timeoutMs: timeoutMsSchema,
+    minIntervalMs: minIntervalMsSchema(0, 'minimum milliseconds between requests (0 = no limit)'),
     tls: tlsOptionsSchema.optional(),
   })
   .strict();
@@ -145,13 +135,11 @@ function chatOptionsSchema(templateRenders: string) {
         })
         .optional()
         .describe(`Mustache template file rendering ${templateRenders} (logic-less: no code, no network)`),
-      timeoutMs,
-      minIntervalMs: z
-        .number()
-        .int()
-        .min(0)
-        .default(1000)
-        .describe('minimum milliseconds between messages (Slack allows about one per second per webhook)'),
+      timeoutMs: timeoutMsSchema,
+      minIntervalMs: minIntervalMsSchema(
+        1000,
+        'minimum milliseconds between messages (Slack allows about one per second per webhook)',
+      ),
       tls: tlsOptionsSchema.optional(),
     })
     .strict();

@@ -4,13 +4,15 @@
  * one record per request, proxy-aware, rate limited, classified into DeliveryError.
  */
 
-import type { Clock } from '../../clock.ts';
 import type { LifecycleRecord } from '../../domain/index.ts';
-import type { Secret } from '../../secret.ts';
 import { payloadTooLargeError, withFailedIndex } from '../delivery-errors.ts';
 import { summaryLine } from '../format.ts';
-import type { TlsOptions } from '../http/tls.ts';
-import { HttpTransport, type OutgoingRequest } from '../http/transport.ts';
+import {
+  type HttpSinkDeps,
+  type HttpTransport,
+  httpSinkTransport,
+  type OutgoingRequest,
+} from '../http/transport.ts';
 import type { Sink, SinkContext } from '../types.ts';
 import {
   reservedHeaderProblem,
@@ -22,12 +24,6 @@ import { buildSlackMessage, enforceBlockKitLimits, type SlackMessage } from './s
 import { cloudEventRequest, decodeSigningSecret, standardWebhookHeaders } from './standard-webhooks.ts';
 import { buildTeamsMessage, messageBytes, TEAMS_MAX_BYTES, wrapCard } from './teams.ts';
 import { loadTemplate, renderJsonTemplate, type WebhookTemplate } from './template.ts';
-
-/** Test seams: a fake clock and an explicit undici dispatcher. */
-export interface WebhookSinkDeps {
-  clock?: Clock;
-  dispatcher?: import('undici').Dispatcher;
-}
 
 /** One request per record; a permanent failure reports which record failed. */
 class OneRecordPerRequestSink implements Sink {
@@ -57,30 +53,12 @@ class OneRecordPerRequestSink implements Sink {
   }
 }
 
-function transportFor(
-  name: string,
-  options: { url: Secret; timeoutMs: number; minIntervalMs: number; tls?: TlsOptions | undefined },
-  context: SinkContext,
-  deps: WebhookSinkDeps,
-): HttpTransport {
-  return new HttpTransport({
-    sinkName: name,
-    url: options.url,
-    timeoutMs: options.timeoutMs,
-    minIntervalMs: options.minIntervalMs,
-    tls: options.tls,
-    logger: context.logger,
-    ...(deps.clock ? { clock: deps.clock } : {}),
-    ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
-  });
-}
-
 /** Creates a generic signed-CloudEvents webhook sink. */
 export function createGenericWebhookSink(
   name: string,
   options: WebhookOptions,
   context: SinkContext,
-  deps: WebhookSinkDeps = {},
+  deps: HttpSinkDeps = {},
 ): Sink {
   const keys = options.signingSecrets.map((s, i) =>
     decodeSigningSecret(s.reveal(), `sink ${name}: signingSecrets[${i}] (${s.origin})`),
@@ -90,7 +68,7 @@ export function createGenericWebhookSink(
     if (problem !== undefined) throw new Error(`sink ${name}: ${problem}`);
   }
   // Header values, signing secrets and the URL are Secrets: the redactor (src/redact.ts) already knows them.
-  const transport = transportFor(name, options, context, deps);
+  const transport = httpSinkTransport(name, options.url, options, context.logger, deps);
   // No signing secrets: a warning of webhookSinkFactory.warnings (config validate, run's start-up).
   return new OneRecordPerRequestSink(name, transport, (record) => {
     const { body, headers } = cloudEventRequest(record, options.mode);
@@ -116,11 +94,11 @@ function chatSinkParts(
   name: string,
   options: SlackOptions | TeamsOptions,
   context: SinkContext,
-  deps: WebhookSinkDeps,
-): { template: WebhookTemplate | undefined; transport: ReturnType<typeof transportFor> } {
+  deps: HttpSinkDeps,
+): { template: WebhookTemplate | undefined; transport: HttpTransport } {
   return {
     template: options.template ? loadTemplate(options.template, name) : undefined,
-    transport: transportFor(name, options, context, deps),
+    transport: httpSinkTransport(name, options.url, options, context.logger, deps),
   };
 }
 
@@ -129,7 +107,7 @@ export function createSlackSink(
   name: string,
   options: SlackOptions,
   context: SinkContext,
-  deps: WebhookSinkDeps = {},
+  deps: HttpSinkDeps = {},
 ): Sink {
   const { template, transport } = chatSinkParts(name, options, context, deps);
   return new OneRecordPerRequestSink(name, transport, (record) => {
@@ -151,7 +129,7 @@ export function createTeamsSink(
   name: string,
   options: TeamsOptions,
   context: SinkContext,
-  deps: WebhookSinkDeps = {},
+  deps: HttpSinkDeps = {},
 ): Sink {
   const { template, transport } = chatSinkParts(name, options, context, deps);
   return new OneRecordPerRequestSink(name, transport, (record) => {

@@ -12,7 +12,7 @@ import { silentLogger } from '../../../src/log.ts';
 import { Forwarder } from '../../../src/pipeline/index.ts';
 import { SINK_FACTORIES } from '../../../src/sinks/registry.ts';
 import type { SinkFactory } from '../../../src/sinks/types.ts';
-import { spawnCli } from '../../support/child.ts';
+import { runCli } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 
 const tmp = makeTempDir('sef-config-cli-');
@@ -23,13 +23,6 @@ function configFile(yaml: string): string {
   const file = join(tmp.dir, `config-${++counter}.yaml`);
   writeFileSync(file, `stateDir: ${JSON.stringify(join(tmp.dir, `state-${counter}`))}\n${yaml}`);
   return file;
-}
-
-/** Runs the CLI to its end; returns the exit code and output. */
-async function cli(args: string[], env: Record<string, string> = {}) {
-  const child = spawnCli(args, env);
-  const { code } = await child.exited;
-  return { code, stdout: child.stdout(), stderr: child.stderr() };
 }
 
 /** `run` against a closed loopback port: a configuration error ends it before any request. */
@@ -46,11 +39,11 @@ describe('one validation path: config validate refuses what run refuses, both ex
     ],
   ])('a %s sink with url %j', async (type, url, pattern) => {
     const file = configFile(`sinks:\n  - { name: s, type: ${type}, url: ${JSON.stringify(url)} }\n`);
-    const validate = await cli(['config', 'validate', file]);
+    const validate = await runCli(['config', 'validate', file]);
     expect(validate.code).toBe(2);
     expect(validate.stderr).toMatch(pattern);
     expect(validate.stderr).not.toContain('example.invalid'); // the URL is a secret: never echoed
-    const run = await cli(runArgs(file));
+    const run = await runCli(runArgs(file));
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(pattern);
   });
@@ -61,14 +54,14 @@ describe('one validation path: config validate refuses what run refuses, both ex
       file,
       'stateDir: /mnt/resource/sef-config-cli-test\nsinks: [{ name: out, type: stdout }]\n',
     );
-    const validate = await cli(['config', 'validate', file]);
+    const validate = await runCli(['config', 'validate', file]);
     expect(validate.code).toBe(2);
     expect(validate.stderr).toMatch(/stateDir: \/mnt\/resource is the Azure temporary disk/);
     expect(validate.stderr).toMatch(/allowTemporaryDisk: true \(--allow-temporary-disk\)/);
-    const run = await cli([...runArgs(file)]);
+    const run = await runCli([...runArgs(file)]);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/stateDir: \/mnt\/resource is the Azure temporary disk/);
-    const flag = await cli([
+    const flag = await runCli([
       'run',
       '--state-dir',
       '/mnt/sef-config-cli-test',
@@ -94,7 +87,7 @@ describe('one validation path: config validate refuses what run refuses, both ex
     );
     const env = { OTEL_EXPORTER_OTLP_PROTOCOL: 'carrier-pigeon' };
     for (const args of [['config', 'validate', file], runArgs(file)]) {
-      const result = await cli(args, env);
+      const result = await runCli(args, env);
       expect(result.code, args.join(' ')).toBe(2);
       expect(result.stderr).toMatch(/sinks\[0\]\.template: cannot read template .*missing\.json: ENOENT/);
       expect(result.stderr).toMatch(
@@ -130,7 +123,7 @@ describe('one validation path: config validate refuses what run refuses, both ex
 
   it('demo and simulate both exit 2 for an unknown scenario', async () => {
     for (const command of ['demo', 'simulate']) {
-      const result = await cli([command, '--scenario', 'nosuch']);
+      const result = await runCli([command, '--scenario', 'nosuch']);
       expect(result.code, command).toBe(2);
       expect(result.stderr).toMatch(/scenario "nosuch" not found .*known scenarios: /);
     }
@@ -149,7 +142,7 @@ describe('config validate messages', () => {
         '',
       ].join('\n'),
     );
-    const result = await cli(['config', 'validate', file]);
+    const result = await runCli(['config', 'validate', file]);
     expect(result.code).toBe(2);
     const problems = result.stderr
       .split('\n')
@@ -171,11 +164,11 @@ describe('config validate messages', () => {
       ['config', 'validate', file],
       ['config', 'validate', '--config', file],
     ]) {
-      const result = await cli(args);
+      const result = await runCli(args);
       expect(result.code, args.join(' ')).toBe(0);
       expect(result.stdout).toBe(`ok: ${file} is valid; sinks: out (stdout)\n`);
     }
-    const none = await cli(['config', 'validate']);
+    const none = await runCli(['config', 'validate']);
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/config validate needs a file/);
   });
@@ -193,14 +186,14 @@ describe('config validate --allow-missing-secrets', () => {
 
   it('without it, unset secrets fail with a hint; with it, they are listed and the file is valid', async () => {
     const file = configFile(yaml);
-    const strict = await cli(['config', 'validate', file]);
+    const strict = await runCli(['config', 'validate', file]);
     expect(strict.code).toBe(2);
     expect(strict.stderr).toMatch(
       /sinks\[0\]\.connectionString: environment variable SEF_TEST_MISSING_EH .* not set/,
     );
     expect(strict.stderr).toMatch(/hint: .* add --allow-missing-secrets/);
 
-    const lenient = await cli(['config', 'validate', '--allow-missing-secrets', file]);
+    const lenient = await runCli(['config', 'validate', '--allow-missing-secrets', file]);
     expect(lenient.code).toBe(0);
     expect(lenient.stdout.split('\n')).toEqual([
       `ok: ${file} is valid with 1 warning (on stderr); sinks: hub (eventhubs), hook (webhook), chat (slack)`,
@@ -213,11 +206,11 @@ describe('config validate --allow-missing-secrets', () => {
 
   it('still checks the form of every reference, and the value of every secret that is available', async () => {
     const file = configFile(yaml.replace('url: { env: SEF_TEST_MISSING_HOOK }', 'url: { vault: x }'));
-    const badForm = await cli(['config', 'validate', '--allow-missing-secrets', file]);
+    const badForm = await runCli(['config', 'validate', '--allow-missing-secrets', file]);
     expect(badForm.code).toBe(2);
     expect(badForm.stderr).toMatch(/sinks\[1\]\.url: expected a secret: .*got a mapping/);
 
-    const available = await cli(['config', 'validate', '--allow-missing-secrets', configFile(yaml)], {
+    const available = await runCli(['config', 'validate', '--allow-missing-secrets', configFile(yaml)], {
       SEF_TEST_MISSING_HOOK: 'ftp://example.invalid/hook',
       SEF_TEST_MISSING_EH: 'garbage-not-a-connection-string',
     });
@@ -233,7 +226,7 @@ describe('config validate --allow-missing-secrets', () => {
 
 describe('config show', () => {
   it('without a file shows what run uses: the defaults and the stdout sink', async () => {
-    const result = await cli(['config', 'show', '--state-dir', join(tmp.dir, 'state-show')]);
+    const result = await runCli(['config', 'show', '--state-dir', join(tmp.dir, 'state-show')]);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^# effective configuration \(defaults; no --config\)/);
     expect(result.stdout).toMatch(/^sinks:\n {2}- name: stdout\n {4}type: stdout\n {4}enabled: true$/m);
@@ -241,7 +234,7 @@ describe('config show', () => {
   });
 
   it('has no --redacted flag: secrets are always redacted', async () => {
-    const result = await cli(['config', 'show', '--redacted']);
+    const result = await runCli(['config', 'show', '--redacted']);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/unknown option '--redacted'/);
   });

@@ -4,28 +4,17 @@
  * warning that says the check is this machine's), a retired Office 365 connector URL on a Teams sink, no sinks,
  * inline secrets. Warnings alone exit 0; what `run` would fail on exits 2, naming the key.
  */
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawnCli } from '../../support/child.ts';
+import { runCli, spawnCli } from '../../support/child.ts';
+import { configFileWriter } from '../../support/config-files.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
 
 const tmp = makeTempDir('sef-config-warnings-');
 afterAll(() => tmp.cleanup());
 
-let counter = 0;
-function configFile(config: Record<string, unknown>): string {
-  const file = join(tmp.dir, `config-${++counter}.yaml`);
-  writeFileSync(file, JSON.stringify({ stateDir: join(tmp.dir, `state-${counter}`), ...config }));
-  return file;
-}
-
-async function cli(args: string[]) {
-  const child = spawnCli(args);
-  const { code } = await child.exited;
-  return { code, stdout: child.stdout(), stderr: child.stderr() };
-}
+const configFile = configFileWriter(tmp.dir);
 
 const MISSING = 'sef-no-such-command-4711';
 const RETIRED = 'https://contoso.webhook.office.com/webhookb2/1111@2222/IncomingWebhook/SeCrEtPaRt42/3333';
@@ -47,7 +36,7 @@ describe('config validate prints the warnings run logs', () => {
 
   it('a missing exec/hook command, a retired Teams connector URL, an inline secret: exit 0 with warnings', async () => {
     const file = configFile(warned);
-    const result = await cli(['config', 'validate', file]);
+    const result = await runCli(['config', 'validate', file]);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^ok: .* is valid with 4 warnings \(on stderr\); sinks: script \(exec\)/);
     for (const pattern of expected) expect(result.stderr).toMatch(pattern);
@@ -80,7 +69,7 @@ describe('config validate prints the warnings run logs', () => {
   });
 
   it('an empty sinks list: exit 0 with the warning that nothing is delivered', async () => {
-    const result = await cli(['config', 'validate', configFile({ sinks: [] })]);
+    const result = await runCli(['config', 'validate', configFile({ sinks: [] })]);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/is valid with 1 warning \(on stderr\); no sinks/);
     expect(result.stderr).toMatch(/warning: no sinks configured: records are committed .* delivered nowhere/);
@@ -91,7 +80,7 @@ describe('config validate prints the warnings run logs', () => {
       sinks: [{ name: 'node', type: 'exec', command: process.execPath }],
       approval: { hooks: { prepare: [{ name: 'node', command: process.execPath }] } },
     });
-    const result = await cli(['config', 'validate', file]);
+    const result = await runCli(['config', 'validate', file]);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/is valid; sinks: node \(exec\)/);
     expect(result.stderr).toBe('');
@@ -110,7 +99,7 @@ describe('config validate prints the warnings run logs', () => {
         },
       ],
     });
-    const result = await cli(['config', 'validate', file]);
+    const result = await runCli(['config', 'validate', file]);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/sinks\[0\]\.args\[0\]: an argument cannot contain a NUL character/);
     expect(result.stderr).toMatch(/sinks\[0\]\.env\.X: an environment value cannot contain a NUL character/);

@@ -4,11 +4,10 @@
  * start, delivers over HTTPS with tls.ca + a client certificate and with insecureSkipVerify, dead-letters the
  * sink without tls.ca as the permanent `tls`, and never prints certificate or key contents.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../../src/simulator/index.ts';
-import { spawnCli } from '../../support/child.ts';
+import { runCli, spawnCli } from '../../support/child.ts';
+import { configFileWriter } from '../../support/config-files.ts';
 import { HttpSinkServer } from '../../support/http-sink-server.ts';
 import { makeTestPki, type TestPki, writePem } from '../../support/tls-certs.ts';
 import { makeTempDir } from '../../support/tmp.ts';
@@ -25,18 +24,7 @@ afterEach(async () => {
 });
 afterAll(() => tmp.cleanup());
 
-let counter = 0;
-function configFile(config: Record<string, unknown>): string {
-  const file = join(tmp.dir, `config-${++counter}.yaml`);
-  writeFileSync(file, JSON.stringify({ stateDir: join(tmp.dir, `state-${counter}`), ...config }));
-  return file;
-}
-
-async function cli(args: string[]) {
-  const child = spawnCli(args);
-  const { code } = await child.exited;
-  return { code, stdout: child.stdout(), stderr: child.stderr() };
-}
+const configFile = configFileWriter(tmp.dir);
 
 /** No line of any PEM body (certificate or key) appears in `text`. */
 function expectNoPemIn(text: string): void {
@@ -75,12 +63,12 @@ describe('config validate', () => {
         },
       ],
     });
-    const result = await cli(['config', 'validate', file]);
+    const result = await runCli(['config', 'validate', file]);
     expect(result.code).toBe(0);
     expect(result.stderr).toMatch(new RegExp(`warning: ${INSECURE_WARNING.source}`));
     expect(result.stderr).not.toMatch(/sink mtls: tls/);
     expectNoPemIn(result.stdout + result.stderr);
-    const shown = await cli(['config', 'show', '--config', file]);
+    const shown = await runCli(['config', 'show', '--config', file]);
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(/ca: "?\[redacted: file .*ca\.pem\]"?/);
     expectNoPemIn(shown.stdout + shown.stderr);
@@ -98,7 +86,7 @@ describe('config validate', () => {
         },
       ],
     });
-    const result = await cli(['config', 'validate', file]);
+    const result = await runCli(['config', 'validate', file]);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(
       /sinks\[0\]\.tls\.ca: tls\.ca \(file .*ca\.der\) does not contain a PEM certificate/,

@@ -19,7 +19,7 @@ import { httpStatusError, networkError } from '../../../../src/sinks/delivery-er
 import { DeliveryError, type Sink } from '../../../../src/sinks/types.ts';
 import { AlertmanagerDouble } from '../../../support/alertmanager-double.ts';
 import { makeRecord } from '../../../support/records.ts';
-import { context, signal } from '../webhook/helpers.ts';
+import { context, signal } from '../../../support/sink-tests.ts';
 
 const mapping = { alertname: 'AzureScheduledEvent', labels: { team: 'ops' }, endsAtMarginSeconds: 3600 };
 const MINUTE = 60_000;

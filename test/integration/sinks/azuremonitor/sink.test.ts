@@ -16,8 +16,9 @@ import {
   LOG_COLUMNS,
   toLogRow,
 } from '../../../../src/sinks/azuremonitor/index.ts';
-import { DeliveryError, type Sink } from '../../../../src/sinks/types.ts';
+import type { DeliveryError, Sink } from '../../../../src/sinks/types.ts';
 import { openStore } from '../../../../src/store/index.ts';
+import { deliveryFailure } from '../../../support/delivery.ts';
 import { FakeClock } from '../../../support/fake-clock.ts';
 import { azureError } from '../../../support/logs-ingestion-double.ts';
 import { makeRecord } from '../../../support/records.ts';
@@ -72,15 +73,6 @@ async function sink(extra: Record<string, unknown> = {}, logger = silentLogger()
   });
   sinks.push(created);
   return created;
-}
-
-async function failure(promise: Promise<void>): Promise<DeliveryError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(DeliveryError);
-  return error as DeliveryError;
 }
 
 const rowIds = () => setup.double.rows().map((r) => r.RecordId);
@@ -153,7 +145,7 @@ describe('size limits', () => {
     let error: DeliveryError;
     try {
       const s = await sink();
-      error = await failure(s.deliver(batch, new AbortController().signal));
+      error = await deliveryFailure(s.deliver(batch, new AbortController().signal));
     } finally {
       setup.double.maxRequestBytes = 1024 * 1024;
     }
@@ -174,7 +166,7 @@ describe('size limits', () => {
     batch[1] = { ...batch[1]!, data: { ...batch[1]!.data, Description: 'z'.repeat(1_000_000) } };
     const before = setup.double.requests().length;
     const s = await sink();
-    const error = await failure(s.deliver(batch, new AbortController().signal));
+    const error = await deliveryFailure(s.deliver(batch, new AbortController().signal));
     expect(error).toMatchObject({ retryable: false, code: 'payload-too-large', failedIndex: 1 });
     expect(error.message).toMatch(/record .* is \d+ bytes as a log row/);
     const sent = setup.double.requests().slice(before);
@@ -239,11 +231,11 @@ describe('failures', () => {
       body: azureError('ServiceUnavailable', 'busy'),
     });
     const s = await sink();
-    const busy = await failure(s.deliver(records(2), new AbortController().signal));
+    const busy = await deliveryFailure(s.deliver(records(2), new AbortController().signal));
     expect(busy).toMatchObject({ retryable: true, code: 'http-503', retryAfterMs: 7000 });
 
     const closed = await sink({ endpoint: 'https://127.0.0.1:1' });
-    const refused = await failure(closed.deliver(records(1), new AbortController().signal));
+    const refused = await deliveryFailure(closed.deliver(records(1), new AbortController().signal));
     expect(refused).toMatchObject({ retryable: true, code: 'network' });
   });
 
@@ -258,7 +250,7 @@ describe('failures', () => {
         `The authentication token provided does not have access to ingest data for the data collection rule with immutable Id '${RULE_ID}'. Authorization: Bearer ${request.token} token=${request.token}`,
       ),
     }));
-    const forbidden = await failure(s.deliver(records(2), new AbortController().signal));
+    const forbidden = await deliveryFailure(s.deliver(records(2), new AbortController().signal));
     expect(forbidden).toMatchObject({ retryable: false, code: 'http-403', failedIndex: 0 });
     expect(forbidden.message).toContain('Monitoring Metrics Publisher');
     expect(forbidden.message).toContain('OperationFailed');
@@ -267,7 +259,7 @@ describe('failures', () => {
       status: 401,
       body: azureError('InvalidToken', `token ${request.token} is not valid for this tenant`),
     }));
-    const unauthorized = await failure(s.deliver(records(1), new AbortController().signal));
+    const unauthorized = await deliveryFailure(s.deliver(records(1), new AbortController().signal));
     expect(unauthorized).toMatchObject({ retryable: false, code: 'http-401' });
     expect(unauthorized.message).toMatch(/tenant/);
 
@@ -311,7 +303,7 @@ describe('failures', () => {
 
   it('404 (unknown DCR or stream) is permanent and names ruleId, streamName and endpoint', async () => {
     const s = await sink({ ruleId: 'dcr-ffffffffffffffffffffffffffffffff' });
-    const error = await failure(s.deliver(records(1), new AbortController().signal));
+    const error = await deliveryFailure(s.deliver(records(1), new AbortController().signal));
     expect(error).toMatchObject({ retryable: false, code: 'http-404' });
     expect(error.message).toMatch(/ruleId.*streamName.*endpoint/);
   });
@@ -332,7 +324,7 @@ describe('TLS', () => {
     );
     sinks.push(untrusted);
     const before = setup.double.requests().length;
-    const error = await failure(untrusted.deliver(records(1), new AbortController().signal));
+    const error = await deliveryFailure(untrusted.deliver(records(1), new AbortController().signal));
     expect(error).toMatchObject({ retryable: false, code: 'tls' });
     expect(error.message).toMatch(/not issued by a trusted CA.*tls\.ca/);
     expect(setup.double.requests().length).toBe(before);

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../../src/domain/index.ts';
 import { silentLogger } from '../../../../src/log.ts';
 import { EventHubsSink, eventHubsOptionsSchema } from '../../../../src/sinks/event-hubs/index.ts';
-import { DeliveryError } from '../../../../src/sinks/types.ts';
+import { deliveryFailure } from '../../../support/delivery.ts';
 import {
   type EventHubsDouble,
   type EventHubsFaultKind,
@@ -44,15 +44,6 @@ function sink(overrides: Record<string, unknown> = {}) {
   return s;
 }
 
-async function failure(promise: Promise<void>): Promise<DeliveryError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(DeliveryError);
-  return error as DeliveryError;
-}
-
 function fresh(n = 3): LifecycleRecord[] {
   counter += 100;
   return vmRecords(n, 3, counter);
@@ -79,7 +70,7 @@ describe('retryable faults end in delivery when the engine calls deliver() again
       const records = fresh();
       await s.deliver(records.slice(0, 1), live()); // connect first: the fault hits the send itself
       double.setFault({ kind: kind, times: 1 });
-      const error = await failure(s.deliver(records.slice(1), live()));
+      const error = await deliveryFailure(s.deliver(records.slice(1), live()));
       expect(error.retryable).toBe(true);
       expect(error.code).toBe(code);
       expect((error.cause as { code?: string }).code).toBe(sdkCode);
@@ -101,7 +92,7 @@ describe('retryable faults end in delivery when the engine calls deliver() again
     const s = sink({ retry: { maxRetries: 1, retryDelayMs: 10, maxRetryDelayMs: 20, timeoutMs: 1000 } });
     const records = fresh(1);
     double.setFault({ kind: 'server-busy', times: 2 });
-    const error = await failure(s.deliver(records, live()));
+    const error = await deliveryFailure(s.deliver(records, live()));
     expect(error.cause).toBeInstanceOf(AggregateError);
     expect(error).toMatchObject({ retryable: true, code: 'ServerBusy' });
     await s.deliver(records, live());
@@ -112,7 +103,7 @@ describe('retryable faults end in delivery when the engine calls deliver() again
     const s = sink();
     const records = fresh(1);
     double.setFault({ kind: 'unauthorized', stage: 'cbs', times: 1 });
-    const error = await failure(s.deliver(records, live()));
+    const error = await deliveryFailure(s.deliver(records, live()));
     expect(error).toMatchObject({ retryable: true, code: 'Unauthorized' });
     expect(double.tokens().some((t) => !t.accepted && t.reason === 'injected unauthorized')).toBe(true);
     await s.deliver(records, live());
@@ -124,7 +115,7 @@ describe('retryable faults end in delivery when the engine calls deliver() again
     const records = fresh(6); // three VMs → three partition-key runs → three transfers
     await s.deliver(fresh(1), live());
     double.setFault({ kind: 'drop-connection', skip: 1, times: 1 });
-    const error = await failure(s.deliver(records, live()));
+    const error = await deliveryFailure(s.deliver(records, live()));
     expect(error.retryable).toBe(true);
     await s.deliver(records, live());
     const received = double.received('lifecycle');
@@ -148,7 +139,7 @@ describe('permanent faults carry the SDK error and the failed index', () => {
     await s.deliver(records, live());
     double.setFault({ kind: 'not-found', times: 1 });
     const batch = [vmRecord(counter + 50)];
-    const error = await failure(s.deliver(batch, live()));
+    const error = await deliveryFailure(s.deliver(batch, live()));
     expect(error).toMatchObject({ retryable: false, code: 'MessagingEntityNotFound', failedIndex: 0 });
     expect((error.cause as { code?: string }).code).toBe('MessagingEntityNotFoundError');
   });
@@ -158,7 +149,7 @@ describe('permanent faults carry the SDK error and the failed index', () => {
       retry: { maxRetries: 0, retryDelayMs: 10, maxRetryDelayMs: 20, timeoutMs: 1000 },
     });
     sinks.push(s);
-    const error = await failure(s.deliver(fresh(1), live()));
+    const error = await deliveryFailure(s.deliver(fresh(1), live()));
     expect(error).toMatchObject({ retryable: false, code: 'MessagingEntityNotFound', failedIndex: 0 });
   });
 
@@ -167,7 +158,7 @@ describe('permanent faults carry the SDK error and the failed index', () => {
     const records = [vmRecord(counter + 60, { vm: 'same' }), vmRecord(counter + 61, { vm: 'same' })];
     await s.deliver(fresh(1), live());
     double.setFault({ kind: 'message-too-large', times: 1 });
-    const error = await failure(s.deliver(records, live()));
+    const error = await deliveryFailure(s.deliver(records, live()));
     expect(error).toMatchObject({ retryable: false, code: 'payload-too-large', failedIndex: undefined });
     expect((error.cause as { code?: string }).code).toBe('MessageTooLargeError');
     // the engine then re-delivers one at a time: both arrive
@@ -188,7 +179,7 @@ describe('authentication', () => {
     });
     const s = new EventHubsSink('eh-wrong-key', options, silentLogger());
     sinks.push(s);
-    const error = await failure(s.deliver(fresh(1), live()));
+    const error = await deliveryFailure(s.deliver(fresh(1), live()));
     expect(error).toMatchObject({ retryable: true, code: 'Unauthorized' });
     expect(error.message).not.toContain(double.sasKey);
     expect(double.tokens().some((t) => t.reason === 'SAS signature does not match the key')).toBe(true);

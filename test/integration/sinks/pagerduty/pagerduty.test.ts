@@ -12,10 +12,11 @@ import {
   pagerdutyOptionsSchema,
   pagerdutySinkFactory,
 } from '../../../../src/sinks/pagerduty/index.ts';
-import { DeliveryError, type Sink } from '../../../../src/sinks/types.ts';
+import type { DeliveryError, Sink } from '../../../../src/sinks/types.ts';
+import { deliveryFailure } from '../../../support/delivery.ts';
 import { PagerDutyEventsDouble } from '../../../support/pagerduty-events-double.ts';
 import { makeRecord } from '../../../support/records.ts';
-import { capturingLogger, context, signal } from '../webhook/helpers.ts';
+import { capturingLogger, context, signal } from '../../../support/sink-tests.ts';
 
 const ROUTING_KEY = 'R0ut1ngKeyPagerDutyTest000000042';
 let double: PagerDutyEventsDouble;
@@ -48,13 +49,8 @@ async function makeSink(
   return sink;
 }
 
-async function failure(sink: Sink, batch: LifecycleRecord[]): Promise<DeliveryError> {
-  const error = await sink.deliver(batch, signal()).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(DeliveryError);
-  return error as DeliveryError;
+function failure(sink: Sink, batch: LifecycleRecord[]): Promise<DeliveryError> {
+  return deliveryFailure(sink.deliver(batch, signal()));
 }
 
 describe('pagerduty sink', () => {

@@ -16,8 +16,8 @@ import {
 } from '../../../../src/sinks/webhook/index.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
 import { makeRecord } from '../../../support/records.ts';
+import { context, fakeClock, signal } from '../../../support/sink-tests.ts';
 import { SIGNING_SECRET, SIGNING_SECRET_2 } from './fixtures.ts';
-import { context, fakeClock, signal } from './helpers.ts';
 
 let server: HttpSinkServer;
 beforeAll(async () => {

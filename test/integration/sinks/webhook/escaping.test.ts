@@ -36,9 +36,9 @@ import {
   writeKubeconfig,
 } from '../../../support/kubernetes-double/index.ts';
 import { makeRecord } from '../../../support/records.ts';
+import { context, fakeClock, signal } from '../../../support/sink-tests.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { waitFor } from '../../../support/wait.ts';
-import { context, fakeClock, signal } from './helpers.ts';
 
 // markdown-it ships no types; the Adaptive Cards renderer calls `markdownit().render(text)` the same way.
 const markdownit = createRequire(import.meta.url)('markdown-it') as () => { render(text: string): string };

@@ -18,9 +18,9 @@ import { buildTeamsMessage, messageBytes, TEAMS_MAX_BYTES } from '../../../../sr
 import { adaptiveCardProblems } from '../../../support/adaptive-card.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
 import { makeRecord } from '../../../support/records.ts';
+import { context, fakeClock, signal } from '../../../support/sink-tests.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { ALL_TRANSITIONS } from './fixtures.ts';
-import { context, fakeClock, signal } from './helpers.ts';
 
 /** Valid Adaptive Card 1.4 per Microsoft's adaptivecards library (see test/support/adaptive-card.ts). */
 function validateCard(card: Record<string, unknown>): boolean {

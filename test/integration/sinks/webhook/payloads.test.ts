@@ -15,8 +15,8 @@ import {
 } from '../../../../src/sinks/webhook/index.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
 import { makeRecord } from '../../../support/records.ts';
+import { context, fakeClock, signal } from '../../../support/sink-tests.ts';
 import { ALL_TRANSITIONS, SIGNING_SECRET } from './fixtures.ts';
-import { context, fakeClock, signal } from './helpers.ts';
 
 /**
  * When each transition is observed: spread over the event's life (NotBefore 18:29:47) so the messages show

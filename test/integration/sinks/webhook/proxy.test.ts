@@ -13,7 +13,7 @@ import {
 import { ImdsClient } from '../../../../src/sources/imds/client.ts';
 import { HttpSinkServer, RecordingProxy } from '../../../support/http-sink-server.ts';
 import { makeRecord } from '../../../support/records.ts';
-import { context, signal } from './helpers.ts';
+import { context, signal } from '../../../support/sink-tests.ts';
 
 let server: HttpSinkServer;
 let proxy: RecordingProxy;

@@ -22,10 +22,10 @@ import {
 import { openStore } from '../../../../src/store/index.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
 import { makeRecord } from '../../../support/records.ts';
+import { capturingLogger, context, fakeClock, signal } from '../../../support/sink-tests.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { waitFor } from '../../../support/wait.ts';
 import { SIGNING_SECRET } from './fixtures.ts';
-import { capturingLogger, context, fakeClock, signal } from './helpers.ts';
 
 const SLACK_PATH = '/services/T0SECRET1/B0SECRET2/XoXsEcReTtOkEnValue123';
 const TEAMS_QUERY =

@@ -13,9 +13,9 @@ import { createGenericWebhookSink, webhookOptionsSchema } from '../../../../src/
 import { openStore } from '../../../../src/store/index.ts';
 import { HttpSinkServer } from '../../../support/http-sink-server.ts';
 import { makeRecord } from '../../../support/records.ts';
+import { context, fakeClock } from '../../../support/sink-tests.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
 import { waitFor } from '../../../support/wait.ts';
-import { context, fakeClock } from './helpers.ts';
 
 let server: HttpSinkServer;
 const tmp = makeTempDir('sef-retry-after-cap-');

@@ -1,9 +1,9 @@
-/** Shared helpers for the webhook sink tests: a fake clock at a fixed time and a sink context. */
+/** Helpers for sink tests: a fake clock at a fixed time (the webhook payload snapshots' T0), a sink context, a capturing logger, an inline secret, a live signal. */
 import { Writable } from 'node:stream';
-import { createLogger, type Logger, silentLogger } from '../../../../src/log.ts';
-import { resolveSecret } from '../../../../src/secret.ts';
-import type { SinkContext } from '../../../../src/sinks/types.ts';
-import { FakeClock } from '../../../support/fake-clock.ts';
+import { createLogger, type Logger, silentLogger } from '../../src/log.ts';
+import { resolveSecret } from '../../src/secret.ts';
+import type { SinkContext } from '../../src/sinks/types.ts';
+import { FakeClock } from './fake-clock.ts';
 
 /** The webhook tests' fixed wall time (the payload snapshots' timestamps). */
 export const T0 = Date.parse('2025-09-19T18:15:50.000Z');
