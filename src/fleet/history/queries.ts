@@ -447,19 +447,23 @@ async function percentiles(
   db: SqlExecutor,
   column: string,
   w: Where,
-  count: number,
 ): Promise<{ p50: number | null; p90: number | null }> {
-  if (count === 0) return { p50: null, p90: null };
-  const rank = (p: number) => Math.max(1, Math.ceil((p / 100) * count));
+  // Nearest-rank percentiles, ceil(p × n / 100) in integer arithmetic both stores share; the count comes with
+  // the ranking, so this statement does not wait for the totals.
+  const rank = (p: number, n: string) => `(${p} * ${n} + 99) / 100`;
   const rows = await db.all(
-    `SELECT v, rn FROM (
-       SELECT m.${column} AS v, row_number() OVER (ORDER BY m.${column}) AS rn
+    `SELECT v, rn, n FROM (
+       SELECT m.${column} AS v, row_number() OVER (ORDER BY m.${column}) AS rn, count(*) OVER () AS n
        FROM maintenance m ${sqlWhere(w, [`m.${column} IS NOT NULL`])}
-     ) ranked WHERE rn IN (?, ?)`,
-    [...w.params, rank(50), rank(90)],
+     ) ranked WHERE rn = ${rank(50, 'n')} OR rn = ${rank(90, 'n')}`,
+    w.params,
   );
-  const at = (r: number) => toNumberOrNull(rows.find((row) => toNumber(row.rn) === r)?.v);
-  return { p50: at(rank(50)), p90: at(rank(90)) };
+  const n = toNumber(rows[0]?.n);
+  const at = (p: number) => {
+    const r = Math.floor((p * n + 99) / 100);
+    return toNumberOrNull(rows.find((row) => toNumber(row.rn) === r)?.v);
+  };
+  return rows.length === 0 ? { p50: null, p90: null } : { p50: at(50), p90: at(90) };
 }
 
 /**
@@ -467,7 +471,7 @@ async function percentiles(
  * the fixed-vocabulary status and approval counts and each distribution's count/min/max/mean), one GROUP BY for
  * type × region × zone × scale set, one for inferred endings, one sorted pass per distribution for its
  * percentiles. The statements are independent and issued together (PostgreSQL runs them on several pooled
- * connections; SQLite's reader runs them one after another).
+ * connections, SQLite on its reader threads).
  */
 export async function summarize(
   db: SqlExecutor,
@@ -501,38 +505,46 @@ export async function summarize(
   ];
   const orLabel = (column: string, label: string) =>
     `CASE WHEN m.${column} = '' THEN '${label}' ELSE m.${column} END`;
-  const [totalsRows, groups, inferred, vmsRows, reportingRows, retentionRows, oldestRows, ingest, pending] =
-    await Promise.all([
-      db.all(`SELECT ${columns.join(', ')} FROM maintenance m ${sqlWhere(w)}`, w.params),
-      db.all(
-        `SELECT m.event_type AS t, ${orLabel('location', '(unknown)')} AS l, ${orLabel('zone', '(none)')} AS z,
+  const [
+    totalsRows,
+    groups,
+    inferred,
+    vmsRows,
+    reportingRows,
+    retentionRows,
+    oldestRows,
+    ingest,
+    pending,
+    ranked,
+  ] = await Promise.all([
+    db.all(`SELECT ${columns.join(', ')} FROM maintenance m ${sqlWhere(w)}`, w.params),
+    db.all(
+      `SELECT m.event_type AS t, ${orLabel('location', '(unknown)')} AS l, ${orLabel('zone', '(none)')} AS z,
            ${orLabel('scale_set', '(none)')} AS s, count(*) AS n
          FROM maintenance m ${sqlWhere(w)} GROUP BY m.event_type, m.location, m.zone, m.scale_set`,
-        w.params,
-      ),
-      db.all(
-        `SELECT coalesce(m.reason, '(unknown)') AS k, count(*) AS n FROM maintenance m
+      w.params,
+    ),
+    db.all(
+      `SELECT coalesce(m.reason, '(unknown)') AS k, count(*) AS n FROM maintenance m
          ${sqlWhere(w, ['m.inferred = 1'])} GROUP BY coalesce(m.reason, '(unknown)')`,
-        w.params,
-      ),
-      // From the window's maintenance rows to their affected observations (covering index
-      // observations_affected). CROSS JOIN keeps that order in SQLite, whose planner would otherwise scan every
-      // observation for the DISTINCT; in PostgreSQL it is an ordinary inner join.
-      db.all(
-        `SELECT count(DISTINCT o.source) AS n FROM maintenance m CROSS JOIN observations o
+      w.params,
+    ),
+    // From the window's maintenance rows to their affected observations (covering index
+    // observations_affected). CROSS JOIN keeps that order in SQLite, whose planner would otherwise scan every
+    // observation for the DISTINCT; in PostgreSQL it is an ordinary inner join.
+    db.all(
+      `SELECT count(DISTINCT o.source) AS n FROM maintenance m CROSS JOIN observations o
          ${sqlWhere(w, ['o.event_id = m.event_id', 'o.occurrence = m.occurrence', 'o.affects_vm = 1'])}`,
-        w.params,
-      ),
-      db.all('SELECT count(*) AS n FROM vms'),
-      db.all("SELECT value FROM history_settings WHERE name = 'retention'"),
-      db.all('SELECT min(first_seen_at) AS t FROM maintenance'),
-      ingestStats(db),
-      listPending(db, filter, { limit: DEFAULT_PAGE_SIZE }),
-    ]);
+      w.params,
+    ),
+    db.all('SELECT count(*) AS n FROM vms'),
+    db.all("SELECT value FROM history_settings WHERE name = 'retention'"),
+    db.all('SELECT min(first_seen_at) AS t FROM maintenance'),
+    ingestStats(db),
+    listPending(db, filter, { limit: DEFAULT_PAGE_SIZE }),
+    Promise.all(DISTRIBUTION_COLUMNS.map((c) => percentiles(db, c, w))),
+  ]);
   const totals = totalsRows[0] ?? {};
-  const ranked = await Promise.all(
-    DISTRIBUTION_COLUMNS.map((c) => percentiles(db, c, w, toNumber(totals[`${c}_n`]))),
-  );
   const distribution = (
     c: (typeof DISTRIBUTION_COLUMNS)[number],
     p: { p50: number | null; p90: number | null },

@@ -3,9 +3,11 @@
  *
  * - Writes (ingest, pruning, migrations) run on the caller's connection, one transaction at a time: a queue
  *   orders them, BEGIN IMMEDIATE takes SQLite's write lock.
- * - Reads run in a worker thread on a read-only connection of their own, so a long dashboard query never
+ * - Reads run in worker threads on read-only connections of their own, so a long dashboard query never
  *   holds the consumer's event loop (ingest, checkpoints, ownership renewal). WAL lets them read while a write
- *   commits. The worker's code is a self-contained string (it only needs node:sqlite and node:worker_threads),
+ *   commits. One reader starts with the database; a second starts the first time a query arrives while every
+ *   reader is busy (the summary's independent statements, two dashboard users), so they run side by side as
+ *   they do on PostgreSQL's pooled connections. Like those, each statement sees its own snapshot. The worker's code is a self-contained string (it only needs node:sqlite and node:worker_threads),
  *   so it runs the same from the sources, the npm package and the single executable.
  */
 import { dirname, resolve } from 'node:path';
@@ -16,6 +18,9 @@ import type { SqlDatabase, SqlExecutor, SqlRow, SqlValue } from './sql.ts';
 const { mkdirSync, existsSync } = process.getBuiltinModule('node:fs');
 
 const BUSY_TIMEOUT_MS = 5_000;
+
+/** Reader threads at most: one per core of a small consumer host. */
+const MAX_READERS = 2;
 
 const READER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -69,6 +74,11 @@ class SqliteReader {
     this.#worker.on('exit', () => this.#fail(new Error('the fleet database reader thread stopped')));
   }
 
+  /** Queries sent and not answered yet. */
+  get busy(): number {
+    return this.#pending.size;
+  }
+
   #fail(error: Error): void {
     this.#failure ??= error;
     for (const pending of this.#pending.values()) pending.reject(error);
@@ -92,6 +102,30 @@ class SqliteReader {
     this.#failure = new Error('the fleet database is closed');
     this.#worker.postMessage({ close: true });
     await this.#worker.terminate();
+  }
+}
+
+/** Up to MAX_READERS readers: a query goes to the least busy, and a new reader starts when all are busy. */
+class SqliteReaders {
+  readonly #path: string;
+  readonly #readers: SqliteReader[];
+
+  constructor(path: string) {
+    this.#path = path;
+    this.#readers = [new SqliteReader(path)];
+  }
+
+  all(sql: string, params: readonly SqlValue[]): Promise<SqlRow[]> {
+    let reader = this.#readers.reduce((a, b) => (b.busy < a.busy ? b : a));
+    if (reader.busy > 0 && this.#readers.length < MAX_READERS) {
+      reader = new SqliteReader(this.#path);
+      this.#readers.push(reader);
+    }
+    return reader.all(sql, params);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.#readers.map((reader) => reader.close()));
   }
 }
 
@@ -140,7 +174,7 @@ export function openSqliteDatabase(options: OpenSqliteOptions): SqlDatabase {
     db.exec('PRAGMA synchronous=FULL');
   }
   const writer = new SqliteWriter(db);
-  const reader = new SqliteReader(path);
+  const reader = new SqliteReaders(path);
   let queue: Promise<unknown> = Promise.resolve();
 
   const transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> => {
