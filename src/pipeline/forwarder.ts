@@ -16,15 +16,17 @@
  * retried on later polls. With `kubernetes.labels`, the first read of the node's labels (src/kubernetes) is
  * waited for the same way (bounded), so the first records carry them too.
  */
-import type { Config } from '../config/index.ts';
+import type { Config, SinkConfig } from '../config/index.ts';
 import { configWarnings } from '../config/warnings.ts';
 import { DeliveryEngine } from '../delivery/index.ts';
+import type { KubernetesAgent } from '../kubernetes/index.ts';
 import type { Logger } from '../log.ts';
 import { findSinkFactory } from '../sinks/registry.ts';
 import type { Sink, SinkFactory } from '../sinks/types.ts';
 import { StallDetector } from '../sources/stall-detector.ts';
-import type { IdentitySource, Source } from '../sources/types.ts';
+import type { BuiltSource, IdentitySource, Source } from '../sources/types.ts';
 import { openStoreWhenPossible, type Store, storeDamage } from '../store/index.ts';
+import type { ForwarderState } from '../transform/index.ts';
 import { hostBootTimeMs } from './boot-time.ts';
 import {
   buildApproval,
@@ -37,6 +39,7 @@ import {
   warnAboutOrphanedQueues,
 } from './compose.ts';
 import type { PipelineObserver } from './observer.ts';
+import type { ApprovalParticipant } from './participants.ts';
 import type { RoutedSink } from './route.ts';
 import { RunningPipeline } from './running.ts';
 import { type ForwarderStats, PipelineStep } from './step.ts';
@@ -151,107 +154,177 @@ export class Forwarder {
    * in-flight deliveries get what is left of the shutdown deadline. Resolves once the engine has started.
    */
   async #start(store: Store, running: RunningPipeline, bootTimeMs: number): Promise<StartedPipeline> {
-    const { config, observer } = this.#options;
-    const logger = this.#logger;
-    const state = loadState(store, logger);
+    const { config, source: override } = this.#options;
+    const state = loadState(store, this.#logger);
     const stall = new StallDetector();
     stall.setFine(state.events.length > 0);
-    const override = this.#options.source;
-    let known: IdentitySource | undefined; // the identity, for the source's requests once it is built
+    let identity: IdentitySource | undefined; // the identity, for the source's requests once it is built
     const built =
       override === undefined
-        ? await buildSource(config, logger, () => known?.current())
+        ? await buildSource(config, this.#logger, () => identity?.current())
         : givenSource(override, config);
-    running.onStop(() => built.close?.());
-    observer?.sourceBuilt?.({ source: built.source.name, pollIntervalMs: built.pollIntervalMs });
-    const sinks: Sink[] = [];
-    running.onStop(
-      () =>
-        this.#engine?.stop(config.shutdownDeadlineMs) ?? Promise.allSettled(sinks.map((s) => s.close?.())),
-    );
-    const { source } = built;
-    const identity = this.#options.identity ?? built.identity;
-    known = identity;
-
+    this.#registerSource(built, running);
+    const sinks = this.#registerDelivery(running);
+    identity = this.#options.identity ?? built.identity;
     const enabled = config.sinks.filter((s) => s.enabled);
-    const routed: RoutedSink[] = enabled.map((s) => ({ name: s.name, filter: s.filter }));
-    warnAboutOrphanedQueues(store, new Set(config.sinks.map((s) => s.name)), logger);
-    // The warnings `config validate` prints (one function for both: src/config/warnings.ts).
-    for (const warning of configWarnings(config)) logger.warn({ configKey: warning.path }, warning.message);
-
-    // The identity is part of every record id: its first request runs beside the first poll, and the first
-    // outcome waits for it (see the module comment), so polling starts at once.
-    const firstIdentity = identity?.start?.(running.signal);
-    if (identity !== undefined) running.onStop(() => identity.stop?.());
-    const kubernetes = buildKubernetes(config, () => identity?.current(), logger);
-    if (kubernetes !== undefined) running.onStop(() => kubernetes.stop());
-    // The node's labels are part of every record too (kubernetes.labels): read beside the first poll as well.
-    const firstNodeRead = kubernetes?.start();
-    const approval = buildApproval(config, store, built, () => identity?.current(), logger, kubernetes);
+    this.#warnAboutConfig(store);
+    const { kubernetes, firstReads } = this.#startRecordContext(identity, running);
+    const approval = buildApproval(config, store, built, () => identity?.current(), this.#logger, kubernetes);
     // approval: ends running hooks / POST retries; progress stays persisted
     running.onStop(() => approval.stop());
     stall.start();
     running.onStop(() => stall.stop());
-    const step = new PipelineStep({
+    const step = this.#createStep({
       store,
-      logger,
-      stats: this.stats,
       state,
-      routed,
+      enabled,
       identity,
-      kubernetes: kubernetes === undefined ? undefined : () => kubernetes.recordContext(),
+      kubernetes,
       bootTimeMs,
-      maxGapMs: built.maxGapMs,
+      built,
       stall,
       approval,
-      observer,
+    });
+    this.#startApprovalWhenReady(approval, step, firstReads, running);
+    // First poll first: the source starts before the sinks are built, so loading their SDKs never delays the
+    // first Scheduled Events GET. Outcomes are committed to the outbox as usual meanwhile; the delivery engine
+    // delivers them once it has started (it begins with whatever is pending).
+    const polling = startPolling(built.source, step, running.signal);
+    await firstOutcomeOrWait(step, polling, built.firstOutcomeWaitMs, running.signal);
+    await this.#buildSinks(enabled, sinks, identity, polling, running);
+    const engine = this.#startEngine(store, enabled, sinks, running);
+    this.#announceRunning(store, built.source, enabled, bootTimeMs);
+    return { polling, step, engine };
+  }
+
+  /** The source is built: its close is registered and the observer told. */
+  #registerSource(built: BuiltSource, running: RunningPipeline): void {
+    running.onStop(() => built.close?.());
+    this.#options.observer?.sourceBuilt?.({
+      source: built.source.name,
+      pollIntervalMs: built.pollIntervalMs,
+    });
+  }
+
+  /**
+   * Registers the delivery part's stop: the engine's once it has started, else closing the sinks built so far.
+   * Returns the list that #buildSinks fills.
+   */
+  #registerDelivery(running: RunningPipeline): Sink[] {
+    const sinks: Sink[] = [];
+    running.onStop(
+      () =>
+        this.#engine?.stop(this.#options.config.shutdownDeadlineMs) ??
+        Promise.allSettled(sinks.map((s) => s.close?.())),
+    );
+    return sinks;
+  }
+
+  /** Warns about queues of sinks no longer configured, and what `config validate` warns about. */
+  #warnAboutConfig(store: Store): void {
+    const { config } = this.#options;
+    warnAboutOrphanedQueues(store, new Set(config.sinks.map((s) => s.name)), this.#logger);
+    // The warnings `config validate` prints (one function for both: src/config/warnings.ts).
+    for (const warning of configWarnings(config))
+      this.#logger.warn({ configKey: warning.path }, warning.message);
+  }
+
+  /**
+   * Starts what every record carries besides the event: the identity (part of every record id) and, with
+   * `kubernetes.labels`, the node's labels. Their first reads run beside the first poll, and the first outcome
+   * waits for them (see the module comment), so polling starts at once. `firstReads`: undefined when neither
+   * has a first read to wait for.
+   */
+  #startRecordContext(
+    identity: IdentitySource | undefined,
+    running: RunningPipeline,
+  ): { kubernetes: KubernetesAgent | undefined; firstReads: Promise<unknown> | undefined } {
+    const firstIdentity = identity?.start?.(running.signal);
+    if (identity !== undefined) running.onStop(() => identity.stop?.());
+    const kubernetes = buildKubernetes(this.#options.config, () => identity?.current(), this.#logger);
+    if (kubernetes !== undefined) running.onStop(() => kubernetes.stop());
+    const firstNodeRead = kubernetes?.start();
+    const firstReads =
+      firstIdentity === undefined && firstNodeRead === undefined
+        ? undefined
+        : Promise.allSettled([firstIdentity, firstNodeRead]);
+    return { kubernetes, firstReads };
+  }
+
+  /** The per-outcome step over the started parts; it wakes the delivery engine once that has started. */
+  #createStep(parts: StepParts): PipelineStep {
+    const { kubernetes, built } = parts;
+    const step = new PipelineStep({
+      store: parts.store,
+      logger: this.#logger,
+      stats: this.stats,
+      state: parts.state,
+      routed: parts.enabled.map((s): RoutedSink => ({ name: s.name, filter: s.filter })),
+      identity: parts.identity,
+      kubernetes: kubernetes === undefined ? undefined : () => kubernetes.recordContext(),
+      bootTimeMs: parts.bootTimeMs,
+      maxGapMs: built.maxGapMs,
+      stall: parts.stall,
+      approval: parts.approval,
+      observer: this.#options.observer,
       notify: () => this.#engine?.notify(),
       observationCheckpointMs: this.#options.observationCheckpointMs,
       maxWaitingRecords: this.#options.maxWaitingRecords,
     });
     this.#step = step;
+    return step;
+  }
+
+  /** Approval starts at once, or once the first reads settled (the first outcome is held until then). */
+  #startApprovalWhenReady(
+    approval: ApprovalParticipant,
+    step: PipelineStep,
+    firstReads: Promise<unknown> | undefined,
+    running: RunningPipeline,
+  ): void {
     const startApproval = () => {
       if (!running.signal.aborted && !running.stopping) approval.start(step.state);
     };
-    if (firstIdentity === undefined && firstNodeRead === undefined) startApproval();
-    else {
-      const ready = Promise.allSettled([firstIdentity, firstNodeRead]);
-      step.holdFirstOutcomeUntil(ready.then(startApproval));
-    }
+    if (firstReads === undefined) startApproval();
+    else step.holdFirstOutcomeUntil(firstReads.then(startApproval));
+  }
 
-    // First poll first: the source starts before the sinks are built, so loading their SDKs never delays the
-    // first Scheduled Events GET. Outcomes are committed to the outbox as usual meanwhile; the delivery engine
-    // delivers them once it has started (it begins with whatever is pending).
-    const polling = running.signal.aborted ? Promise.resolve() : source.start(running.signal, step.onOutcome);
-    polling.catch(() => {}); // awaited by run(); never an unhandled rejection while the sinks are built
-    // Loading a sink's SDK blocks the event loop, which would hold back the first requests on the wire: build
-    // the sinks once the first poll was answered, or after the source's first-outcome wait when it is slow to
-    // answer (IMDS's first call after boot can take minutes; a backlog from before the restart must not wait).
-    await Promise.race([
-      step.firstOutcome,
-      polling.then(
-        () => {},
-        () => {},
-      ),
-      delay(built.firstOutcomeWaitMs, running.signal),
-    ]);
+  /**
+   * Builds the enabled sinks into `sinks`, sequentially, so that the sinks built before one that fails are
+   * closed at stop. A failure ends the polling (waited for) and is thrown.
+   */
+  async #buildSinks(
+    enabled: readonly SinkConfig[],
+    sinks: Sink[],
+    identity: IdentitySource | undefined,
+    polling: Promise<void>,
+    running: RunningPipeline,
+  ): Promise<void> {
+    const { config, findFactory } = this.#options;
     try {
-      // Sequentially, so that the sinks built before one that fails are closed at stop.
-      const find = this.#options.findFactory ?? findSinkFactory;
+      const find = findFactory ?? findSinkFactory;
       for (const s of enabled) {
-        sinks.push(await createSink(s, find, { logger, identity, stateDir: config.stateDir }));
+        sinks.push(await createSink(s, find, { logger: this.#logger, identity, stateDir: config.stateDir }));
       }
     } catch (error) {
       running.abort();
       await polling.catch(() => {});
       throw error;
     }
+  }
 
+  /** Starts the delivery engine over the built sinks; its events go to the observer until shutdown begins. */
+  #startEngine(
+    store: Store,
+    enabled: readonly SinkConfig[],
+    sinks: readonly Sink[],
+    running: RunningPipeline,
+  ): DeliveryEngine {
+    const { observer } = this.#options;
     const engine = new DeliveryEngine({
       store,
       sinks: enabled.map((s, i) => engineSink(s, sinks[i]!)),
-      logger, // the engine adds component: delivery and the sink name itself
-      // The engine's events go to the observer until shutdown begins.
+      logger: this.#logger, // the engine adds component: delivery and the sink name itself
       observer: {
         delivery: (event) => {
           if (!running.stopping) observer?.delivery?.(event);
@@ -260,7 +333,12 @@ export class Forwarder {
     });
     this.#engine = engine;
     engine.start();
-    logger.info(
+    return engine;
+  }
+
+  /** Logs that the forwarder runs and tells the observer it is ready. */
+  #announceRunning(store: Store, source: Source, enabled: readonly SinkConfig[], bootTimeMs: number): void {
+    this.#logger.info(
       {
         stateDir: store.stateDir,
         source: source.name,
@@ -269,12 +347,11 @@ export class Forwarder {
       },
       'forwarder running',
     );
-    observer?.ready?.({
+    this.#options.observer?.ready?.({
       stateDir: store.stateDir,
       sinks: enabled.map((s) => s.name),
       storeDamage: storeDamage(store),
     });
-    return { polling, step, engine };
   }
 
   /** Shutdown begins: what only memory holds (observation time, transitions waiting for the disk) is committed. */
@@ -298,6 +375,48 @@ interface StartedPipeline {
   polling: Promise<void>;
   step: PipelineStep;
   engine: DeliveryEngine;
+}
+
+/** The parts the per-outcome step works with (see #createStep). */
+interface StepParts {
+  store: Store;
+  state: ForwarderState;
+  enabled: readonly SinkConfig[];
+  identity: IdentitySource | undefined;
+  kubernetes: KubernetesAgent | undefined;
+  bootTimeMs: number;
+  built: BuiltSource;
+  stall: StallDetector;
+  approval: ApprovalParticipant;
+}
+
+/** Starts the source (unless the start was aborted); the returned polling settles when it ends. */
+function startPolling(source: Source, step: PipelineStep, signal: AbortSignal): Promise<void> {
+  const polling = signal.aborted ? Promise.resolve() : source.start(signal, step.onOutcome);
+  polling.catch(() => {}); // awaited by run(); never an unhandled rejection while the sinks are built
+  return polling;
+}
+
+/**
+ * Loading a sink's SDK blocks the event loop, which would hold back the first requests on the wire: the sinks
+ * are built once the first poll was answered (or the polling ended), or after the source's first-outcome wait
+ * when it is slow to answer (IMDS's first call after boot can take minutes; a backlog from before the restart
+ * must not wait).
+ */
+function firstOutcomeOrWait(
+  step: PipelineStep,
+  polling: Promise<void>,
+  waitMs: number,
+  signal: AbortSignal,
+): Promise<unknown> {
+  return Promise.race([
+    step.firstOutcome,
+    polling.then(
+      () => {},
+      () => {},
+    ),
+    delay(waitMs, signal),
+  ]);
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts; never keeps the process alive by itself. */

@@ -255,6 +255,147 @@ function approve(state: SimulatorState, vmName: string, body: string): Answer {
   return { status: 200, body: '' };
 }
 
+/** One admin request, parsed: the event or VM id from the path (`:id`), the JSON body and the query. */
+interface AdminRequest {
+  admin: SimulatorAdmin;
+  state: SimulatorState;
+  id: string;
+  body: unknown;
+  /** The body as an object (an empty one for a `null` body). */
+  fields: Record<string, unknown>;
+  query: URLSearchParams;
+}
+
+/** An admin route's handler; what it throws becomes a 400 (404 for an unknown EventId). */
+type AdminRoute = (request: AdminRequest) => Answer;
+
+const ok = (): Answer => json(200, { ok: true });
+
+function adminState({ admin, state }: AdminRequest): Answer {
+  return json(200, {
+    now: new Date(admin.now()).toISOString(),
+    primaryVm: state.primaryVmName,
+    vms: admin.vms(),
+    events: admin.events(),
+    approvals: admin.approvals(),
+    faults: admin.faults(),
+    scenarioDone: admin.scenarioDone(),
+  });
+}
+
+function setEventStatus({ admin, id, fields }: AdminRequest): Answer {
+  if (fields.status !== 'Scheduled' && fields.status !== 'Started')
+    throw new RangeError('status must be Scheduled or Started');
+  admin.setStatus(id, fields.status);
+  return ok();
+}
+
+/** To `notBefore` (absolute), else `noticeSeconds` from now. */
+function rescheduleEvent({ admin, id, fields }: AdminRequest): Answer {
+  const target =
+    typeof fields.notBefore === 'string' || typeof fields.notBefore === 'number'
+      ? fields.notBefore
+      : admin.now() + parseDuration(fields.noticeSeconds as string | number, 'noticeSeconds');
+  admin.reschedule(id, target);
+  return ok();
+}
+
+/** By `ms`, else by the duration `by` (or `seconds`). */
+function advanceTime({ admin, fields }: AdminRequest): Answer {
+  const ms =
+    typeof fields.ms === 'number'
+      ? fields.ms
+      : parseDuration((fields.by ?? fields.seconds) as string | number, 'advance "by"');
+  admin.advance(ms);
+  return json(200, { now: new Date(admin.now()).toISOString() });
+}
+
+function removeEvent({ admin, id }: AdminRequest): Answer {
+  admin.removeEvent(id);
+  return ok();
+}
+
+function clearFaults({ admin }: AdminRequest): Answer {
+  admin.clearFaults();
+  return ok();
+}
+
+function addVm({ admin, fields }: AdminRequest): Answer {
+  if (typeof fields.name !== 'string' || fields.name === '') throw new RangeError('a VM needs a "name"');
+  return json(201, admin.addVm(fields.name, fields as never));
+}
+
+/** The VM moved to another host: its DocumentIncarnation restarts at `incarnation` (default 1). */
+function moveVm({ admin, id, fields }: AdminRequest): Answer {
+  admin.moveVm(id, typeof fields.incarnation === 'number' ? fields.incarnation : 1);
+  return ok();
+}
+
+/** The admin API: `METHOD /path` (after /admin, an event or VM id as `:id`) → its handler. */
+const ADMIN_ROUTES: ReadonlyMap<string, AdminRoute> = new Map<string, AdminRoute>([
+  ['GET /', adminState],
+  ['GET /state', adminState],
+  ['GET /events', ({ admin }) => json(200, admin.events())],
+  [
+    'POST /events',
+    ({ admin, body }) => json(201, admin.injectEvent(body as Parameters<SimulatorAdmin['injectEvent']>[0])),
+  ],
+  ['POST /events/:id/status', setEventStatus],
+  ['POST /events/:id/reschedule', rescheduleEvent],
+  ['DELETE /events/:id', removeEvent],
+  ['POST /advance', advanceTime],
+  ['GET /faults', ({ admin }) => json(200, admin.faults())],
+  [
+    'PUT /faults',
+    ({ admin, body }) => json(200, admin.setFaults(Array.isArray(body) ? body : [body as never])),
+  ],
+  ['POST /faults', ({ admin, body }) => json(201, admin.addFault(body as never))],
+  ['DELETE /faults', clearFaults],
+  ['GET /approvals', ({ admin }) => json(200, admin.approvals())],
+  [
+    'GET /document',
+    ({ admin, query }) =>
+      json(200, admin.document(query.get('vm') ?? undefined, query.get('api-version') ?? undefined)),
+  ],
+  ['GET /requests', ({ admin }) => json(200, admin.requests())],
+  ['GET /vms', ({ admin }) => json(200, admin.vms())],
+  ['POST /vms', addVm],
+  ['POST /vms/:id/move', moveVm],
+  ['GET /scenario', ({ admin }) => json(200, { done: admin.scenarioDone() })],
+]);
+
+/** The path below /admin, decoded, split into its segments. */
+function adminPathParts(path: string): string[] {
+  return path.split('/').filter(Boolean).slice(1).map(decodeURIComponent);
+}
+
+/** The route key of ADMIN_ROUTES: the id after /events or /vms becomes `:id`. */
+function adminRouteKey(method: string, parts: readonly string[]): string {
+  const withId = parts[0] === 'events' || parts[0] === 'vms';
+  return `${method} /${parts.map((p, i) => (i === 1 && withId ? ':id' : p)).join('/')}`;
+}
+
+/** The JSON body of an admin request ({} when empty; none is read for GET and DELETE); throws when invalid. */
+async function readAdminBody(method: string, req: IncomingMessage): Promise<unknown> {
+  const text = method === 'GET' || method === 'DELETE' ? '' : await readBody(req);
+  return text.trim() === '' ? {} : JSON.parse(text);
+}
+
+/** A failed admin operation: a validation error lists its issues; 404 for an unknown EventId, else 400. */
+function adminErrorAnswer(error: unknown): Answer {
+  const message =
+    error instanceof Error && 'issues' in error
+      ? (error as { issues: Array<{ path: PropertyKey[]; message: string }> }).issues
+          .map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`)
+          .join('; ')
+      : error instanceof Error
+        ? error.message
+        : String(error);
+  const status = /^no event with EventId/.test(message) ? 404 : 400;
+  return json(status, { error: message });
+}
+
+/** The admin API under /admin (see ADMIN_ROUTES); the body is read (and must be JSON) before the route is looked up. */
 async function handleAdmin(
   deps: HandlerDeps,
   method: string,
@@ -262,106 +403,28 @@ async function handleAdmin(
   url: URL,
   req: IncomingMessage,
 ): Promise<Answer> {
-  const { admin } = deps;
-  const parts = path.split('/').filter(Boolean).slice(1).map(decodeURIComponent);
-  const route = `${method} /${parts.map((p, i) => (i === 1 && (parts[0] === 'events' || parts[0] === 'vms') ? ':id' : p)).join('/')}`;
-  const id = parts[1] ?? '';
+  const parts = adminPathParts(path);
+  const route = ADMIN_ROUTES.get(adminRouteKey(method, parts));
   let body: unknown;
   try {
-    const text = method === 'GET' || method === 'DELETE' ? '' : await readBody(req);
-    body = text.trim() === '' ? {} : JSON.parse(text);
+    body = await readAdminBody(method, req);
   } catch (error) {
     return json(400, {
       error: `admin request body is not valid JSON: ${errorMessage(error)}`,
     });
   }
-  const b = (body ?? {}) as Record<string, unknown>;
+  if (route === undefined) return json(404, { error: `no admin route ${method} ${path}` });
+  const request: AdminRequest = {
+    admin: deps.admin,
+    state: deps.state,
+    id: parts[1] ?? '',
+    body,
+    fields: (body ?? {}) as Record<string, unknown>,
+    query: url.searchParams,
+  };
   try {
-    switch (route) {
-      case 'GET /':
-      case 'GET /state':
-        return json(200, {
-          now: new Date(admin.now()).toISOString(),
-          primaryVm: deps.state.primaryVmName,
-          vms: admin.vms(),
-          events: admin.events(),
-          approvals: admin.approvals(),
-          faults: admin.faults(),
-          scenarioDone: admin.scenarioDone(),
-        });
-      case 'GET /events':
-        return json(200, admin.events());
-      case 'POST /events':
-        return json(201, admin.injectEvent(body as Parameters<SimulatorAdmin['injectEvent']>[0]));
-      case 'POST /events/:id/status':
-        if (b.status !== 'Scheduled' && b.status !== 'Started')
-          throw new RangeError('status must be Scheduled or Started');
-        admin.setStatus(id, b.status);
-        return json(200, { ok: true });
-      case 'POST /events/:id/reschedule': {
-        const target =
-          typeof b.notBefore === 'string' || typeof b.notBefore === 'number'
-            ? b.notBefore
-            : admin.now() + parseDuration(b.noticeSeconds as string | number, 'noticeSeconds');
-        admin.reschedule(id, target);
-        return json(200, { ok: true });
-      }
-      case 'DELETE /events/:id':
-        admin.removeEvent(id);
-        return json(200, { ok: true });
-      case 'POST /advance': {
-        const ms =
-          typeof b.ms === 'number'
-            ? b.ms
-            : parseDuration((b.by ?? b.seconds) as string | number, 'advance "by"');
-        admin.advance(ms);
-        return json(200, { now: new Date(admin.now()).toISOString() });
-      }
-      case 'GET /faults':
-        return json(200, admin.faults());
-      case 'PUT /faults':
-        return json(200, admin.setFaults(Array.isArray(body) ? body : [body as never]));
-      case 'POST /faults':
-        return json(201, admin.addFault(body as never));
-      case 'DELETE /faults':
-        admin.clearFaults();
-        return json(200, { ok: true });
-      case 'GET /approvals':
-        return json(200, admin.approvals());
-      case 'GET /document':
-        return json(
-          200,
-          admin.document(
-            url.searchParams.get('vm') ?? undefined,
-            url.searchParams.get('api-version') ?? undefined,
-          ),
-        );
-      case 'GET /requests':
-        return json(200, admin.requests());
-      case 'GET /vms':
-        return json(200, admin.vms());
-      case 'POST /vms': {
-        if (typeof b.name !== 'string' || b.name === '') throw new RangeError('a VM needs a "name"');
-        return json(201, admin.addVm(b.name, b as never));
-      }
-      case 'POST /vms/:id/move':
-        admin.moveVm(id, typeof b.incarnation === 'number' ? b.incarnation : 1);
-        return json(200, { ok: true });
-      case 'GET /scenario':
-        return json(200, { done: admin.scenarioDone() });
-      default:
-        return json(404, { error: `no admin route ${method} ${path}` });
-    }
+    return route(request);
   } catch (error) {
-    const message =
-      error instanceof Error && 'issues' in error
-        ? (error as { issues: Array<{ path: PropertyKey[]; message: string }> }).issues
-            .map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`)
-            .join('; ')
-        : error instanceof Error
-          ? error.message
-          : String(error);
-    const status = /^no event with EventId/.test(message) ? 404 : 400;
-    return json(status, { error: message });
+    return adminErrorAnswer(error);
   }
 }
