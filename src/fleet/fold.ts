@@ -113,16 +113,99 @@ export function foldEvent(input: readonly LifecycleRecord[]): FleetEvent {
   if (input.length === 0) throw new Error('foldEvent needs at least one record');
   const records = [...input].sort(compareRecords);
   const last = records[records.length - 1]!;
-  const d = last.data;
-  const has = (t: Transition) => records.some((r) => r.transition === t);
-  const terminal = records.find((r) => r.transition === 'completed' || r.transition === 'canceled');
-  const approvals = records.filter((r) => r.transition === 'approved');
+  const terminal = firstTerminalRecord(records);
+  const sighting = firstSighting(records);
   const startedAt = minIso(records.map((r) => r.data.timing?.startedAt));
-  const firstSeenAt = minIso(records.map((r) => r.data.timing?.firstSeenAt)) ?? records[0]!.time;
+  const status = statusOf(records, terminal, startedAt);
+  const reported = reportedByLastRecord(last);
+
+  return {
+    ...reported,
+    status,
+    ...sighting,
+    ...latestNotice(records),
+    advertisedSeconds: advertisedSeconds(last),
+    startedAt,
+    ...ending(terminal),
+    ...observedImpact(terminal),
+    ...approvalOf(records, terminal, status, sighting.firstSeenStatus),
+    updates: countOf(records, 'updated'),
+    missing: missingTransitions(records, sighting.firstSeenStatus, startedAt),
+    vmDeleted: isVmBeingDeleted(reported, status),
+    records: records.length,
+    transitions: Object.fromEntries(TRANSITIONS.map((t) => [t, countOf(records, t)])) as Record<
+      Transition,
+      number
+    >,
+    lastRecordAt: last.time,
+  };
+}
+
+function hasTransition(records: readonly LifecycleRecord[], transition: Transition): boolean {
+  return records.some((r) => r.transition === transition);
+}
+
+function countOf(records: readonly LifecycleRecord[], transition: Transition): number {
+  return records.filter((r) => r.transition === transition).length;
+}
+
+/** The first Completed or Canceled record (records sorted). */
+function firstTerminalRecord(records: readonly LifecycleRecord[]): LifecycleRecord | undefined {
+  return records.find((r) => r.transition === 'completed' || r.transition === 'canceled');
+}
+
+/** What the VM, its event type and the event's static fields were, as the newest record says. */
+function reportedByLastRecord(
+  last: LifecycleRecord,
+): Pick<
+  FleetEvent,
+  | 'source'
+  | 'eventId'
+  | 'occurrence'
+  | 'vmName'
+  | 'vmId'
+  | 'resourceId'
+  | 'location'
+  | 'zone'
+  | 'scaleSet'
+  | 'eventType'
+  | 'affectsVm'
+  | 'resources'
+  | 'description'
+  | 'eventSource'
+> {
+  const d = last.data;
+  return {
+    source: last.source,
+    eventId: last.subject,
+    occurrence: occurrenceOf(last),
+    vmName: d.vm?.name ?? '',
+    vmId: d.vm?.vmId || last.vmid || '',
+    resourceId: d.vm?.resourceId ?? '',
+    location: d.vm?.location ?? '',
+    zone: d.vm?.zone ?? '',
+    scaleSet: d.vm?.vmScaleSetName ?? '',
+    eventType: str(d.EventType) ?? last.maintenancetype ?? '',
+    affectsVm: d.affectsThisVm === true,
+    resources: Array.isArray(d.Resources) ? d.Resources.map(String) : [],
+    description: d.Description ?? '',
+    eventSource: d.EventSource ?? '',
+  };
+}
+
+/** When the event was first seen and in which status (records sorted). */
+function firstSighting(
+  records: readonly LifecycleRecord[],
+): Pick<FleetEvent, 'firstSeenStatus' | 'firstSeenAt'> {
   const firstSeenStatus =
     records.map((r) => r.data.firstSeenStatus).find((s): s is string => typeof s === 'string') ??
     (records[0]!.transition === 'started' ? 'Started' : 'Scheduled');
+  const firstSeenAt = minIso(records.map((r) => r.data.timing?.firstSeenAt)) ?? records[0]!.time;
+  return { firstSeenStatus, firstSeenAt };
+}
 
+/** The NotBefore and notice of the newest records that carry them (records sorted). */
+function latestNotice(records: readonly LifecycleRecord[]): Pick<FleetEvent, 'notBefore' | 'noticeSeconds'> {
   let notBefore: string | null = null;
   let noticeSeconds: number | null = null;
   for (const r of records) {
@@ -130,17 +213,37 @@ export function foldEvent(input: readonly LifecycleRecord[]): FleetEvent {
     const n = num(r.data.timing?.noticeSeconds);
     if (n !== null) noticeSeconds = n;
   }
+  return { notBefore, noticeSeconds };
+}
 
-  const status: FleetEventStatus = terminal
-    ? (terminal.transition as FleetEventStatus)
-    : startedAt !== null || has('started')
-      ? 'started'
-      : 'scheduled';
+/** Azure's DurationInSeconds from the newest record; null when -1 / unknown. */
+function advertisedSeconds(last: LifecycleRecord): number | null {
+  const advertised = num(last.data.DurationInSeconds);
+  return advertised !== null && advertised >= 0 ? advertised : null;
+}
 
-  const missing: string[] = [];
-  if (!has('scheduled') && firstSeenStatus !== 'Started') missing.push('scheduled');
-  if (!has('started') && startedAt !== null) missing.push('started');
+function statusOf(
+  records: readonly LifecycleRecord[],
+  terminal: LifecycleRecord | undefined,
+  startedAt: string | null,
+): FleetEventStatus {
+  if (terminal) return terminal.transition as FleetEventStatus;
+  return startedAt !== null || hasTransition(records, 'started') ? 'started' : 'scheduled';
+}
 
+/** How the event ended, from its terminal record; all null while it has not ended. */
+function ending(terminal: LifecycleRecord | undefined): Pick<FleetEvent, 'endedAt' | 'inferred' | 'reason'> {
+  return {
+    endedAt: terminal ? (str(terminal.data.timing?.endedAt) ?? terminal.time) : null,
+    inferred: terminal ? terminal.data.inferred === true : null,
+    reason: terminal ? (str(terminal.data.reason) ?? null) : null,
+  };
+}
+
+/** The impact measured on the VM, from a Completed record; all null otherwise. */
+function observedImpact(
+  terminal: LifecycleRecord | undefined,
+): Pick<FleetEvent, 'hostRebooted' | 'downtimeSeconds' | 'longestStallMs' | 'observedSeconds'> {
   const impact = (terminal?.transition === 'completed' ? terminal.data.observedImpact : undefined) as
     | Record<string, unknown>
     | undefined;
@@ -152,69 +255,56 @@ export function foldEvent(input: readonly LifecycleRecord[]): FleetEvent {
       : longestStallMs !== null
         ? Math.round(longestStallMs) / 1000
         : null;
+  return {
+    hostRebooted: typeof impact?.hostRebooted === 'boolean' ? impact.hostRebooted : null,
+    downtimeSeconds,
+    longestStallMs,
+    observedSeconds,
+  };
+}
 
-  let approval: ApprovalOutcome = null;
-  let approvedAt: string | null = null;
-  let approvalRule: string | null = null;
+/** Who approved the event, when and by which rule (records sorted). */
+function approvalOf(
+  records: readonly LifecycleRecord[],
+  terminal: LifecycleRecord | undefined,
+  status: FleetEventStatus,
+  firstSeenStatus: string,
+): Pick<FleetEvent, 'approval' | 'approvedAt' | 'approvalRule'> {
+  const approvals = records.filter((r) => r.transition === 'approved');
   const posted = approvals.find((r) => approvalRecordPosted(r.data));
   const chosen = posted ?? approvals[0];
-  if (chosen) {
-    const a = recordedApproval(chosen.data);
-    approvedAt = str(a.approvedAt) ?? chosen.time;
-    approvalRule = str(a.rule);
-  }
+  const recorded = chosen ? recordedApproval(chosen.data) : undefined;
+  let approval: ApprovalOutcome = null;
   if (posted || terminal?.data.reason === 'approved-by-us') approval = 'us';
   else if (approvals.length > 0) approval = 'dry-run';
   else if (status === 'started' || status === 'completed') {
     // Azure started it on its own: our window lapsed (or, first seen Started, there was none).
     approval = firstSeenStatus === 'Started' ? 'none' : 'lapsed';
   } else if (status === 'canceled') approval = 'none';
-
-  const eventType = str(d.EventType) ?? last.maintenancetype ?? '';
-  const affectsVm = d.affectsThisVm === true;
-  const vmDeleted =
-    (eventType === 'Preempt' || eventType === 'Terminate') && affectsVm && status === 'started';
-  const advertised = num(d.DurationInSeconds);
-
   return {
-    source: last.source,
-    eventId: last.subject,
-    occurrence: occurrenceOf(last),
-    vmName: d.vm?.name ?? '',
-    vmId: d.vm?.vmId || last.vmid || '',
-    resourceId: d.vm?.resourceId ?? '',
-    location: d.vm?.location ?? '',
-    zone: d.vm?.zone ?? '',
-    scaleSet: d.vm?.vmScaleSetName ?? '',
-    eventType,
-    affectsVm,
-    resources: Array.isArray(d.Resources) ? d.Resources.map(String) : [],
-    description: d.Description ?? '',
-    eventSource: d.EventSource ?? '',
-    status,
-    firstSeenStatus,
-    firstSeenAt,
-    notBefore,
-    noticeSeconds,
-    advertisedSeconds: advertised !== null && advertised >= 0 ? advertised : null,
-    startedAt,
-    endedAt: terminal ? (str(terminal.data.timing?.endedAt) ?? terminal.time) : null,
-    inferred: terminal ? terminal.data.inferred === true : null,
-    reason: terminal ? (str(terminal.data.reason) ?? null) : null,
-    hostRebooted: typeof impact?.hostRebooted === 'boolean' ? impact.hostRebooted : null,
-    downtimeSeconds,
-    longestStallMs,
-    observedSeconds,
     approval,
-    approvedAt,
-    approvalRule,
-    updates: records.filter((r) => r.transition === 'updated').length,
-    missing,
-    vmDeleted,
-    records: records.length,
-    transitions: Object.fromEntries(
-      TRANSITIONS.map((t) => [t, records.filter((r) => r.transition === t).length]),
-    ) as Record<Transition, number>,
-    lastRecordAt: last.time,
+    approvedAt: chosen ? (str(recorded?.approvedAt) ?? chosen.time) : null,
+    approvalRule: chosen ? str(recorded?.rule) : null,
   };
+}
+
+/** Transitions that must have happened but whose record never arrived. */
+function missingTransitions(
+  records: readonly LifecycleRecord[],
+  firstSeenStatus: string,
+  startedAt: string | null,
+): string[] {
+  const missing: string[] = [];
+  if (!hasTransition(records, 'scheduled') && firstSeenStatus !== 'Started') missing.push('scheduled');
+  if (!hasTransition(records, 'started') && startedAt !== null) missing.push('started');
+  return missing;
+}
+
+/** A Preempt/Terminate of this VM that started: the VM is (being) deleted, no terminal record will come. */
+function isVmBeingDeleted(
+  reported: Pick<FleetEvent, 'eventType' | 'affectsVm'>,
+  status: FleetEventStatus,
+): boolean {
+  const deleting = reported.eventType === 'Preempt' || reported.eventType === 'Terminate';
+  return deleting && reported.affectsVm && status === 'started';
 }
