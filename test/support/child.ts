@@ -1,7 +1,9 @@
 /** Spawning `node src/cli/main.ts ...` as a real child process and waiting for the forwarder to be running. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { LifecycleRecord } from '../../src/domain/index.ts';
 
 export const REPO = join(import.meta.dirname, '..', '..');
 export const MAIN = join(REPO, 'src', 'cli', 'main.ts');
@@ -86,6 +88,11 @@ export function fileSinkRecords<T = Record<string, unknown>>(text: string): { re
     }
   });
   return { records, torn };
+}
+
+/** The records a file sink wrote to `file` so far (none while the file does not exist yet). */
+export function readFileSinkRecords<T = LifecycleRecord>(file: string): T[] {
+  return existsSync(file) ? fileSinkRecords<T>(readFileSync(file, 'utf8')).records : [];
 }
 
 /** Parses a JSON-lines file's non-empty lines. */

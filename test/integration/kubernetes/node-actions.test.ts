@@ -3,13 +3,9 @@
  * the IMDS simulator over HTTP and the Kubernetes API test double (HTTPS on 127.0.0.1, kubeconfig with its CA and
  * a bearer token) as the API server.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, expect, it } from 'vitest';
-import { stringify } from 'yaml';
-import type { LifecycleRecord } from '../../../src/domain/index.ts';
+import { expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import { type ForwarderChild, fileSinkRecords, spawnCli } from '../../support/child.ts';
 import {
   daemonSetFixture,
   type KubernetesDouble,
@@ -19,62 +15,36 @@ import {
   startKubernetesDouble,
   writeKubeconfig,
 } from '../../support/kubernetes-double/index.ts';
-import { makeTempDir } from '../../support/tmp.ts';
+import { kubernetesRuns, recordIn } from '../../support/kubernetes-runs.ts';
 import { waitFor } from '../../support/wait.ts';
 
 const NODE = 'aks-nodepool1-0';
 const VM = 'aks-nodepool1-0_0';
-const tmp = makeTempDir('sef-k8s-');
-const children: ForwarderChild[] = [];
 let sim: RunningSimulator | undefined;
 let k8s: KubernetesDouble | undefined;
-afterEach(async () => {
-  for (const c of children.splice(0))
-    if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
+const runs = kubernetesRuns('sef-k8s-', async () => {
   await sim?.close();
   await k8s?.close();
 });
-afterAll(() => tmp.cleanup());
 
-const lines = (file: string): LifecycleRecord[] =>
-  existsSync(file) ? fileSinkRecords<LifecycleRecord>(readFileSync(file, 'utf8')).records : [];
-const record = (file: string, id: string, transition: string) =>
-  lines(file).find((r) => r.subject === id && r.transition === transition);
-
-let runs = 0;
 /** Writes the forwarder's config for this test (kubeconfig with `token`) and starts it. */
-async function startForwarder(token: string, extra: { rerun?: boolean } = {}) {
-  const dir = join(tmp.dir, `run-${++runs}`);
-  mkdirSync(dir);
-  const kubeconfig = writeKubeconfig(join(dir, 'kubeconfig'), k8s!, token);
-  const out = join(dir, 'records.jsonl');
-  const configFile = join(dir, 'forwarder.yaml');
-  writeFileSync(
-    configFile,
-    stringify({
-      imds: { endpoint: sim!.url, pollIntervalMs: 200 },
-      stateDir: join(dir, 'state'),
-      sinks: [{ name: 'file', type: 'file', path: out }],
-      kubernetes: {
-        enabled: true,
-        nodeName: NODE,
-        kubeconfig,
-        actions: { drain: { retryIntervalMs: 100 } },
+function startForwarder(token: string, extra: { rerun?: boolean } = {}) {
+  return runs.start(sim!.url, (dir) => ({
+    kubernetes: {
+      enabled: true,
+      nodeName: NODE,
+      kubeconfig: writeKubeconfig(join(dir, 'kubeconfig'), k8s!, token),
+      actions: { drain: { retryIntervalMs: 100 } },
+    },
+    approval: {
+      rerunHooksAfterRestart: extra.rerun === true,
+      rules: [{ name: 'drain-then-approve', match: {}, action: 'approve-after-hooks' }],
+      hooks: {
+        prepare: [{ name: 'node', builtin: 'kubernetes-node' }],
+        recover: [{ name: 'node', builtin: 'kubernetes-node' }],
       },
-      approval: {
-        rerunHooksAfterRestart: extra.rerun === true,
-        rules: [{ name: 'drain-then-approve', match: {}, action: 'approve-after-hooks' }],
-        hooks: {
-          prepare: [{ name: 'node', builtin: 'kubernetes-node' }],
-          recover: [{ name: 'node', builtin: 'kubernetes-node' }],
-        },
-      },
-    }),
-  );
-  const child = spawnCli(['run', '--config', configFile]);
-  children.push(child);
-  await child.ready;
-  return { child, out, configFile };
+    },
+  }));
 }
 
 /** Two pods of `web` under a PDB (minAvailable 1), a DaemonSet pod and a mirror pod on the node. */
@@ -129,7 +99,7 @@ it('Reboot on a node with pods and a PDB: cordoned, tainted, drained in PDB orde
   sim.admin.injectEvent({ id: 'E-REBOOT', type: 'Reboot', resources: [VM], noticeSeconds: '15m' });
 
   await waitFor(() => sim!.admin.approvals().length === 1, 'the approval');
-  const approved = await waitFor(() => record(out, 'E-REBOOT', 'approved'), 'the approved record');
+  const approved = await waitFor(() => recordIn(out, 'E-REBOOT', 'approved'), 'the approved record');
   expect(approved.data.approval).toMatchObject({
     posted: true,
     hooks: [{ name: 'node', ok: true, detail: expect.stringContaining('2 pod(s) evicted') }],
@@ -158,9 +128,9 @@ it('Reboot on a node with pods and a PDB: cordoned, tainted, drained in PDB orde
     );
   await waitFor(() => condition()?.status === 'True', 'the VMEventScheduled condition');
 
-  await waitFor(() => record(out, 'E-REBOOT', 'started'), 'the started record');
+  await waitFor(() => recordIn(out, 'E-REBOOT', 'started'), 'the started record');
   sim.admin.removeEvent('E-REBOOT');
-  await waitFor(() => record(out, 'E-REBOOT', 'completed'), 'the completed record');
+  await waitFor(() => recordIn(out, 'E-REBOOT', 'completed'), 'the completed record');
   await waitFor(() => k8s!.node(NODE)!.spec.unschedulable !== true, 'the uncordon');
   await waitFor(() => condition()?.status === 'False', 'the condition cleared');
   const after = k8s.node(NODE)!;
@@ -195,7 +165,7 @@ it('Preempt with 30 s notice: the hook gets the time that remains and drains wit
   sim = await startSimulator({ vmName: VM, timeScale: 0 });
   const { child, out } = await startForwarder(k8s.adminToken);
   sim.admin.injectEvent({ id: 'E-PREEMPT', type: 'Preempt', resources: [VM], noticeSeconds: '30s' });
-  const approved = await waitFor(() => record(out, 'E-PREEMPT', 'approved'), 'the approved record');
+  const approved = await waitFor(() => recordIn(out, 'E-PREEMPT', 'approved'), 'the approved record');
   const [hook] = approved.data.approval
     ? (approved.data.approval as { hooks: Array<Record<string, unknown>> }).hooks
     : [];
@@ -219,9 +189,9 @@ it('an operator-cordoned node is left cordoned after the event', async () => {
   sim = await startSimulator({ vmName: VM, timeScale: 0 });
   const { child, out } = await startForwarder(k8s.adminToken);
   sim.admin.injectEvent({ id: 'E-OP', type: 'Redeploy', resources: [VM], noticeSeconds: '15m' });
-  await waitFor(() => record(out, 'E-OP', 'started'), 'the started record');
+  await waitFor(() => recordIn(out, 'E-OP', 'started'), 'the started record');
   sim.admin.removeEvent('E-OP');
-  await waitFor(() => record(out, 'E-OP', 'completed'), 'the completed record');
+  await waitFor(() => recordIn(out, 'E-OP', 'completed'), 'the completed record');
   await waitFor(
     () => k8s!.node(NODE)!.metadata.annotations['scheduled-events-forwarder/actions'] === undefined,
     'the annotation removed by the recover hook',
@@ -247,15 +217,13 @@ it('SIGKILLed mid-drain: after the restart the node is cleaned up when the event
   expect(await first.child.exited).toEqual({ code: null, signal: 'SIGKILL' });
   expect(k8s.node(NODE)!.spec.unschedulable).toBe(true);
 
-  const second = spawnCli(['run', '--config', first.configFile]);
-  children.push(second);
-  await second.ready;
+  const second = await runs.restart(first);
   // The interrupted hook counts as failed: no approval; the event starts at NotBefore (here: the simulator).
-  const approved = await waitFor(() => record(first.out, 'E-KILL', 'approved'), 'the not-posted record');
+  const approved = await waitFor(() => recordIn(first.out, 'E-KILL', 'approved'), 'the not-posted record');
   expect(approved.data.approval).toMatchObject({ posted: false, hooks: [{ name: 'node', ok: false }] });
   expect(sim.admin.approvals()).toEqual([]);
   sim.admin.setStatus('E-KILL', 'Started');
-  await waitFor(() => record(first.out, 'E-KILL', 'started'), 'the started record');
+  await waitFor(() => recordIn(first.out, 'E-KILL', 'started'), 'the started record');
   sim.admin.removeEvent('E-KILL');
   await waitFor(() => k8s!.node(NODE)!.spec.unschedulable !== true, 'the uncordon after the restart');
   expect(k8s.node(NODE)!.metadata.annotations['scheduled-events-forwarder/actions']).toBeUndefined();
@@ -280,7 +248,7 @@ it('RBAC denied: the hook fails with the missing verb and resource and the fix',
   sim = await startSimulator({ vmName: VM, timeScale: 0 });
   const { child, out } = await startForwarder('limited');
   sim.admin.injectEvent({ id: 'E-RBAC', type: 'Reboot', resources: [VM], noticeSeconds: '15m' });
-  const approved = await waitFor(() => record(out, 'E-RBAC', 'approved'), 'the not-posted record');
+  const approved = await waitFor(() => recordIn(out, 'E-RBAC', 'approved'), 'the not-posted record');
   const detail = (approved.data.approval as { hooks: Array<{ detail: string }> }).hooks[0]!.detail;
   expect(detail).toMatch(/RBAC denied "patch" on "nodes"/);
   expect(detail).toContain('packaging/kubernetes');

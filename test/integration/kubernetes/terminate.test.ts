@@ -4,13 +4,10 @@
  * double. The built-in `kubernetes-node` prepare hook runs with the time that really remains before NotBefore
  * (recorded as hooks[].budgetMs: above 0, below the notice), the node is drained, and the approval follows.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, expect, it } from 'vitest';
-import { stringify } from 'yaml';
+import { expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import { type ForwarderChild, fileSinkRecords, spawnCli } from '../../support/child.ts';
 import {
   daemonSetFixture,
   type KubernetesDouble,
@@ -19,28 +16,18 @@ import {
   startKubernetesDouble,
   writeKubeconfig,
 } from '../../support/kubernetes-double/index.ts';
-import { makeTempDir } from '../../support/tmp.ts';
+import { kubernetesRuns, recordIn } from '../../support/kubernetes-runs.ts';
 import { waitFor } from '../../support/wait.ts';
 
 const NODE = 'aks-nodepool1-vmss000001';
-const tmp = makeTempDir('sef-k8s-terminate-');
-const children: ForwarderChild[] = [];
 let sim: RunningSimulator | undefined;
 let k8s: KubernetesDouble | undefined;
-afterEach(async () => {
-  for (const c of children.splice(0))
-    if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
+const runs = kubernetesRuns('sef-k8s-terminate-', async () => {
   await sim?.close();
   await k8s?.close();
   sim = undefined;
   k8s = undefined;
 });
-afterAll(() => tmp.cleanup());
-
-const lines = (file: string): LifecycleRecord[] =>
-  existsSync(file) ? fileSinkRecords<LifecycleRecord>(readFileSync(file, 'utf8')).records : [];
-const record = (file: string, id: string, transition: string) =>
-  lines(file).find((r) => r.subject === id && r.transition === transition);
 
 interface HookResult {
   name: string;
@@ -49,37 +36,22 @@ interface HookResult {
   detail?: string;
 }
 
-let runs = 0;
 /** The forwarder with a prepare hook whose own timeout (1 h) is far above any Terminate notice. */
-async function startForwarder() {
-  const dir = join(tmp.dir, `run-${++runs}`);
-  mkdirSync(dir);
-  const out = join(dir, 'records.jsonl');
-  const configFile = join(dir, 'forwarder.yaml');
-  writeFileSync(
-    configFile,
-    stringify({
-      imds: { endpoint: sim!.url, pollIntervalMs: 200 },
-      stateDir: join(dir, 'state'),
-      sinks: [{ name: 'file', type: 'file', path: out }],
-      kubernetes: {
-        enabled: true,
-        nodeName: NODE,
-        clusterName: 'prod-weu',
-        kubeconfig: writeKubeconfig(join(dir, 'kubeconfig'), k8s!, k8s!.adminToken),
-      },
-      approval: {
-        rules: [
-          { name: 'drain-then-approve', match: { eventTypes: ['Terminate'] }, action: 'approve-after-hooks' },
-        ],
-        hooks: { prepare: [{ name: 'node', builtin: 'kubernetes-node', timeoutMs: 3_600_000 }] },
-      },
-    }),
-  );
-  const child = spawnCli(['run', '--config', configFile]);
-  children.push(child);
-  await child.ready;
-  return { child, out };
+function startForwarder() {
+  return runs.start(sim!.url, (dir) => ({
+    kubernetes: {
+      enabled: true,
+      nodeName: NODE,
+      clusterName: 'prod-weu',
+      kubeconfig: writeKubeconfig(join(dir, 'kubeconfig'), k8s!, k8s!.adminToken),
+    },
+    approval: {
+      rules: [
+        { name: 'drain-then-approve', match: { eventTypes: ['Terminate'] }, action: 'approve-after-hooks' },
+      ],
+      hooks: { prepare: [{ name: 'node', builtin: 'kubernetes-node', timeoutMs: 3_600_000 }] },
+    },
+  }));
 }
 
 /** A workload pod asking for 10 minutes of grace, and a DaemonSet pod that stays. */
@@ -109,7 +81,7 @@ async function drainedAndApproved(
   out: string,
   eventId: string,
 ): Promise<{ hook: HookResult; approved: LifecycleRecord }> {
-  const approved = await waitFor(() => record(out, eventId, 'approved'), 'the approved record');
+  const approved = await waitFor(() => recordIn(out, eventId, 'approved'), 'the approved record');
   const approval = approved.data.approval as { posted: boolean; leader: boolean; hooks: HookResult[] };
   expect(approval).toMatchObject({ posted: true, leader: true });
   const [hook] = approval.hooks;
@@ -135,7 +107,7 @@ it('the scale-set-terminate scenario: the hook gets NotBefore − safety margin 
   expect(event).toMatchObject({ type: 'Terminate', resources: ['myvmss_1', 'myvmss_2'] });
 
   const { hook, approved } = await drainedAndApproved(out, event!.id);
-  const scheduled = record(out, event!.id, 'scheduled')!;
+  const scheduled = recordIn(out, event!.id, 'scheduled')!;
   const noticeMs = (scheduled.data.timing.noticeSeconds as number) * 1000;
   expect(noticeMs).toBeGreaterThan(9 * 60_000); // the scenario's 10 minutes, seen at once
   // The time that really remained: cut from 1 h to below NotBefore − 30 s (safetyMarginMs).
@@ -163,7 +135,7 @@ it('a Terminate seen with 40 s left: the short-notice margin (5 s) applies, the 
     noticeSeconds: '40s',
   });
   const { hook } = await drainedAndApproved(out, 'E-TERMINATE');
-  const scheduled = record(out, 'E-TERMINATE', 'scheduled')!;
+  const scheduled = recordIn(out, 'E-TERMINATE', 'scheduled')!;
   const noticeMs = (scheduled.data.timing.noticeSeconds as number) * 1000;
   expect(noticeMs).toBeLessThanOrEqual(40_000);
   // Not cut to nothing by the 30 s safety margin (notice < 2 × 30 s): NotBefore − 5 s − now.

@@ -10,7 +10,7 @@
  *   the documented rule computed from that committed time.
  * - reboot after idle: the host booted after the last observation → `completed` (host-rebooted).
  */
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import type { ForwarderState } from '../../../src/transform/index.ts';
-import { type ForwarderChild, fileSinkRecords, spawnCli } from '../../support/child.ts';
+import { type ForwarderChild, readFileSinkRecords, spawnCli } from '../../support/child.ts';
 import { simulatorConfig, startForwarder } from '../../support/forwarder.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -42,12 +42,9 @@ function dir(name: string): string {
   return join(tmp.dir, `${name}-${++counter}`);
 }
 
-function readRecords(file: string): LifecycleRecord[] {
-  return existsSync(file) ? fileSinkRecords<LifecycleRecord>(readFileSync(file, 'utf8')).records : [];
-}
 /** Distinct records by id (a SIGKILL between a sink write and its ack may deliver one twice, same id). */
 function distinct(file: string): LifecycleRecord[] {
-  return [...new Map(readRecords(file).map((r) => [r.id, r])).values()];
+  return [...new Map(readFileSinkRecords(file).map((r) => [r.id, r])).values()];
 }
 
 /** A config file: 200 ms polling and the given request timeout (maxGapMs = 2 × 200 + timeout). */
@@ -119,7 +116,7 @@ describe('an unchanged poll writes nothing (real process, real SQLite file)', ()
 
       // An event appears (a changed document: committed at once), then the same document again and again.
       sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 3600 });
-      await waitFor(() => readRecords(out).length === 1, 'the scheduled record');
+      await waitFor(() => readFileSinkRecords(out).length === 1, 'the scheduled record');
       // Delivered and acknowledged (the ack and the compaction after it are the delivery engine's writes).
       await waitFor(
         () => (db.prepare('SELECT COUNT(*) AS n FROM outbox').get() as { n: number }).n === 0,

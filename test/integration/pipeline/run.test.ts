@@ -4,7 +4,7 @@
  * and bad configurations (exit code 2, message naming the key).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import { validateRecord } from '../../../src/domain/record-schema.ts';
 import { createLogger } from '../../../src/log.ts';
 import { TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import { fileSinkRecords, MAIN, REPO, spawnCli } from '../../support/child.ts';
+import { MAIN, REPO, readFileSinkRecords, spawnCli } from '../../support/child.ts';
 import { runArgs, simulatorConfig, startForwarder } from '../../support/forwarder.ts';
 import { setPageLimit } from '../../support/store.ts';
 import { makeTempDir } from '../../support/tmp.ts';
@@ -31,10 +31,6 @@ function dir(name: string): string {
   return join(tmp.dir, `${name}-${++counter}`);
 }
 
-function readRecords(file: string): LifecycleRecord[] {
-  return existsSync(file) ? fileSinkRecords<LifecycleRecord>(readFileSync(file, 'utf8')).records : [];
-}
-
 const transitionsOf = (records: LifecycleRecord[]) => records.map((r) => `${r.subject}:${r.transition}`);
 
 describe('run --sink file:PATH', () => {
@@ -47,7 +43,9 @@ describe('run --sink file:PATH', () => {
     await fwd.ready;
     const ticker = setInterval(() => sim.admin.advance(1000), 100);
     try {
-      await waitFor(() => readRecords(out).length >= 9, 'nine records in the file', { timeoutMs: 40_000 });
+      await waitFor(() => readFileSinkRecords(out).length >= 9, 'nine records in the file', {
+        timeoutMs: 40_000,
+      });
     } finally {
       clearInterval(ticker);
     }
@@ -86,7 +84,7 @@ describe('reboot awareness', () => {
 
     const before = spawnCli(args, { [TEST_BOOT_TIME_ENV]: String(Date.now() - 3_600_000) });
     await before.ready;
-    await waitFor(() => readRecords(out).length === 1, 'the scheduled record');
+    await waitFor(() => readFileSinkRecords(out).length === 1, 'the scheduled record');
     before.child.kill('SIGKILL'); // the host goes down without warning
     await before.exited;
 
@@ -96,7 +94,7 @@ describe('reboot awareness', () => {
     await after.ready;
     // At-least-once: the SIGKILL may land between the file write and its acknowledgement, so the scheduled record
     // can arrive twice (with the same id). Compare distinct records.
-    const distinct = () => [...new Map(readRecords(out).map((r) => [r.id, r])).values()];
+    const distinct = () => [...new Map(readFileSinkRecords(out).map((r) => [r.id, r])).values()];
     await waitFor(() => distinct().length === 2, 'the terminal record');
     after.child.kill('SIGTERM');
     expect((await after.exited).code).toBe(0);
@@ -139,12 +137,16 @@ describe('disk full', () => {
     await waitFor(() => forwarder.stats.outcomes >= outcomesWhileFull + 3, 'polling continues while full');
 
     setPageLimit(forwarder.store!, undefined); // space returns
-    await waitFor(() => readRecords(out).length >= ids.length, 'every scheduled record after space returns', {
-      timeoutMs: 30_000,
-    });
+    await waitFor(
+      () => readFileSinkRecords(out).length >= ids.length,
+      'every scheduled record after space returns',
+      {
+        timeoutMs: 30_000,
+      },
+    );
     await stop();
     expect(
-      readRecords(out)
+      readFileSinkRecords(out)
         .map((r) => r.subject)
         .sort(),
     ).toEqual([...ids].sort());
@@ -170,7 +172,7 @@ describe('disk full beyond the in-memory bound', () => {
     });
     const { forwarder, stop } = startForwarder({ config, logger, maxWaitingRecords: 5 });
     const a = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900 });
-    await waitFor(() => readRecords(out).length === 1, 'A scheduled');
+    await waitFor(() => readFileSinkRecords(out).length === 1, 'A scheduled');
 
     setPageLimit(forwarder.store!, 1); // the database may not grow by a single page: the disk is full
     const big = (n: number) =>
@@ -195,9 +197,12 @@ describe('disk full beyond the in-memory bound', () => {
     await waitFor(() => forwarder.stats.commitFailures >= failures + 2, 'polls after the removal');
 
     setPageLimit(forwarder.store!, undefined); // space returns
-    await waitFor(() => readRecords(out).length >= 2 + fillers.length, 'the records after space returned');
+    await waitFor(
+      () => readFileSinkRecords(out).length >= 2 + fillers.length,
+      'the records after space returned',
+    );
     await stop();
-    const records = readRecords(out);
+    const records = readFileSinkRecords(out);
     // A's `started` went with the bound: A ends with an inferred completed (the dropped observations are
     // unwatched time for the committed state), never canceled; every other event is recorded.
     expect(records.filter((r) => r.subject === a.id).map((r) => r.transition)).toEqual([

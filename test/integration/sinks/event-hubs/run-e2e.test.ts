@@ -12,13 +12,13 @@
  * The connection string reaches the child only through the SEF_TEST_EH_CONN environment variable (the config
  * says `${SEF_TEST_EH_CONN}`), as in production; the tests check the key never shows up in its logs.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../../src/domain/index.ts';
 import { deriveIdentity, type RunningSimulator, startSimulator } from '../../../../src/simulator/index.ts';
-import { type ForwarderChild, fileSinkRecords, spawnCli } from '../../../support/child.ts';
+import { type ForwarderChild, readFileSinkRecords, spawnCli } from '../../../support/child.ts';
 import {
   type EventHubsDouble,
   type ReceivedEvent,
@@ -154,10 +154,6 @@ async function drained(fwd: Forwarder, child: ForwarderChild): Promise<void> {
   }
 }
 
-function fileRecords(fwd: Forwarder): LifecycleRecord[] {
-  return existsSync(fwd.file) ? fileSinkRecords<LifecycleRecord>(readFileSync(fwd.file, 'utf8')).records : [];
-}
-
 const bodyOf = (e: ReceivedEvent) => e.body as LifecycleRecord;
 
 /**
@@ -230,8 +226,8 @@ describe('simulator scenarios → run → outbox → Event Hubs sink → double'
     await Promise.all([drained(freeze, running[0]!), drained(reboot, running[1]!)]);
     await Promise.all(running.map(stopGracefully));
 
-    const freezeRecords = fileRecords(freeze);
-    const rebootRecords = fileRecords(reboot);
+    const freezeRecords = readFileSinkRecords(freeze.file);
+    const rebootRecords = readFileSinkRecords(reboot.file);
     const freezeId = 'C7061BAC-AFDC-4513-B24B-AA5F13A16123';
     const rebootId = '5B8C6D3E-0001-4C1A-9E2B-000000000001';
     expect(transitions(freezeRecords)).toEqual(
@@ -315,7 +311,7 @@ describe('at-least-once across SIGKILL mid-send and connection drops', () => {
     await drained(fwd, final);
     await stopGracefully(final);
 
-    const committed = fileRecords(fwd);
+    const committed = readFileSinkRecords(fwd.file);
     const fileIds = new Set(committed.map((r) => r.id));
     const distinctCommitted = committed.filter((r, i) => committed.findIndex((x) => x.id === r.id) === i);
     expect(distinctCommitted.length).toBe(fileIds.size);
@@ -375,7 +371,7 @@ describe('at-least-once across SIGKILL mid-send and connection drops', () => {
     await stopGracefully(child);
 
     expect(double.stats().connectionsOpened - connectionsBefore).toBeGreaterThanOrEqual(4);
-    const committed = fileRecords(fwd);
+    const committed = readFileSinkRecords(fwd.file);
     expect(transitions(committed)).toEqual(injected.map((id) => `${id}:scheduled`).sort());
     const received = double.received('drops');
     const duplicates = expectAtLeastOnce(committed, received);
