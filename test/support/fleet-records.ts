@@ -117,6 +117,30 @@ function fleetVmIdentity(vm: string): VmIdentity {
 }
 
 /**
+ * A broadcast Reboot R1 to the availability set web_1..web_5, affecting web_1 and web_2 (Resources): all five
+ * report it scheduled at 10 s, the two affected report it started at 950 s, so it is pending. `fields` (a zone,
+ * say) apply to every record.
+ */
+export function broadcastReboot(fields: Partial<Omit<FixtureOptions, 'at'>> = {}): LifecycleRecord[] {
+  const members = ['web_1', 'web_2', 'web_3', 'web_4', 'web_5'];
+  const affected = ['web_1', 'web_2'];
+  const out: LifecycleRecord[] = [];
+  for (const vm of members) {
+    const o = {
+      vm,
+      eventId: 'R1',
+      eventType: 'Reboot',
+      firstSeenAt: 10,
+      ...fields,
+      extra: { Resources: affected, affectsThisVm: affected.includes(vm) },
+    };
+    out.push(record('scheduled', { ...o, at: 10 }));
+    if (affected.includes(vm)) out.push(record('started', { ...o, at: 950, startedAt: 950 }));
+  }
+  return out;
+}
+
+/**
  * A Freeze scheduled at 0 (NotBefore 900), started at 950, completed at 960 with a 4.2 s stall: the three
  * records the real transform produces from the VM's polls (one a second while the event runs), so the
  * lifecycle is one the forwarder really sends.

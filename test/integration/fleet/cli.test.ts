@@ -17,7 +17,7 @@ import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { openHistory } from '../../../src/fleet/history/index.ts';
 import { MAIN, REPO } from '../../support/child.ts';
 import { startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
-import { record } from '../../support/fleet-records.ts';
+import { broadcastReboot, record } from '../../support/fleet-records.ts';
 import { createTestDatabase } from '../../support/postgres.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { startAzurite } from './helpers.ts';
@@ -132,21 +132,7 @@ const jsonLines = (records: readonly unknown[]) => records.map((r) => `${JSON.st
  * - P1: a Preempt of spot_1 (eastus2, zone 1, ss-spot) that started: the VM is deleted. First seen at 01:00:00.
  */
 function smallFleet(): LifecycleRecord[] {
-  const members = ['web_1', 'web_2', 'web_3', 'web_4', 'web_5'];
-  const affected = ['web_1', 'web_2'];
-  const out: LifecycleRecord[] = [];
-  for (const vm of members) {
-    const o = {
-      vm,
-      eventId: 'R1',
-      eventType: 'Reboot',
-      firstSeenAt: 10,
-      zone: '',
-      extra: { Resources: affected, affectsThisVm: affected.includes(vm) },
-    };
-    out.push(record('scheduled', { ...o, at: 10 }));
-    if (affected.includes(vm)) out.push(record('started', { ...o, at: 950, startedAt: 950 }));
-  }
+  const out: LifecycleRecord[] = broadcastReboot({ zone: '' });
   const app1 = { vm: 'app_1', eventId: 'E1', location: 'northeurope', zone: '2', scaleSet: 'ss-app' };
   out.push(
     record('scheduled', { ...app1, at: 0 }),

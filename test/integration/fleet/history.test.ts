@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type FleetHistory, openHistory, type RawFleetEvent } from '../../../src/fleet/history/index.ts';
-import { freezeLifecycle, iso, record } from '../../support/fleet-records.ts';
+import { broadcastReboot, freezeLifecycle, iso, record } from '../../support/fleet-records.ts';
 import { createTestDatabase } from '../../support/postgres.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 
@@ -41,30 +41,6 @@ async function open(kind: Kind, name: string, database?: string): Promise<FleetH
   return history;
 }
 
-/** A broadcast Reboot R1 in an availability set of web_1..web_5, affecting web_1 and web_2; all five report it. */
-function broadcast(): LifecycleRecord[] {
-  const members = ['web_1', 'web_2', 'web_3', 'web_4', 'web_5'];
-  const affected = ['web_1', 'web_2'];
-  const out: LifecycleRecord[] = [];
-  for (const vm of members) {
-    const extra = { Resources: affected, affectsThisVm: affected.includes(vm) };
-    out.push(record('scheduled', { vm, eventId: 'R1', eventType: 'Reboot', at: 10, firstSeenAt: 10, extra }));
-    if (affected.includes(vm))
-      out.push(
-        record('started', {
-          vm,
-          eventId: 'R1',
-          eventType: 'Reboot',
-          at: 950,
-          firstSeenAt: 10,
-          startedAt: 950,
-          extra,
-        }),
-      );
-  }
-  return out;
-}
-
 describe.each(['sqlite', 'postgres'] as const)('FleetHistory on %s', (kind) => {
   it('stores each (source, id) once: re-deliveries are counted duplicates', async () => {
     const h = await open(kind, 'dedupe');
@@ -84,7 +60,11 @@ describe.each(['sqlite', 'postgres'] as const)('FleetHistory on %s', (kind) => {
   it('gives the same history whatever the arrival order and batch split', async () => {
     const a = await open(kind, 'order-a');
     const b = await open(kind, 'order-b');
-    const records = [...freezeLifecycle('web_1', 'E1'), ...freezeLifecycle('web_2', 'E2'), ...broadcast()];
+    const records = [
+      ...freezeLifecycle('web_1', 'E1'),
+      ...freezeLifecycle('web_2', 'E2'),
+      ...broadcastReboot(),
+    ];
     await a.ingest(records.map((r) => raw(r)));
     for (const r of [...records].reverse()) await b.ingest([raw(r, '1')]);
     expect((await b.events()).items).toEqual((await a.events()).items);
@@ -136,7 +116,7 @@ describe.each(['sqlite', 'postgres'] as const)('FleetHistory on %s', (kind) => {
 
   it('counts a broadcast maintenance event once, with its affected VMs; observers are not affected', async () => {
     const h = await open(kind, 'broadcast');
-    await h.ingest([...broadcast(), ...freezeLifecycle('db_1', 'F1')].map((r) => raw(r)));
+    await h.ingest([...broadcastReboot(), ...freezeLifecycle('db_1', 'F1')].map((r) => raw(r)));
     const s = await h.summary();
     expect(s).toMatchObject({
       events: 2,
@@ -254,7 +234,11 @@ describe('FleetHistory on postgres with concurrent writers', () => {
     const a = await open(kind, 'writers', database);
     const b = await open(kind, 'writers', database);
     const single = await open(kind, 'single');
-    const records = [...broadcast(), ...freezeLifecycle('web_1', 'E1'), ...freezeLifecycle('web_3', 'E3')];
+    const records = [
+      ...broadcastReboot(),
+      ...freezeLifecycle('web_1', 'E1'),
+      ...freezeLifecycle('web_3', 'E3'),
+    ];
     await single.ingest(records.map((r) => raw(r)));
     // Both writers get every record of the broadcast (a handover re-delivers), in different batches, at once.
     const odd = records.filter((_, i) => i % 2 === 1);

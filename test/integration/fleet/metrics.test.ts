@@ -22,7 +22,7 @@ import { createFleetMetrics, MAINTENANCE_EVENT_TYPES } from '../../../src/fleet/
 import { silentLogger } from '../../../src/log.ts';
 import { type EventHubsDouble, startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
 import { writeFleetConfig } from '../../support/fleet-config.ts';
-import { freezeLifecycle, record } from '../../support/fleet-records.ts';
+import { broadcastReboot, freezeLifecycle, record } from '../../support/fleet-records.ts';
 import { createTestDatabase } from '../../support/postgres.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -215,30 +215,6 @@ describe('fleet run metrics (a real consumer child, the AMQP double, Azurite, SQ
   });
 });
 
-/** A broadcast Reboot R1 to web_1..web_5 (zone 1), affecting web_1 and web_2, started on them: pending. */
-function broadcast(): LifecycleRecord[] {
-  const members = ['web_1', 'web_2', 'web_3', 'web_4', 'web_5'];
-  const affected = ['web_1', 'web_2'];
-  const out: LifecycleRecord[] = [];
-  for (const vm of members) {
-    const extra = { Resources: affected, affectsThisVm: affected.includes(vm) };
-    out.push(record('scheduled', { vm, eventId: 'R1', eventType: 'Reboot', at: 10, firstSeenAt: 10, extra }));
-    if (affected.includes(vm))
-      out.push(
-        record('started', {
-          vm,
-          eventId: 'R1',
-          eventType: 'Reboot',
-          at: 950,
-          firstSeenAt: 10,
-          startedAt: 950,
-          extra,
-        }),
-      );
-  }
-  return out;
-}
-
 const DAY2 = 2 * 24 * 3600;
 
 /**
@@ -247,7 +223,7 @@ const DAY2 = 2 * 24 * 3600;
  */
 function fixture(): LifecycleRecord[] {
   return [
-    ...broadcast(),
+    ...broadcastReboot(),
     record('scheduled', { vm: 'db_1', eventId: 'F1', at: 20, firstSeenAt: 20, zone: '2', scaleSet: 'ss-db' }),
     ...freezeLifecycle('web_1', 'E1'),
     // Lapsed too, but first seen two days before: outside the 24 h window.
