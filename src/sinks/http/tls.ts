@@ -7,13 +7,11 @@
  * `ca` ADDS to the default roots (Node's bundled Mozilla roots plus NODE_EXTRA_CA_CERTS and, with
  * --use-system-ca, the system store): "also trust my private CA". Public endpoints keep working next to it.
  *
- * Light on purpose (zod, secrets and node:crypto/node:tls only): the config schema loads it without undici.
+ * Light on purpose (zod and secrets): the config schema loads it at every start-up, so node:crypto and node:tls
+ * load only when a certificate is checked or a sink builds its connection options, and undici never here.
  */
 import { z } from 'zod';
 import { type Secret, secretSchema } from '../../secret.ts';
-
-const { X509Certificate, createPrivateKey } = process.getBuiltinModule('node:crypto');
-const nodeTls = process.getBuiltinModule('node:tls');
 
 const CERTIFICATE_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 const PRIVATE_KEY_BLOCK = /-----BEGIN ((?:RSA |EC |ENCRYPTED )?PRIVATE KEY)-----/;
@@ -34,7 +32,7 @@ export function pemCertificatesProblem(key: string, secret: Secret): string | un
   }
   for (const [index, block] of blocks.entries()) {
     try {
-      new X509Certificate(block);
+      new (process.getBuiltinModule('node:crypto').X509Certificate)(block);
     } catch {
       return (
         `${label(key, secret)}: certificate ${index + 1} of ${blocks.length} is not a valid X.509 certificate ` +
@@ -62,7 +60,7 @@ export function pemPrivateKeyProblem(key: string, secret: Secret): string | unde
     );
   }
   try {
-    createPrivateKey(value);
+    process.getBuiltinModule('node:crypto').createPrivateKey(value);
   } catch {
     return `${label(key, secret)} is not a valid private key (damaged or truncated PEM); export the key again`;
   }
@@ -127,6 +125,8 @@ export type TlsOptions = z.infer<typeof tlsOptionsSchema>;
 
 /** The CA certificates to trust: the default roots plus `ca`. */
 export function trustedCaCertificates(ca: Secret): string[] {
+  // Loaded here, not at module load: the config schema (and so every start-up) imports this file.
+  const nodeTls = process.getBuiltinModule('node:tls');
   const defaults =
     typeof nodeTls.getCACertificates === 'function'
       ? nodeTls.getCACertificates('default')
