@@ -13,3 +13,10 @@ export type {
   RetryEvent,
   StoreErrorEvent,
 } from './events.ts';
+export {
+  type PeriodicSend,
+  type PeriodicSendEvent,
+  PeriodicSender,
+  type PeriodicSenderOptions,
+  type PeriodicTrigger,
+} from './periodic.ts';
