@@ -52,8 +52,36 @@ interface SimulateFleetOptions {
   vms: string;
   days: string;
   seed: string;
-  start: string;
+  start?: string;
+  end?: string;
   out: string;
+}
+
+const DAY_MS = 86_400_000;
+
+/** An ISO 8601 time option (epoch ms), or a usage error naming it. */
+function isoTimeOption(value: string, flag: string): number {
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(Date.parse(value))) {
+    throw new UsageError(`${flag} must be an ISO 8601 time (e.g. 2026-01-01T00:00:00Z), got "${value}"`);
+  }
+  return Date.parse(value);
+}
+
+/**
+ * The window's start: --start as given, else --end (default: now, to the second) minus --days, so that the
+ * dashboard's default view (the last 30 days) shows the generated fleet.
+ */
+export function fleetWindowStart(
+  opts: { start?: string | undefined; end?: string | undefined },
+  days: number,
+  now: () => number = Date.now,
+): string {
+  if (opts.start !== undefined && opts.end !== undefined) {
+    throw new UsageError('give --start or --end, not both (the window is --days long)');
+  }
+  if (opts.start !== undefined) return new Date(isoTimeOption(opts.start, '--start')).toISOString();
+  const endMs = opts.end === undefined ? Math.floor(now() / 1000) * 1000 : isoTimeOption(opts.end, '--end');
+  return new Date(endMs - Math.round(days * DAY_MS)).toISOString();
 }
 
 /** Writes `text` to `stream`, waiting for 'drain' when its buffer is full. */
@@ -80,14 +108,12 @@ async function simulateFleet(opts: SimulateFleetOptions): Promise<void> {
   if (days <= 0) throw new UsageError(`--days must be a number > 0, got "${opts.days}"`);
   const seed = numberOption(opts.seed, '--seed', 0, true) as number;
   if (seed > 0xffffffff) throw new UsageError(`--seed must be <= ${0xffffffff}, got "${opts.seed}"`);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(opts.start) || Number.isNaN(Date.parse(opts.start))) {
-    throw new UsageError(`--start must be an ISO 8601 time (e.g. 2026-01-01T00:00:00Z), got "${opts.start}"`);
-  }
+  const start = fleetWindowStart(opts, days);
   if (opts.out === '') throw new UsageError('--out must be a file path or - (stdout)');
   const { generateFleet } = await import('../../simulator/fleet.ts');
   let fleet: ReturnType<typeof generateFleet>;
   try {
-    fleet = generateFleet({ vms, days, seed, start: opts.start });
+    fleet = generateFleet({ vms, days, seed, start });
   } catch (error) {
     throw new UsageError(describe(error));
   }
@@ -257,13 +283,18 @@ export function register(program: Command): void {
   simulate
     .command('fleet')
     .description(
-      "Write a synthetic fleet's lifecycle records (deterministic for a seed) as JSON lines, one CloudEvent per " +
-        'line like the file sink, in time order; prints a one-line JSON summary on stderr. See docs/simulator.md.',
+      "Write a synthetic fleet's lifecycle records as JSON lines, one CloudEvent per line like the file sink, in " +
+        'time order, for a window ending now (the same records for a seed and a fixed --start or --end); prints a ' +
+        'one-line JSON summary on stderr. See docs/simulator.md.',
     )
     .option('--vms <n>', 'VMs in the fleet', '10000')
     .option('--days <d>', 'length of the window in days', '90')
     .option('--seed <s>', 'PRNG seed (integer)', '1')
-    .option('--start <iso>', 'start of the window (ISO 8601)', '2026-01-01T00:00:00Z')
+    .option('--end <iso>', 'end of the window (ISO 8601; default: now)')
+    .option(
+      '--start <iso>',
+      'start of the window instead (ISO 8601; the window is then [start, start + days))',
+    )
     .option('--out <file>', 'output file, - for stdout', '-')
     .action(async (opts: SimulateFleetOptions) => simulateFleet(opts));
 }

@@ -495,6 +495,8 @@ describe('simulate fleet (CLI process)', () => {
       '20',
       '--days',
       '10',
+      '--start',
+      '2026-01-01T00:00:00Z',
       '--out',
       '-',
     ]);
@@ -513,10 +515,57 @@ describe('simulate fleet (CLI process)', () => {
     expect(lines).toEqual(all(fleet));
   });
 
+  it('ends the window now by default (what the dashboard opens on), or at --end', async () => {
+    const before = Math.floor(Date.now() / 1000) * 1000;
+    const byDefault = await run(['simulate', 'fleet', '--vms', '5', '--days', '3', '--out', '-']);
+    const after = Date.now();
+    expect(byDefault.code, byDefault.stderr).toBe(0);
+    const window = JSON.parse(byDefault.stderr.trim()) as { start: string; end: string };
+    expect(Date.parse(window.end)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(window.end)).toBeLessThanOrEqual(after);
+    expect(Date.parse(window.end) - Date.parse(window.start)).toBe(3 * 86_400_000);
+    for (const r of jsonLines<LifecycleRecord>(byDefault.stdout)) {
+      expect(Date.parse(r.time)).toBeLessThan(Date.parse(window.end));
+    }
+
+    const atEnd = await run([
+      'simulate',
+      'fleet',
+      '--vms',
+      '5',
+      '--days',
+      '3',
+      '--end',
+      '2026-03-04T00:00:00Z',
+      '--out',
+      '-',
+    ]);
+    expect(atEnd.code, atEnd.stderr).toBe(0);
+    expect(JSON.parse(atEnd.stderr.trim())).toMatchObject({
+      start: '2026-03-01T00:00:00.000Z',
+      end: '2026-03-04T00:00:00.000Z',
+    });
+    const same = generateFleet({ vms: 5, days: 3, seed: 1, start: '2026-03-01T00:00:00Z' });
+    expect(jsonLines<LifecycleRecord>(atEnd.stdout)).toEqual(all(same));
+  });
+
   it('rejects a bad option with a usage error naming it (exit code 2)', async () => {
     const { code, stderr, stdout } = await run(['simulate', 'fleet', '--vms', 'many']);
     expect(code).toBe(2);
     expect(stderr).toMatch(/--vms must be an integer >= 1, got "many"/);
     expect(stdout).toBe('');
+    const both = await run([
+      'simulate',
+      'fleet',
+      '--start',
+      '2026-01-01T00:00:00Z',
+      '--end',
+      '2026-02-01T00:00:00Z',
+    ]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/give --start or --end, not both/);
+    const badEnd = await run(['simulate', 'fleet', '--end', 'yesterday']);
+    expect(badEnd.code).toBe(2);
+    expect(badEnd.stderr).toMatch(/--end must be an ISO 8601 time/);
   });
 });
