@@ -56,13 +56,20 @@ export const DEFAULT_RESCAN_INTERVAL_MS = 60_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const ABORT_GRACE_MS = 1000;
 
-/** Delivers committed outbox rows to every configured sink. */
+/**
+ * Delivers committed outbox rows to every configured sink. Each sink has one worker; addSink() is the one way a
+ * worker comes to be (at construction and when a reload adds or rebuilds a sink) and #retire() the one way it goes
+ * (removeSink() for one, stop() for all). A sink's queue is the outbox rows under its name: a worker added later
+ * starts from whatever is pending there, and a removed worker's rows stay pending.
+ */
 export class DeliveryEngine {
-  readonly #workers: SinkWorker[];
+  readonly #workers = new Map<string, SinkWorker>();
   readonly #clock: Clock;
   readonly #closeSinks: boolean;
   readonly #observer: DeliveryObserver | undefined;
   readonly #store: Outbox;
+  readonly #workerDeps: Omit<WorkerDeps, 'logger'>;
+  readonly #logger: Logger;
   /** whenDrained() callers waiting for the next 'idle' report. */
   #idleWaiters: Array<() => void> = [];
   #started = false;
@@ -73,24 +80,21 @@ export class DeliveryEngine {
     this.#closeSinks = options.closeSinks ?? true;
     this.#observer = options.observer;
     this.#store = options.store;
-    const names = new Set<string>();
-    for (const s of options.sinks) {
-      if (names.has(s.sink.name))
-        throw new Error(`two sinks are named "${s.sink.name}"; sink names must be unique`);
-      names.add(s.sink.name);
-    }
-    this.#workers = options.sinks.map(
-      (config) =>
-        new SinkWorker(config, {
-          store: options.store,
-          clock: this.#clock,
-          random: options.random ?? Math.random,
-          logger: childLogger(options.logger, { component: 'delivery', sink: config.sink.name }),
-          rescanIntervalMs: options.rescanIntervalMs ?? DEFAULT_RESCAN_INTERVAL_MS,
-          storeRetryMs: options.storeRetryMs ?? 1000,
-          report: (event) => this.#report(event),
-        }),
-    );
+    this.#logger = options.logger;
+    this.#workerDeps = {
+      store: options.store,
+      clock: this.#clock,
+      random: options.random ?? Math.random,
+      rescanIntervalMs: options.rescanIntervalMs ?? DEFAULT_RESCAN_INTERVAL_MS,
+      storeRetryMs: options.storeRetryMs ?? 1000,
+      report: (event) => this.#report(event),
+    };
+    for (const sink of options.sinks) this.addSink(sink);
+  }
+
+  /** The names of the sinks this engine delivers to, in the order they were added. */
+  get sinks(): string[] {
+    return [...this.#workers.keys()];
   }
 
   #report(event: DeliveryEngineEvent): void {
@@ -110,7 +114,35 @@ export class DeliveryEngine {
   start(): void {
     if (this.#started) return;
     this.#started = true;
-    for (const w of this.#workers) w.start();
+    for (const w of this.#workers.values()) w.start();
+  }
+
+  /**
+   * Adds a sink's worker, started at once when the engine runs. Its queue is whatever the outbox holds under its
+   * name. Throws when a sink of that name is already delivered to (remove it first) or the engine has stopped.
+   */
+  addSink(config: EngineSink): void {
+    const name = config.sink.name;
+    if (this.#stopped !== undefined)
+      throw new Error(`cannot add sink "${name}": the delivery engine has stopped`);
+    if (this.#workers.has(name)) throw new Error(`two sinks are named "${name}"; sink names must be unique`);
+    const logger = childLogger(this.#logger, { component: 'delivery', sink: name });
+    const worker = new SinkWorker(config, { ...this.#workerDeps, logger });
+    this.#workers.set(name, worker);
+    if (this.#started) worker.start();
+  }
+
+  /**
+   * Removes a sink's worker the way stop() ends every worker: no new work; an in-flight delivery gets
+   * `deadlineMs` to settle (a confirmation is acknowledged), then it is aborted; the sink is closed unless
+   * closeSinks is false. Its pending rows stay in the outbox, untouched. Resolves once the worker has ended, so a
+   * worker added for the same name afterwards never delivers a row twice. No such sink: nothing happens.
+   */
+  async removeSink(name: string, deadlineMs: number): Promise<void> {
+    const worker = this.#workers.get(name);
+    if (worker === undefined) return;
+    this.#workers.delete(name);
+    await this.#retire([worker], deadlineMs);
   }
 
   /**
@@ -124,14 +156,14 @@ export class DeliveryEngine {
     while (!signal.aborted) {
       // Before the check, so that an idle report right after it is not missed.
       const idle = new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
-      if (this.#workers.every((w) => this.#store.pending(w.sink.name, 1).length === 0)) return;
+      if (this.sinks.every((sink) => this.#store.pending(sink, 1).length === 0)) return;
       await Promise.race([idle, aborted]);
     }
   }
 
   /** Wake every idle worker at once (call right after each commit). */
   notify(): void {
-    for (const w of this.#workers) w.notify();
+    for (const w of this.#workers.values()) w.notify();
   }
 
   /**
@@ -139,21 +171,26 @@ export class DeliveryEngine {
    * confirmed stay pending for the next start. Closes the sinks unless closeSinks is false.
    */
   stop(deadlineMs = 5000): Promise<void> {
-    this.#stopped ??= this.#stop(deadlineMs);
+    if (this.#stopped === undefined) {
+      const workers = [...this.#workers.values()];
+      this.#workers.clear();
+      this.#stopped = this.#retire(workers, deadlineMs);
+    }
     return this.#stopped;
   }
 
-  async #stop(deadlineMs: number): Promise<void> {
-    for (const w of this.#workers) w.requestStop();
-    const all = Promise.all(this.#workers.map((w) => w.finished));
+  /** Ends `workers` (see removeSink); their rows stay pending. */
+  async #retire(workers: readonly SinkWorker[], deadlineMs: number): Promise<void> {
+    for (const w of workers) w.requestStop();
+    const all = Promise.all(workers.map((w) => w.finished));
     if (!(await this.#within(all, deadlineMs))) {
-      for (const w of this.#workers) w.abort();
+      for (const w of workers) w.abort();
       await this.#within(all, ABORT_GRACE_MS);
     }
-    for (const w of this.#workers) w.abandon();
+    for (const w of workers) w.abandon();
     if (this.#closeSinks) {
       await Promise.all(
-        this.#workers.map(async (w) => {
+        workers.map(async (w) => {
           try {
             await w.sink.close?.();
           } catch {

@@ -34,6 +34,8 @@ export class ScriptedSink implements Sink {
   readonly maxBatch: number;
   readonly delivered: string[] = [];
   readonly calls: Array<{ ids: string[]; at: number }> = [];
+  /** How often close() was called. */
+  closes = 0;
   failWith: ((batch: readonly LifecycleRecord[]) => Error | undefined) | undefined;
   /** When set, deliver() waits for this promise (in-flight simulation); honours the abort signal. */
   gate: Promise<void> | undefined;
@@ -55,6 +57,9 @@ export class ScriptedSink implements Sink {
     const error = this.failWith?.(batch);
     if (error !== undefined) throw error;
     for (const r of batch) this.delivered.push(r.id);
+  }
+  async close(): Promise<void> {
+    this.closes++;
   }
 }
 

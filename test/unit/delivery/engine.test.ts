@@ -358,6 +358,80 @@ describe('DeliveryEngine', () => {
     engine = undefined;
   });
 
+  describe('adding and removing a sink while running (the one worker lifecycle; reload uses it)', () => {
+    it('a sink added while running delivers what its queue already held, then what is committed next', async () => {
+      const a = new ScriptedSink('a', clock);
+      const e = startEngine([{ sink: a }]);
+      commit(1, 2, ['a', 'b']); // rows for b before b has a worker (e.g. a sink removed, then added back)
+      await clock.advance(0);
+      expect(a.delivered).toEqual(ids(1, 2));
+      expect(store.pending('b', 10)).toHaveLength(2);
+      const b = new ScriptedSink('b', clock);
+      e.addSink({ sink: b });
+      expect(e.sinks).toEqual(['a', 'b']);
+      await clock.advance(0);
+      expect(b.delivered).toEqual(ids(1, 2));
+      commit(3, 3, ['a', 'b']);
+      await clock.advance(0);
+      expect(b.delivered).toEqual(ids(1, 3));
+      expect(() => e.addSink({ sink: new ScriptedSink('b', clock) })).toThrow(/two sinks are named "b"/);
+    });
+
+    it('removeSink lets the in-flight delivery be acknowledged, closes the sink and keeps the rest pending; a worker added again continues without re-delivering', async () => {
+      const old = new ScriptedSink('a', clock, 2);
+      let confirm: () => void = () => {};
+      old.gate = new Promise((r) => {
+        confirm = r;
+      });
+      const e = startEngine([{ sink: old }]);
+      commit(1, 5, ['a']);
+      await clock.advance(0);
+      expect(old.calls.map((c) => c.ids)).toEqual([ids(1, 2)]); // in flight
+      let removed = false;
+      const removing = e.removeSink('a', 5000).then(() => {
+        removed = true;
+      });
+      await clock.advance(1000);
+      expect(removed).toBe(false);
+      confirm();
+      await clock.advance(0);
+      await removing;
+      expect(old.closes).toBe(1);
+      expect(e.sinks).toEqual([]);
+      expect(old.calls).toHaveLength(1); // no new work after removal began
+      expect(store.pending('a', 10).map((r) => r.recordId)).toEqual(ids(3, 5));
+      commit(6, 6, ['a']); // nothing delivers a's rows now, nothing drops them
+      await clock.advance(60_000);
+      expect(store.pending('a', 10).map((r) => r.recordId)).toEqual(ids(3, 6));
+      const rebuilt = new ScriptedSink('a', clock);
+      e.addSink({ sink: rebuilt });
+      await clock.advance(0);
+      expect(rebuilt.delivered).toEqual(ids(3, 6)); // acknowledged rows 1-2 are not sent again
+      expect(store.pending('a', 10)).toEqual([]);
+    });
+
+    it('removeSink aborts an in-flight delivery at the deadline; its rows stay pending, attempts unchanged', async () => {
+      const sink = new ScriptedSink('a', clock);
+      sink.gate = new Promise(() => {}); // never confirms
+      const other = new ScriptedSink('b', clock);
+      const e = startEngine([{ sink }, { sink: other }]);
+      commit(1, 2, ['a', 'b']);
+      await clock.advance(0);
+      const removing = e.removeSink('a', 3000);
+      await clock.advance(3000);
+      await removing;
+      expect(store.pending('a', 10).map((r) => [r.recordId, r.attempts])).toEqual([
+        ['rec-1', 0],
+        ['rec-2', 0],
+      ]);
+      expect(events.retry).toEqual([]);
+      commit(3, 3, ['a', 'b']);
+      await clock.advance(0);
+      expect(other.delivered).toEqual(ids(1, 3)); // the other sink never noticed
+      await e.removeSink('no-such-sink', 0); // nothing to remove: nothing happens
+    });
+  });
+
   describe('idle cost: event-driven, no polling', () => {
     it('an idle worker sets only the coarse rescan timer and reads its queue once a minute, not every 2 s', async () => {
       const { outbox, reads } = countingOutbox(store);
