@@ -1,6 +1,6 @@
 /**
  * Everything that differs between Linux and Windows lives here: default paths, temporary-disk detection,
- * file permissions, shutdown signals and ending process trees. Core code asks this module instead of testing
+ * file permissions, shutdown and reload signals and ending process trees. Core code asks this module instead of testing
  * process.platform.
  */
 import { spawn } from 'node:child_process';
@@ -349,6 +349,14 @@ export function createPrivateFile(path: string, platform: NodeJS.Platform = proc
 /** Signals that mean "shut down gracefully". Windows delivers SIGINT (Ctrl-C) and SIGBREAK; services get SIGINT from the wrapper. */
 export function shutdownSignals(platform: NodeJS.Platform = process.platform): NodeJS.Signals[] {
   return currentPlatform(platform) === 'windows' ? ['SIGINT', 'SIGBREAK'] : ['SIGTERM', 'SIGINT'];
+}
+
+/**
+ * The signal that reloads `run`'s configuration: SIGHUP where POSIX delivers it (`systemctl reload`,
+ * `kill -HUP`). Windows has no such signal for a service: restart the service instead (docs/install.md).
+ */
+export function reloadSignal(platform: NodeJS.Platform = process.platform): NodeJS.Signals | undefined {
+  return currentPlatform(platform) === 'windows' ? undefined : 'SIGHUP';
 }
 
 /** Join paths with the host's separator (core code never concatenates with '/'). */

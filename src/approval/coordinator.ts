@@ -37,7 +37,7 @@ export interface CommittedStep {
 /** See the module comment. */
 export class ApprovalCoordinator {
   readonly #runner: ApprovalRunner;
-  readonly #config: ApprovalCoordinatorOptions['config'];
+  #config: ApprovalCoordinatorOptions['config'];
   readonly #observer: ApprovalCoordinatorOptions['observer'];
   #started = false;
 
@@ -65,6 +65,16 @@ export class ApprovalCoordinator {
     if (!this.#started) this.start(step.state);
     this.#reconcile(step.state, step);
     this.#observer?.observe(step);
+  }
+
+  /**
+   * A reload's new `approval` section: rules, leader, hooks and dry run apply to every decision and hook planned
+   * from now on (events seen next, the next hook of an event being prepared); an event already decided keeps its
+   * decision and a running hook or POST finishes, as across a restart. Persisted progress is kept.
+   */
+  reconfigure(config: ApprovalCoordinatorOptions['config']): void {
+    this.#config = config;
+    this.#runner.reconfigure(config);
   }
 
   /** Resolves when no hook job and no POST is in progress (tests, shutdown). */

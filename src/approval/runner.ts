@@ -54,6 +54,8 @@ type Job = Extract<PlanAction, { kind: 'prepare' | 'recover' }>;
 
 export class ApprovalRunner {
   readonly #o: ApprovalRunnerOptions;
+  /** The options' config until reconfigure() replaces it. */
+  #config: ApprovalConfig;
   readonly #now: () => number;
   readonly #abort = new AbortController();
   #progress: EventProgress[] = [];
@@ -67,7 +69,13 @@ export class ApprovalRunner {
 
   constructor(options: ApprovalRunnerOptions) {
     this.#o = options;
+    this.#config = options.config;
     this.#now = options.now ?? Date.now;
+  }
+
+  /** Decisions, hooks and POSTs planned from now on follow `config` (a reload); running jobs finish as they are. */
+  reconfigure(config: ApprovalConfig): void {
+    this.#config = config;
   }
 
   get progress(): readonly EventProgress[] {
@@ -87,7 +95,7 @@ export class ApprovalRunner {
   /** The facts of this moment, for a plan. */
   facts(): PlanFacts {
     return {
-      config: this.#o.config,
+      config: this.#config,
       tracked: this.#tracked,
       vm: this.#o.identity(),
       nowMs: this.#now(),
@@ -176,7 +184,7 @@ export class ApprovalRunner {
       affectsThisVm: entry.affectsThisVm,
       leader: entry.leader,
       vmName: vm?.name ?? '',
-      maxOutputBytes: this.#o.config.maxHookOutputBytes,
+      maxOutputBytes: this.#config.maxHookOutputBytes,
       signal: this.#abort.signal,
       logger: this.#o.logger,
     };
@@ -195,7 +203,7 @@ export class ApprovalRunner {
     for (;;) {
       const entry = this.#entry(key);
       const current = this.#tracked.get(key) ?? event;
-      const step = entry === undefined ? null : nextPrepareHook(this.#o.config, entry, current, this.#now());
+      const step = entry === undefined ? null : nextPrepareHook(this.#config, entry, current, this.#now());
       if (step === null) break;
       const result = await runHook(
         step.hook,
@@ -241,7 +249,7 @@ export class ApprovalRunner {
       data: { EventId: entry.eventId, EventType: entry.eventType },
     };
     const common = this.#hookRun(entry, this.#o.identity());
-    for (const hook of recoverHooks(this.#o.config, entry.eventType, entry.affectsThisVm)) {
+    for (const hook of recoverHooks(this.#config, entry.eventType, entry.affectsThisVm)) {
       await runHook(
         hook,
         {

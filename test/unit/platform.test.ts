@@ -6,6 +6,7 @@ import {
   currentPlatform,
   defaultStateDir,
   killProcessTree,
+  reloadSignal,
   shutdownSignals,
   spawnsOwnProcessGroup,
   temporaryDiskReason,
@@ -61,6 +62,12 @@ describe('platform', () => {
   it('uses the signals each platform delivers for a graceful stop', () => {
     expect(shutdownSignals('linux')).toEqual(['SIGTERM', 'SIGINT']);
     expect(shutdownSignals('win32')).toEqual(['SIGINT', 'SIGBREAK']);
+  });
+
+  it('reloads on SIGHUP where there is one; a Windows service is restarted instead', () => {
+    expect(reloadSignal('linux')).toBe('SIGHUP');
+    expect(reloadSignal('darwin')).toBe('SIGHUP');
+    expect(reloadSignal('win32')).toBeUndefined();
   });
 
   it('gives children their own process group only where one can be signalled', () => {

@@ -226,4 +226,26 @@ describe('ApprovalCoordinator', () => {
     expect(client.calls).toEqual([]);
     expect(c.pendingApprovals()).toEqual([]);
   });
+
+  it('reconfigure (a reload): events seen next follow the new rules; an event already decided keeps its decision', async () => {
+    const meta = new MemoryMeta();
+    const client = new RecordingClient();
+    const c = coordinator(meta, client, {}); // observe only: no rule approves anything
+    const first = step(initialState(), [event()], T0);
+    c.start(initialState());
+    c.afterCommit({ state: first.state, records: first.records, approvals: [] });
+    await c.idle();
+    expect(client.calls).toEqual([]);
+    expect(meta.progress().map((p) => [p.eventId, p.action])).toEqual([['E1', 'never']]);
+
+    c.reconfigure(approvalSection.parse(APPROVE_USER));
+    const second = step(first.state, [event(), event({ EventId: 'E2' })], T0 + 1000);
+    c.afterCommit({ state: second.state, records: second.records, approvals: [] });
+    await c.idle();
+    expect(client.calls).toEqual([['E2']]); // E1 was decided before the reload: as across a restart
+    expect(meta.progress().map((p) => [p.eventId, p.action, p.rule])).toEqual([
+      ['E1', 'never', expect.any(String)],
+      ['E2', 'approve', 'user'],
+    ]);
+  });
 });

@@ -96,6 +96,7 @@ describe('PipelineStep', () => {
       start: () => {},
       pendingApprovals: () => [],
       afterCommit: (step) => committed.push(step),
+      reconfigure: () => {},
       stop: async () => {},
     };
     const { step } = setup(approval);
