@@ -12,6 +12,7 @@ import type { KubernetesConfig } from './config.ts';
 import { NodeEnrichment } from './enrichment.ts';
 import { runNodeHook } from './node-hook.ts';
 import { NodeReporter } from './reporter.ts';
+import { kubernetesStartProblems, resolveNodeName } from './start-checks.ts';
 
 export {
   ACTIONS_ANNOTATION,
@@ -21,6 +22,7 @@ export {
   type KubernetesConfig,
   kubernetesSection,
 } from './config.ts';
+export { kubernetesStartProblems, resolveNodeName } from './start-checks.ts';
 
 export interface KubernetesAgent {
   nodeName: string;
@@ -43,28 +45,22 @@ export interface KubernetesAgentOptions {
   env?: Record<string, string | undefined>;
   /** Tests: an API instead of the client built from the configuration. */
   api?: () => Promise<NodeApi>;
+  /** Tests: whether a file exists (the credential check; default the file system). */
+  exists?: (path: string) => boolean;
 }
 
-/** The node name: `kubernetes.nodeName`, else NODE_NAME (downward API). */
-export function resolveNodeName(
-  config: KubernetesConfig,
-  env: Record<string, string | undefined> = process.env,
-): string | undefined {
-  return config.nodeName ?? (env.NODE_NAME === '' ? undefined : env.NODE_NAME);
-}
-
-/** The agent, or undefined when `kubernetes.enabled` is false. Throws when the node name is unknown. */
+/**
+ * The agent, or undefined when `kubernetes.enabled` is false. Throws, naming every problem, when it cannot start
+ * (src/kubernetes/start-checks.ts: the node name is unknown, no credential for the API server).
+ */
 export function createKubernetesAgent(
   config: KubernetesConfig,
   options: KubernetesAgentOptions,
 ): KubernetesAgent | undefined {
   if (!config.enabled) return undefined;
+  const problems = kubernetesStartProblems(config, options.env, options.exists);
   const nodeName = resolveNodeName(config, options.env);
-  if (nodeName === undefined) {
-    throw new Error(
-      'kubernetes.enabled: the node name is unknown: set kubernetes.nodeName or the NODE_NAME environment variable (downward API: fieldRef spec.nodeName)',
-    );
-  }
+  if (problems.length > 0 || nodeName === undefined) throw new Error(problems.join('; '));
   let loaded: Promise<NodeApi> | undefined;
   const api =
     options.api ??

@@ -9,7 +9,7 @@ import type { Config, SinkConfig } from '../config/index.ts';
 import type { EngineSink } from '../delivery/index.ts';
 import type { VmIdentity } from '../domain/index.ts';
 import { errorMessage } from '../errors.ts';
-import { createKubernetesAgent, type KubernetesAgent } from '../kubernetes/index.ts';
+import type { KubernetesAgent } from '../kubernetes/index.ts';
 import type { Logger } from '../log.ts';
 import type { Sink, SinkFactory } from '../sinks/types.ts';
 import { imdsMaxGapMs } from '../sources/imds-protocol/imds-settings.ts';
@@ -48,13 +48,16 @@ export function givenSource(source: Source, config: Config): BuiltSource {
 
 /**
  * The Kubernetes node agent (src/kubernetes, docs/kubernetes.md), or undefined when `kubernetes.enabled` is
- * false. Its built-in hook and reporter go to approval, its node context to every record.
+ * false. Its built-in hook and reporter go to approval, its node context to every record. The agent's modules are
+ * imported here, only when enabled: a forwarder without Kubernetes never loads them.
  */
-export function buildKubernetes(
+export async function buildKubernetes(
   config: Config,
   identity: () => VmIdentity | undefined,
   logger: Logger,
-): KubernetesAgent | undefined {
+): Promise<KubernetesAgent | undefined> {
+  if (!config.kubernetes.enabled) return undefined;
+  const { createKubernetesAgent } = await import('../kubernetes/index.ts');
   try {
     return createKubernetesAgent(config.kubernetes, {
       logger: logger.child({ component: 'kubernetes' }),

@@ -168,7 +168,7 @@ export class Forwarder {
     identity = this.#options.identity ?? built.identity;
     const enabled = config.sinks.filter((s) => s.enabled);
     this.#warnAboutConfig(store);
-    const { kubernetes, firstReads } = this.#startRecordContext(identity, running);
+    const { kubernetes, firstReads } = await this.#startRecordContext(identity, running);
     const approval = buildApproval(config, store, built, () => identity?.current(), this.#logger, kubernetes);
     // approval: ends running hooks / POST retries; progress stays persisted
     running.onStop(() => approval.stop());
@@ -235,13 +235,13 @@ export class Forwarder {
    * waits for them (see the module comment), so polling starts at once. `firstReads`: undefined when neither
    * has a first read to wait for.
    */
-  #startRecordContext(
+  async #startRecordContext(
     identity: IdentitySource | undefined,
     running: RunningPipeline,
-  ): { kubernetes: KubernetesAgent | undefined; firstReads: Promise<unknown> | undefined } {
+  ): Promise<{ kubernetes: KubernetesAgent | undefined; firstReads: Promise<unknown> | undefined }> {
     const firstIdentity = identity?.start?.(running.signal);
     if (identity !== undefined) running.onStop(() => identity.stop?.());
-    const kubernetes = buildKubernetes(this.#options.config, () => identity?.current(), this.#logger);
+    const kubernetes = await buildKubernetes(this.#options.config, () => identity?.current(), this.#logger);
     if (kubernetes !== undefined) running.onStop(() => kubernetes.stop());
     const firstNodeRead = kubernetes?.start();
     const firstReads =

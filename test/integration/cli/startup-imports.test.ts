@@ -148,6 +148,9 @@ describe('start-up imports', () => {
     expect(packages).not.toContain('yaml'); // no config file: nothing to parse
     // run.ts only: never config, demo, simulate, fleet, ...
     expect(commandsIn(modules)).toEqual(['run']);
+    // Without a `kubernetes` section nothing of the node agent loads: only its config schema (part of the one
+    // schema); the agent, node hook, reporter, cluster approval and client load with `kubernetes.enabled` only.
+    expect(modules.filter((m) => m.startsWith('src/kubernetes/'))).toEqual(['src/kubernetes/config.ts']);
     // src/cli/heap.ts: once `run` is chosen, start-up does not grow the semi-spaces, however much it allocates
     // (V8 defaults return when the pipeline is ready: at most one doubling may follow before this child exits;
     // without the setting, start-up grows them fourfold, see the operator test below).
