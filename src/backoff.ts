@@ -37,6 +37,17 @@ export function fullJitterBackoffMs(attempt: number, options: BackoffOptions, ra
 }
 
 /**
+ * A uniformly random delay in [ceiling/2, ceiling] ("equal jitter") for attempt number `attempt`, where the
+ * ceiling is min(maxMs, initialMs · 2^(attempt−1)): spread like full jitter, but never much shorter than the
+ * backoff says (a paused sink's probes, which must stay slow).
+ */
+export function equalJitterBackoffMs(attempt: number, options: BackoffOptions, random: () => number): number {
+  const ceiling = exponentialBackoffMs(attempt, options);
+  const r = Math.min(Math.max(random(), 0), 1);
+  return Math.floor(ceiling / 2 + (r * ceiling) / 2);
+}
+
+/**
  * Parse a Retry-After header (delta-seconds or an HTTP date) to milliseconds from `nowMs`, capped at
  * MAX_RETRY_AFTER_MS (capRetryAfterMs). Returns undefined when absent or unparseable; never negative.
  */
@@ -51,6 +62,12 @@ export function parseRetryAfter(value: string | undefined, nowMs: number): numbe
 
 /** Delivery defaults (the config schema's `backoff` defaults come from here). */
 export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 5 * 60 * 1000 };
+
+/**
+ * A paused sink's probes (one record each, docs/delivery.md): the first 10 s after the destination refused
+ * everything, doubling up to 5 min, equal jitter.
+ */
+export const PAUSE_PROBE_BACKOFF: BackoffOptions = { initialMs: 10_000, maxMs: 5 * 60 * 1000 };
 
 /**
  * The one ceiling for every Retry-After, wherever it is honoured (the delivery engine's next attempt, a webhook

@@ -1,12 +1,21 @@
 /**
  * The delivery engine: one worker per sink draining that sink's outbox queue in commit order, at least once.
  * Rows are removed only after the sink confirmed, in a transaction. Retryable failures back off (full jitter,
- * capped, no time limit) with attempts and next-attempt time persisted in the row; permanent failures go to
- * dead letters. Wake-up is event-driven: an idle worker sleeps until notify() (called after each commit), with
+ * capped, no time limit) with attempts and next-attempt time persisted in the row. A permanent failure of one
+ * record sends it to dead letters; one of the destination (it refuses everything: credentials, authorization, a
+ * missing endpoint, TLS trust) pauses the sink instead: its records stay pending and one record probes the
+ * destination, slowly backing off, until it accepts again (docs/delivery.md). Wake-up is event-driven: an idle worker sleeps until notify() (called after each commit), with
  * one coarse rescan as a safety net (DEFAULT_RESCAN_INTERVAL_MS); a waiting worker's only other timers are its
  * next retry and the next expiry (caps.maxAgeMs). Events go to the observer given in the options.
  */
-import { type BackoffOptions, DEFAULT_BACKOFF, MAX_RETRY_AFTER_MS, retryDelayMs } from '../backoff.ts';
+import {
+  type BackoffOptions,
+  DEFAULT_BACKOFF,
+  equalJitterBackoffMs,
+  MAX_RETRY_AFTER_MS,
+  PAUSE_PROBE_BACKOFF,
+  retryDelayMs,
+} from '../backoff.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import { formatDurationMs } from '../duration.ts';
 import { childLogger, type Logger } from '../log.ts';
@@ -21,6 +30,8 @@ export interface EngineSink {
   /** Override the sink's own maxBatch (never above it). */
   maxBatch?: number;
   backoff?: Partial<BackoffOptions>;
+  /** Backoff of a paused sink's one-record probes (default PAUSE_PROBE_BACKOFF: 10 s doubling to 5 min). */
+  probeBackoff?: Partial<BackoffOptions>;
   caps?: Caps;
   /** Abort a delivery that has not settled after this long and retry it (default 120 s). */
   deliveryTimeoutMs?: number;
@@ -52,6 +63,17 @@ export interface DeliveryEngineOptions {
  * their own (see SinkWorker.#run).
  */
 export const DEFAULT_RESCAN_INTERVAL_MS = 60_000;
+
+/** A sink the engine holds paused because its destination refuses everything (see DeliveryEngine.paused). */
+export interface PausedSink {
+  sink: string;
+  /** DeliveryError.code of the refusal that paused it, or of the latest one (e.g. http-403, tls). */
+  code: string;
+  /** The cause and its fix, redacted. */
+  message: string;
+  /** When the pause began (epoch ms). */
+  since: number;
+}
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const ABORT_GRACE_MS = 1000;
@@ -161,6 +183,14 @@ export class DeliveryEngine {
     }
   }
 
+  /** The sinks paused now (their destination refuses everything; records stay pending), in the order added. */
+  paused(): PausedSink[] {
+    return [...this.#workers.values()].flatMap((w) => {
+      const paused = w.paused;
+      return paused === undefined ? [] : [paused];
+    });
+  }
+
   /** Wake every idle worker at once (call right after each commit). */
   notify(): void {
     for (const w of this.#workers.values()) w.notify();
@@ -229,6 +259,7 @@ class SinkWorker {
   readonly #deps: WorkerDeps;
   readonly #maxBatch: number;
   readonly #backoff: BackoffOptions;
+  readonly #probeBackoff: BackoffOptions;
   readonly #caps: Caps | undefined;
   readonly #deliveryTimeoutMs: number;
   readonly #abort = new AbortController();
@@ -241,6 +272,13 @@ class SinkWorker {
   #failing: { attempts: number; sinceMs: number } | undefined;
   /** While the head seq is ≤ this, deliver one record at a time (isolating a permanent failure). */
   #isolateThrough = 0;
+  /**
+   * Set while the destination refuses everything (a permanent failure of scope 'destination'): one record at a
+   * time, each attempt a probe on the probe backoff, until a delivery (or a record-level answer) resumes it.
+   */
+  #pause: { code: string; message: string; since: number; probes: number } | undefined;
+  /** Codes of destination refusals logged at error level since the last delivery: each is logged once. */
+  readonly #loggedCauses = new Set<string>();
   /**
    * When the head row's retry is due, on the MONOTONIC clock: the row's next_attempt_at is wall-clock time (it
    * must survive a restart), and a wall clock stepped back by hours would otherwise hold the retry back by as
@@ -255,12 +293,20 @@ class SinkWorker {
     const own = Math.max(1, Math.floor(config.sink.maxBatch));
     this.#maxBatch = Math.max(1, Math.min(own, Math.floor(config.maxBatch ?? own)));
     this.#backoff = { ...DEFAULT_BACKOFF, ...config.backoff };
+    this.#probeBackoff = { ...PAUSE_PROBE_BACKOFF, ...config.probeBackoff };
     this.#caps = config.caps;
     this.#deliveryTimeoutMs = config.deliveryTimeoutMs ?? 120_000;
   }
 
   get finished(): Promise<void> {
     return this.#finished;
+  }
+
+  /** This sink's pause, while its destination refuses everything. */
+  get paused(): PausedSink | undefined {
+    const pause = this.#pause;
+    if (pause === undefined) return undefined;
+    return { sink: this.sink.name, code: pause.code, message: pause.message, since: pause.since };
   }
 
   start(): void {
@@ -357,9 +403,9 @@ class SinkWorker {
     return remaining;
   }
 
-  /** The longest delay retryDelayMs() can choose: the backoff cap, or a capped Retry-After. */
+  /** The longest delay a retry can have: the backoff cap, a capped Retry-After, or the probe backoff cap. */
   #maxRetryDelayMs(): number {
-    return Math.max(this.#backoff.maxMs, MAX_RETRY_AFTER_MS);
+    return Math.max(this.#backoff.maxMs, MAX_RETRY_AFTER_MS, this.#probeBackoff.maxMs);
   }
 
   /**
@@ -374,7 +420,7 @@ class SinkWorker {
   }
 
   #batchSize(): number {
-    return this.#isolateThrough > 0 ? 1 : this.#maxBatch;
+    return this.#isolateThrough > 0 || this.#pause !== undefined ? 1 : this.#maxBatch;
   }
 
   #enforceCaps(): void {
@@ -436,7 +482,9 @@ class SinkWorker {
     );
     if (!ok) return;
     const now = this.#deps.clock.now();
-    this.#logRecovery(rows[0] as OutboxRow, now);
+    if (this.#pause !== undefined) this.#resume(now);
+    else this.#logRecovery(rows[0] as OutboxRow, now);
+    this.#loggedCauses.clear();
     this.#deps.report({
       type: 'delivered',
       sink: this.sink.name,
@@ -463,12 +511,35 @@ class SinkWorker {
     );
   }
 
+  /**
+   * The destination accepts again (a delivery, or an answer about one record): one info line saying for how
+   * long it was paused, the 'resumed' event, and full batches from now on.
+   */
+  #resume(now: number): void {
+    const pause = this.#pause;
+    if (pause === undefined) return;
+    this.#pause = undefined;
+    this.#failing = undefined;
+    const pausedForMs = Math.max(0, now - pause.since);
+    this.#deps.logger.info(
+      { code: pause.code, pausedForMs, probes: pause.probes },
+      `sink resumed: the destination accepts records again after ${formatDurationMs(pausedForMs)} paused (${pause.code})`,
+    );
+    this.#deps.report({ type: 'resumed', sink: this.sink.name, code: pause.code, pausedForMs });
+  }
+
   async #handleFailure(rows: OutboxRow[], error: unknown): Promise<void> {
     const { logger, clock } = this.#deps;
     const head = rows[0] as OutboxRow;
     const code = error instanceof DeliveryError ? error.code : 'error';
     const message = describe(error);
+    if (error instanceof DeliveryError && error.scope === 'destination') {
+      await this.#pauseOn(rows, error, message);
+      return;
+    }
     if (error instanceof DeliveryError && !error.retryable) {
+      // An answer about one record: the destination takes requests again.
+      this.#resume(clock.now());
       const index = error.failedIndex;
       if (index !== undefined && Number.isInteger(index) && index >= 0 && index < rows.length) {
         await this.#acknowledge(rows.slice(0, index));
@@ -486,7 +557,11 @@ class SinkWorker {
     }
     const attempts = head.attempts + 1;
     const retryAfterMs = error instanceof DeliveryError ? error.retryAfterMs : undefined;
-    const delayMs = retryDelayMs(attempts, this.#backoff, this.#deps.random, retryAfterMs);
+    // A paused sink stays paused through a retryable failure (it proves nothing): its probes keep their pace.
+    const delayMs =
+      this.#pause !== undefined
+        ? Math.max(this.#probeDelayMs(++this.#pause.probes), retryAfterMs ?? 0)
+        : retryDelayMs(attempts, this.#backoff, this.#deps.random, retryAfterMs);
     const nextAttemptAt = clock.now() + delayMs;
     const ok = await this.#storeWrite('recording a failed attempt', () =>
       this.#deps.store.recordFailure(
@@ -503,6 +578,70 @@ class SinkWorker {
       'delivery failed; will retry',
     );
     this.#deps.report({ type: 'retry', sink: this.sink.name, attempts, delayMs, code, message });
+  }
+
+  /** Delay before probe number `probe` of a paused sink (1 = the first probe after the pause began). */
+  #probeDelayMs(probe: number): number {
+    return equalJitterBackoffMs(probe, this.#probeBackoff, this.#deps.random);
+  }
+
+  /**
+   * The destination refuses everything: acknowledge what it confirmed before the refusal (failedIndex), keep
+   * the rest pending (the head row carries the attempt: its count, the next probe time, the error) and pause (or stay paused): the next attempt, one record, is a probe on the probe backoff.
+   * The cause and its fix are logged at error level once per distinct code until a delivery succeeds.
+   */
+  async #pauseOn(rows: OutboxRow[], error: DeliveryError, message: string): Promise<void> {
+    const { clock, logger } = this.#deps;
+    const index = error.failedIndex;
+    let rest = rows;
+    if (index !== undefined && Number.isInteger(index) && index > 0 && index < rows.length) {
+      await this.#acknowledge(rows.slice(0, index));
+      rest = rows.slice(index);
+    }
+    const now = clock.now();
+    const pause = this.#pause ?? { code: error.code, message, since: now, probes: 0 };
+    pause.code = error.code;
+    pause.message = message;
+    pause.probes += 1;
+    this.#pause = pause;
+    const head = rest[0] as OutboxRow;
+    const delayMs = this.#probeDelayMs(pause.probes);
+    const nextAttemptAt = now + delayMs;
+    // On the head row only: the probe is that one record (the rows behind it were not refused themselves).
+    const ok = await this.#storeWrite('recording a refused attempt', () =>
+      this.#deps.store.recordFailure(this.sink.name, [head.seq], {
+        attempts: head.attempts + 1,
+        nextAttemptAt,
+        error: `${error.code}: ${message}`,
+      }),
+    );
+    if (!ok) return;
+    this.#retryDue = { seq: head.seq, nextAttemptAt, dueMonotonic: clock.monotonic() + delayMs };
+    this.#failing = { attempts: head.attempts + 1, sinceMs: this.#failing?.sinceMs ?? now };
+    const fields = { code: error.code, probes: pause.probes, probeInMs: delayMs };
+    if (!this.#loggedCauses.has(error.code)) {
+      this.#loggedCauses.add(error.code);
+      logger.error(
+        fields,
+        `sink paused: the destination refuses every record (${message}); its records stay pending and one record ` +
+          `probes the destination (next in ${formatDurationMs(delayMs)}, backing off to ` +
+          `${formatDurationMs(this.#probeBackoff.maxMs)}) until it accepts again; nothing is dead-lettered for this`,
+      );
+    } else {
+      logger.debug(
+        { ...fields, err: message },
+        'sink still paused: the probe was refused for the same cause',
+      );
+    }
+    this.#deps.report({
+      type: 'paused',
+      sink: this.sink.name,
+      code: error.code,
+      message,
+      since: pause.since,
+      probes: pause.probes,
+      probeInMs: delayMs,
+    });
   }
 
   async #deadLetter(rows: OutboxRow[], code: string, message: string): Promise<void> {

@@ -27,6 +27,30 @@ export interface DeadLetteredEvent {
   reason: DeadLetterReason;
   code?: string;
 }
+/**
+ * A failed attempt that keeps (or puts) the sink paused: the destination refused everything (a permanent
+ * failure of scope 'destination'). Reported at each such failure; `since` stays the same for one pause.
+ */
+export interface PausedEvent {
+  sink: string;
+  /** DeliveryError.code of the destination's refusal (e.g. http-403, tls). */
+  code: string;
+  /** The cause and its fix, redacted. */
+  message: string;
+  /** When the pause began (epoch ms). */
+  since: number;
+  /** Failed attempts since the pause began (1 = this failure paused the sink). */
+  probes: number;
+  /** When the next probe (one record) goes out, in ms from now. */
+  probeInMs: number;
+}
+/** The first delivery (or record-level answer) after a pause: the destination accepts again. */
+export interface ResumedEvent {
+  sink: string;
+  /** The code that had paused the sink. */
+  code: string;
+  pausedForMs: number;
+}
 export interface StoreErrorEvent {
   sink: string;
   full: boolean;
@@ -38,6 +62,8 @@ export type DeliveryEngineEvent =
   | ({ type: 'delivered' } & DeliveredEvent)
   | ({ type: 'retry' } & RetryEvent)
   | ({ type: 'deadLettered' } & DeadLetteredEvent)
+  | ({ type: 'paused' } & PausedEvent)
+  | ({ type: 'resumed' } & ResumedEvent)
   | ({ type: 'storeError' } & StoreErrorEvent)
   /** The sink's queue became empty after having work. */
   | { type: 'drained'; sink: string }

@@ -4,12 +4,15 @@ export {
   DeliveryEngine,
   type DeliveryEngineOptions,
   type EngineSink,
+  type PausedSink,
 } from './engine.ts';
 export type {
   DeadLetteredEvent,
   DeliveredEvent,
   DeliveryEngineEvent,
   DeliveryObserver,
+  PausedEvent,
+  ResumedEvent,
   RetryEvent,
   StoreErrorEvent,
 } from './events.ts';

@@ -4,7 +4,7 @@
  * sink produces is on the list, and docs/sinks.md publishes it. Codes are low-cardinality: they label metrics
  * (sef_delivery_failures_total) and prefix dead-letter rows ("http-503: …").
  */
-import { DeliveryError } from './types.ts';
+import { DeliveryError, type FailureScope } from './types.ts';
 
 /** Codes with a fixed spelling, and what each means. */
 export const DELIVERY_ERROR_CODES = {
@@ -91,6 +91,27 @@ export function networkError(message: string, extra: Extra = {}): DeliveryError 
 }
 
 /**
+ * The destination refuses every record until it or its configuration is fixed (credentials, authorization, a
+ * missing endpoint or stream, TLS trust, a name that does not resolve): permanent for the destination, so the
+ * engine pauses the sink and keeps the records pending. `message` names the cause and its fix; `failedIndex`
+ * (for a batch sent in parts) the first record not delivered.
+ */
+export function destinationError(
+  message: string,
+  code: string,
+  extra: { failedIndex?: number | undefined; cause?: unknown } = {},
+): DeliveryError {
+  const { failedIndex, cause } = extra;
+  return new DeliveryError(message, {
+    retryable: false,
+    scope: 'destination',
+    code,
+    ...(failedIndex === undefined ? {} : { failedIndex }),
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
+/**
  * A TLS certificate problem (the server's certificate failed verification, or the server refused the client
  * certificate): a configuration problem that retrying cannot fix, so permanent (dead-lettered).
  */
@@ -98,15 +119,26 @@ export function tlsError(message: string, extra: Extra = {}): DeliveryError {
   return new DeliveryError(message, { retryable: false, code: 'tls', ...extra });
 }
 
-/** An HTTP status (`http-<status>`), with the server's Retry-After when retryable. */
+/**
+ * An HTTP status (`http-<status>`), with the server's Retry-After when retryable; a permanent one is a record
+ * failure unless `scope` says otherwise (src/sinks/http-status.ts: httpFailureScope).
+ */
 export function httpStatusError(
   message: string,
   status: number,
-  options: { retryable: boolean; retryAfterMs?: number | undefined; cause?: unknown },
+  options: {
+    retryable: boolean;
+    scope?: FailureScope;
+    retryAfterMs?: number | undefined;
+    failedIndex?: number | undefined;
+    cause?: unknown;
+  },
 ): DeliveryError {
-  const { retryable, retryAfterMs, cause } = options;
+  const { retryable, scope, retryAfterMs, failedIndex, cause } = options;
   return new DeliveryError(message, {
     retryable,
+    ...(retryable || scope === undefined ? {} : { scope }),
+    ...(failedIndex === undefined ? {} : { failedIndex }),
     code: `http-${status}`,
     ...(retryable && retryAfterMs !== undefined ? { retryAfterMs } : {}),
     ...(cause === undefined ? {} : { cause }),
@@ -139,11 +171,17 @@ export function invalidTemplateError(message: string): DeliveryError {
 
 /**
  * For sinks that deliver one record at a time: the permanent `error` of the record at `index` of a batch
- * longer than one, re-thrown naming the record (the records before it were delivered). Anything else as is.
+ * longer than one, re-thrown naming the record (the records before it were delivered), with its scope. Anything
+ * else as is.
  */
 export function withFailedIndex(error: unknown, index: number, batchLength: number): unknown {
   if (error instanceof DeliveryError && !error.retryable && batchLength > 1) {
-    return new DeliveryError(error.message, { retryable: false, code: error.code, failedIndex: index });
+    return new DeliveryError(error.message, {
+      retryable: false,
+      code: error.code,
+      ...(error.scope === undefined ? {} : { scope: error.scope }),
+      failedIndex: index,
+    });
   }
   return error;
 }

@@ -9,17 +9,31 @@ import type { LifecycleRecord, VmIdentity } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
 
 /**
- * Thrown (or rejected) by Sink.deliver. `retryable: false` means permanent: the record goes to the dead-letter
- * table. Messages must name the problem and never contain a secret (URL credentials, keys).
+ * What a permanent failure says can never be delivered (docs/delivery.md, "Two classes of permanent failure"):
+ * - `record`: this record (one row the destination refused, a record too large): it goes to dead letters and
+ *   the records behind it are delivered;
+ * - `destination`: nothing, until the destination or its configuration is fixed (credentials, authorization, a
+ *   missing endpoint or stream, TLS trust, a name that does not resolve): the records stay pending and the sink
+ *   pauses, probing with one record until the destination accepts again.
+ */
+export type FailureScope = 'record' | 'destination';
+
+/**
+ * Thrown (or rejected) by Sink.deliver. `retryable: false` means permanent, and `scope` says what is
+ * permanently refused: the record (dead letter) or everything (the sink pauses). Messages must name the problem
+ * (for a destination failure: the cause and its fix) and never contain a secret (URL credentials, keys).
  */
 export class DeliveryError extends Error {
   readonly retryable: boolean;
+  /** For a permanent error: what can never be delivered (see FailureScope); undefined when retryable. */
+  readonly scope: FailureScope | undefined;
   /** Server-requested delay (Retry-After), in milliseconds. */
   readonly retryAfterMs: number | undefined;
   /**
-   * For a permanent error in a multi-record batch: the index of the offending record, when known. Records
-   * before it count as delivered. When unknown, the engine re-delivers the batch one record at a time to
-   * isolate the bad record.
+   * For a permanent error in a multi-record batch: the index of the offending record (for a destination
+   * failure, of the first record not delivered), when known. Records before it count as delivered. When
+   * unknown, the engine re-delivers a batch that failed with a record failure one record at a time to isolate
+   * the bad record.
    */
   readonly failedIndex: number | undefined;
   /** Low-cardinality code for metrics and dead-letter rows (e.g. 'http-503'): one of src/sinks/delivery-errors.ts. */
@@ -30,6 +44,8 @@ export class DeliveryError extends Error {
     options: {
       retryable: boolean;
       code: string;
+      /** Only for a permanent error; default 'record'. */
+      scope?: FailureScope;
       retryAfterMs?: number;
       failedIndex?: number;
       cause?: unknown;
@@ -38,6 +54,7 @@ export class DeliveryError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'DeliveryError';
     this.retryable = options.retryable;
+    this.scope = options.retryable ? undefined : (options.scope ?? 'record');
     this.code = options.code;
     this.retryAfterMs = options.retryAfterMs;
     this.failedIndex = options.failedIndex;

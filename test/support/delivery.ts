@@ -72,6 +72,15 @@ export const permanent = (code = 'http-400', failedIndex?: number) =>
     ...(failedIndex === undefined ? {} : { failedIndex }),
   });
 
+/** A refusal of the destination itself (scope 'destination'): the engine pauses the sink. */
+export const destinationRefusal = (code = 'http-403', failedIndex?: number) =>
+  new DeliveryError(`the destination refuses every record (${code}); fix: grant the role`, {
+    retryable: false,
+    scope: 'destination',
+    code,
+    ...(failedIndex === undefined ? {} : { failedIndex }),
+  });
+
 /** A pino logger whose JSON lines are kept in `lines`. */
 export function captureLogger(): { logger: Logger; lines: () => Array<Record<string, unknown>> } {
   const chunks: string[] = [];
