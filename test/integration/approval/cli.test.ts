@@ -36,7 +36,14 @@ it('approve --config takes the endpoint from the config; --dry-run never POSTs; 
 
   const dry = await cli(['approve', 'E-A', 'E-B', '--config', config, '--dry-run']);
   expect(dry.code).toBe(0);
-  expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, wouldApprove: ['E-A', 'E-B'] });
+  expect(JSON.parse(dry.stdout)).toMatchObject({
+    dryRun: true,
+    wouldApprove: ['E-A', 'E-B'],
+    events: [
+      { EventId: 'E-A', EventType: 'Reboot', EventStatus: 'Scheduled' },
+      { EventId: 'E-B', EventType: 'Freeze', EventStatus: 'Scheduled' },
+    ],
+  });
   expect(JSON.parse(dry.stdout).url).toContain(sim.url);
   expect(sim.admin.approvals()).toEqual([]);
 
@@ -94,4 +101,21 @@ it('approve on an EventId IMDS does not know says so (exit 2), not "check the ap
   const badVersion = await cli(['approve', 'E-A', '--imds-endpoint', sim.url, '--api-version', '1999-01-01']);
   expect(badVersion.code).toBe(2);
   expect(badVersion.stderr).toContain('api-version');
+});
+
+it('approve --dry-run checks the ids against the current document: an unknown id is exit 2, as without --dry-run', async () => {
+  sim = await startSimulator({ vmName: 'WestNO_0', timeScale: 0 });
+  sim.admin.injectEvent({ id: 'E-A', type: 'Reboot' });
+  const dry = await cli(['approve', 'E-A', 'NOPE-1', '--imds-endpoint', sim.url, '--dry-run']);
+  expect(dry.code).toBe(2);
+  expect(dry.stdout).toBe('');
+  expect(dry.stderr).toContain('EventId NOPE-1 unknown to IMDS');
+  expect(dry.stderr).toContain('it lists E-A');
+  expect(sim.admin.requests().log.filter((r) => r.method === 'POST')).toEqual([]);
+  // Ids compare case-insensitively, as IMDS does (GUIDs).
+  const upper = await cli(['approve', 'e-a', '--imds-endpoint', sim.url, '--dry-run']);
+  expect(upper.code, upper.stderr).toBe(0);
+  expect(JSON.parse(upper.stdout).events).toEqual([
+    expect.objectContaining({ EventId: 'E-A', EventStatus: 'Scheduled' }),
+  ]);
 });
