@@ -54,7 +54,12 @@ export async function runForwarder(
   logger: Logger,
   options: { signal?: AbortSignal } = {},
 ): Promise<number> {
-  const { StoreOpenError } = await import('../../store/index.ts');
+  const [{ StoreOpenError }, { assertStartable }] = await Promise.all([
+    import('../../store/index.ts'),
+    import('../../pipeline/start-checks.ts'),
+  ]);
+  // What `config validate` refuses too (one function), before anything starts: exit code 2 naming every problem.
+  assertStartable(config);
   const controller = new AbortController();
   options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
   try {
@@ -64,7 +69,7 @@ export async function runForwarder(
     return 0;
   } catch (error) {
     if (error instanceof StoreOpenError) {
-      logger.fatal({ err: error.message }, 'cannot open the state store');
+      // One line, like every other fatal error of the CLI (src/cli/main.ts): not a log line beside it.
       process.stderr.write(`error: ${error.message}\n`);
       return 1;
     }
