@@ -100,7 +100,10 @@ export class Forwarder {
     return this.#engine;
   }
 
-  /** Runs until `signal` aborts (or a finite source ends and the queues drain). Throws on startup failure. */
+  /**
+   * Runs until `signal` aborts (or a finite source ends and the queues drain). Throws on startup failure. The
+   * CLI's `run` makes the start checks (./start-checks.ts) before it builds a Forwarder.
+   */
   async run(signal: AbortSignal): Promise<ForwarderStats> {
     const bootTimeMs = this.#options.bootTimeMs ?? hostBootTimeMs();
     const store = await this.#openStore(signal);

@@ -105,6 +105,15 @@ export interface SinkFactory<Schema extends z.ZodObject = z.ZodObject> {
    * and cheap (a stat or two): create() must not warn on its own. A check that depends on the machine says so.
    */
   warnings?(name: string, options: z.infer<Schema>): string[];
+  /**
+   * Why a sink with these options cannot start on this machine, for reasons that need no network (the
+   * environment it reads included, e.g. a proxy variable), beyond what the options schema checks. One message per
+   * problem, naming the sink and the fix, never a secret. `run` refuses to start on any of them before its first
+   * poll and `config validate` reports them (src/pipeline/start-checks.ts, one function for both). create() must
+   * refuse nothing else without the network: a refusal belongs here, so `validate` cannot accept what `run`
+   * refuses. Sync and cheap; a secret that is missing (`config validate --allow-missing-secrets`) is skipped.
+   */
+  startProblems?(name: string, options: z.infer<Schema>, env: Record<string, string | undefined>): string[];
 }
 
 export interface SinkFilter {

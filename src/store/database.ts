@@ -177,14 +177,36 @@ export function runIntegrityCheck(db: DatabaseSync): string {
   return rows.map((r) => String(Object.values(r)[0])).join('; ');
 }
 
+function newerSchemaMessage(databasePath: string, version: number): string {
+  return (
+    `the database ${databasePath} has schema version ${version}, newer than this forwarder supports ` +
+    `(${SCHEMA_VERSION}); run the forwarder version that wrote it, or a newer one`
+  );
+}
+
+/**
+ * Why this forwarder would refuse the existing database at `databasePath`: a schema newer than it supports (a
+ * downgrade). Read-only and lock-free, beside a running forwarder; undefined when there is no database, it is
+ * fine, or this process cannot read it (the start itself then says why). One of `run`'s start checks
+ * (src/pipeline/start-checks.ts), so `config validate` refuses the same.
+ */
+export function newerSchemaProblem(databasePath: string): string | undefined {
+  if (!existsSync(databasePath)) return undefined;
+  let db: DatabaseSync | undefined;
+  try {
+    db = new DatabaseSync(databasePath, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
+    const version = pragma(db, 'user_version') as number;
+    return version > SCHEMA_VERSION ? newerSchemaMessage(databasePath, version) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    db?.close();
+  }
+}
+
 function migrate(db: DatabaseSync, databasePath: string): void {
   const version = pragma(db, 'user_version') as number;
-  if (version > SCHEMA_VERSION) {
-    throw new StoreOpenError(
-      `the database ${databasePath} has schema version ${version}, newer than this forwarder supports ` +
-        `(${SCHEMA_VERSION}); run the forwarder version that wrote it, or a newer one`,
-    );
-  }
+  if (version > SCHEMA_VERSION) throw new StoreOpenError(newerSchemaMessage(databasePath, version));
   for (let v = version; v < SCHEMA_VERSION; v++) {
     db.exec('BEGIN IMMEDIATE');
     try {

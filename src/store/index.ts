@@ -17,6 +17,7 @@ export {
   storeOpenRetryDelayMs,
 } from './open-when-possible.ts';
 export { SCHEMA_VERSION } from './schema.ts';
+export { stateDirStartProblems } from './state-dir.ts';
 export type {
   Caps,
   CapsResult,

@@ -1,8 +1,9 @@
 /**
  * `config validate [FILE | --config FILE] [--allow-missing-secrets]` and `config show [--config FILE]`. Both
  * exit with code 2 (UsageError) when the configuration is invalid, naming every offending key. `validate` runs
- * the same checks `run` does before it touches the network (the schema, secrets, sink options, templates, the
- * temporary-disk refusal) and prints, on stderr, every warning `run` would log at start-up (configWarnings:
+ * the same checks `run` does before it touches the network (the schema: secrets, sink options, templates, the
+ * temporary-disk refusal; then the start checks of src/pipeline/start-checks.ts, the environment and the state
+ * directory included) and prints, on stderr, every warning `run` would log at start-up (configWarnings:
  * no sinks, inline secrets, a retired Teams connector URL, an exec or hook command not found on this machine's
  * PATH, ...); warnings alone keep exit code 0. `show` prints the effective configuration `run` would use (the same defaults,
  * including the stdout sink when neither a file nor --sink is given) as YAML; secrets are always redacted.
@@ -60,6 +61,9 @@ export function register(program: Command): void {
         }
         throw error;
       }
+      // What `run` refuses before its first poll beyond the schema (one function: src/pipeline/start-checks.ts).
+      const { assertStartable } = await import('../../pipeline/start-checks.ts');
+      assertStartable(loaded);
       // The same warnings `run` logs at start-up (one function: src/config/warnings.ts).
       const { configWarnings } = await import('../../config/warnings.ts');
       const warnings = configWarnings(loaded);

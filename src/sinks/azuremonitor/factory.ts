@@ -16,17 +16,32 @@ export const azureMonitorSinkFactory: SinkFactory<typeof azureMonitorOptionsSche
     'Azure Monitor Logs (Logs Ingestion API, data collection rule): one Log Analytics row per record',
   optionsSchema: azureMonitorOptionsSchema,
   async create(name: string, options: AzureMonitorSinkOptions, context: SinkContext) {
-    const proxy = proxyFor(new URL(options.endpoint));
-    if (proxy !== undefined && options.tls !== undefined) {
-      throw new ConfigError(
-        `sink ${name}: tls cannot be combined with the HTTPS proxy the environment sets for ${new URL(options.endpoint).host} (the Azure SDK ignores TLS options behind a proxy): exempt the endpoint with NO_PROXY, or remove tls and trust the CA for the whole process with NODE_EXTRA_CA_CERTS`,
-        [],
-      );
-    }
+    const problem = proxyWithTlsProblem(name, options, process.env);
+    if (problem !== undefined) throw new ConfigError(problem, []);
     const { AzureMonitorSink } = await import('./sink.ts');
-    return new AzureMonitorSink(name, options, context.logger, proxy);
+    return new AzureMonitorSink(name, options, context.logger, proxyFor(new URL(options.endpoint)));
+  },
+  startProblems(name, options, env) {
+    const problem = proxyWithTlsProblem(name, options, env);
+    return problem === undefined ? [] : [problem];
   },
   warnings(name, options) {
     return tlsWarnings(name, options.tls);
   },
 };
+
+/** The Azure SDK ignores TLS options behind a proxy: `tls` with a proxy for the endpoint cannot work. */
+function proxyWithTlsProblem(
+  name: string,
+  options: AzureMonitorSinkOptions,
+  env: Record<string, string | undefined>,
+): string | undefined {
+  if (options.tls === undefined) return undefined;
+  const endpoint = new URL(options.endpoint);
+  if (proxyFor(endpoint, env) === undefined) return undefined;
+  return (
+    `sink ${name}: tls cannot be combined with the HTTPS proxy the environment sets for ${endpoint.host} (the ` +
+    'Azure SDK ignores TLS options behind a proxy): exempt the endpoint with NO_PROXY, or remove tls and trust ' +
+    'the CA for the whole process with NODE_EXTRA_CA_CERTS'
+  );
+}
