@@ -18,20 +18,22 @@
  */
 import { ConfigError } from '../config/errors.ts';
 import type { Config } from '../config/index.ts';
-import { kubernetesStartProblems } from '../kubernetes/start-checks.ts';
 import { SINK_FACTORIES } from '../sinks/registry.ts';
 import type { SinkFactory } from '../sinks/types.ts';
 import { stateDirStartProblems } from '../store/index.ts';
 
 export type Env = Record<string, string | undefined>;
 
-/** Every start problem of `config` here and now, one line each (key path first where there is one). */
-export function startProblems(
+/**
+ * Every start problem of `config` here and now, one line each (key path first where there is one). The Kubernetes
+ * checks load only with `kubernetes.enabled` (a forwarder without Kubernetes loads nothing of it).
+ */
+export async function startProblems(
   config: Config,
   env: Env = process.env,
   findFactory: (type: string) => SinkFactory | undefined = (type) =>
     SINK_FACTORIES.find((f) => f.type === type),
-): string[] {
+): Promise<string[]> {
   const problems: string[] = [];
   config.sinks.forEach((sink, index) => {
     if (!sink.enabled) return;
@@ -39,18 +41,21 @@ export function startProblems(
       problems.push(`sinks[${index}]: ${problem}`);
     }
   });
-  problems.push(...kubernetesStartProblems(config.kubernetes, env));
+  if (config.kubernetes.enabled) {
+    const { kubernetesStartProblems } = await import('../kubernetes/start-checks.ts');
+    problems.push(...kubernetesStartProblems(config.kubernetes, env));
+  }
   for (const problem of stateDirStartProblems(config.stateDir)) problems.push(`stateDir: ${problem}`);
   return problems;
 }
 
 /** Throws the ConfigError (exit code 2) naming every start problem, if there is one. */
-export function assertStartable(
+export async function assertStartable(
   config: Config,
   env: Env = process.env,
   findFactory?: (type: string) => SinkFactory | undefined,
-): void {
-  const problems = startProblems(config, env, findFactory);
+): Promise<void> {
+  const problems = await startProblems(config, env, findFactory);
   if (problems.length === 0) return;
   const origin = config.configFile === undefined ? 'command-line options' : config.configFile;
   throw new ConfigError(`the forwarder cannot start with this configuration (${origin}):`, problems);

@@ -63,7 +63,7 @@ export function register(program: Command): void {
       }
       // What `run` refuses before its first poll beyond the schema (one function: src/pipeline/start-checks.ts).
       const { assertStartable } = await import('../../pipeline/start-checks.ts');
-      assertStartable(loaded);
+      await assertStartable(loaded);
       // The same warnings `run` logs at start-up (one function: src/config/warnings.ts).
       const { configWarnings } = await import('../../config/warnings.ts');
       const warnings = configWarnings(loaded);

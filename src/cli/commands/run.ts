@@ -59,7 +59,7 @@ export async function runForwarder(
     import('../../pipeline/start-checks.ts'),
   ]);
   // What `config validate` refuses too (one function), before anything starts: exit code 2 naming every problem.
-  assertStartable(config);
+  await assertStartable(config);
   const controller = new AbortController();
   options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
   try {

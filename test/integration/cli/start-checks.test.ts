@@ -18,7 +18,7 @@ const execFileAsync = promisify(execFile);
 const tmp = makeTempDir('sef-start-checks-');
 afterAll(() => tmp.cleanup());
 
-/** The CLI with exactly this environment on top of a clean one (no proxy, no NODE_NAME unless given). */
+/** The CLI with this environment on top of a clean one (no proxy, no NODE_NAME, not in a pod unless given). */
 async function cli(
   args: string[],
   env: Record<string, string> = {},
@@ -162,11 +162,19 @@ describe('every start refusal of run is a config validate refusal, with the same
       NO_PROXY: '.monitor.azure.com',
     });
     expect(exempt.code, exempt.stderr).toBe(0);
-    const kubernetes = await cli(['config', 'validate', join(REPO, 'config', 'kubernetes.example.yaml')], {
+    const kubeconfig = join(tmp.dir, 'kubeconfig');
+    writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
+    const kubernetes = configFile(
+      `kubernetes: { enabled: true, kubeconfig: ${JSON.stringify(kubeconfig)} }\nsinks: [{ name: out, type: stdout }]\n`,
+    );
+    const unnamed = await cli(['config', 'validate', kubernetes]);
+    expect(unnamed.code).toBe(2);
+    expect(unnamed.stderr).toContain('kubernetes.enabled: the node name is unknown');
+    const named = await cli(['config', 'validate', kubernetes], {
       NODE_NAME: 'aks-nodepool1-12345678-vmss000000',
     });
-    expect(kubernetes.code, kubernetes.stderr).toBe(0);
-    expect(kubernetes.stdout).toMatch(/^ok: .*kubernetes\.example\.yaml is valid/);
+    expect(named.code, named.stderr).toBe(0);
+    expect(named.stdout).toMatch(/^ok: .* is valid/);
   });
 
   it('reports every start problem of a file at once', async () => {
@@ -178,6 +186,7 @@ describe('every start refusal of run is a config validate refusal, with the same
     expect(validate.stderr.split('\n').filter((l) => l.startsWith('  '))).toEqual([
       expect.stringMatching(/^ {2}sinks\[0\]: sink logs: tls cannot be combined/),
       expect.stringMatching(/^ {2}kubernetes\.enabled: the node name is unknown/),
+      expect.stringMatching(/^ {2}kubernetes\.enabled: no credential for the Kubernetes API server/),
       expect.stringMatching(/^ {2}stateDir: the state directory .* exists but is not a directory/),
     ]);
   });
