@@ -66,7 +66,7 @@ export function createKubernetesAgent(
     options.api ??
     (() => {
       loaded ??= import('./client.ts').then(
-        (m) => m.createNodeApi(config.kubeconfig, config.requestTimeoutMs),
+        (m) => m.createNodeApi(config.kubeconfig),
         (error: unknown) => {
           throw missingClientError(error) ?? error;
         },

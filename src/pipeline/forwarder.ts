@@ -18,7 +18,7 @@
  */
 import type { Config, SinkConfig } from '../config/index.ts';
 import { configWarnings } from '../config/warnings.ts';
-import { DeliveryEngine } from '../delivery/index.ts';
+import { DeliveryEngine, PeriodicSender } from '../delivery/index.ts';
 import type { KubernetesAgent } from '../kubernetes/index.ts';
 import type { Logger } from '../log.ts';
 import { findSinkFactory } from '../sinks/registry.ts';
@@ -27,6 +27,7 @@ import { StallDetector } from '../sources/stall-detector.ts';
 import type { BuiltSource, IdentitySource, Source } from '../sources/types.ts';
 import { openStoreWhenPossible, type Store, storeDamage } from '../store/index.ts';
 import type { ForwarderState } from '../transform/index.ts';
+import { alertRefreshSends } from './alert-refresh.ts';
 import { hostBootTimeMs } from './boot-time.ts';
 import {
   buildApproval,
@@ -196,6 +197,7 @@ export class Forwarder {
     await firstOutcomeOrWait(step, polling, built.firstOutcomeWaitMs, running.signal);
     await this.#buildSinks(enabled, sinks, identity, polling, running);
     const engine = this.#startEngine(store, enabled, sinks, running);
+    this.#startAlertRefresh({ enabled, sinks, step, identity, kubernetes }, running);
     this.#announceRunning(store, built.source, enabled, bootTimeMs);
     return { polling, step, engine };
   }
@@ -337,6 +339,33 @@ export class Forwarder {
     this.#engine = engine;
     engine.start();
     return engine;
+  }
+
+  /**
+   * The alert re-sends (src/pipeline/alert-refresh.ts), from the committed state, through one PeriodicSender;
+   * none without a sink that re-sends (no timer at all). Registered after the engine, it stops before the engine
+   * closes the sinks.
+   */
+  #startAlertRefresh(
+    parts: {
+      enabled: readonly SinkConfig[];
+      sinks: readonly Sink[];
+      step: PipelineStep;
+      identity: IdentitySource | undefined;
+      kubernetes: KubernetesAgent | undefined;
+    },
+    running: RunningPipeline,
+  ): void {
+    const sends = alertRefreshSends({
+      sinks: parts.enabled.map((config, i) => ({ config, sink: parts.sinks[i]! })),
+      committedState: () => parts.step.committedState,
+      identity: () => parts.identity?.current(),
+      kubernetes: () => parts.kubernetes?.recordContext(),
+    });
+    if (sends.length === 0) return;
+    const sender = new PeriodicSender({ sends, logger: this.#logger });
+    running.onStop(() => sender.stop(this.#options.config.shutdownDeadlineMs));
+    sender.start();
   }
 
   /** Logs that the forwarder runs and tells the observer it is ready. */

@@ -99,6 +99,11 @@ export class PipelineStep {
     return this.#state;
   }
 
+  /** The last committed state (what a restart would load); periodic sends read it. */
+  get committedState(): ForwarderState {
+    return this.#durable;
+  }
+
   /** Whether memory holds something the store does not (observation time, waiting transitions). */
   get aheadOfStore(): boolean {
     return this.#state !== this.#durable;

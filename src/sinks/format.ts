@@ -76,12 +76,11 @@ export function formatUtc(iso: string | null, raw: string): string {
 export type Severity = 'critical' | 'warning' | 'info' | 'resolved';
 
 /**
- * How alarming a record is: completed/canceled are resolved; Preempt/Terminate are critical (the VM goes
- * away); Reboot/Redeploy are warnings; Freeze and anything else informational.
+ * How alarming an event type is: Preempt/Terminate are critical (the VM goes away); Reboot/Redeploy are
+ * warnings; Freeze and anything else informational.
  */
-export function severityOf(record: LifecycleRecord): Severity {
-  if (record.transition === 'completed' || record.transition === 'canceled') return 'resolved';
-  switch (record.data.EventType) {
+export function eventTypeSeverity(eventType: string): Exclude<Severity, 'resolved'> {
+  switch (eventType) {
     case 'Preempt':
     case 'Terminate':
       return 'critical';
@@ -91,6 +90,12 @@ export function severityOf(record: LifecycleRecord): Severity {
     default:
       return 'info';
   }
+}
+
+/** How alarming a record is: completed/canceled are resolved, the others as their event type. */
+export function severityOf(record: LifecycleRecord): Severity {
+  if (record.transition === 'completed' || record.transition === 'canceled') return 'resolved';
+  return eventTypeSeverity(record.data.EventType);
 }
 
 /** Slack emoji shortcodes by severity. */

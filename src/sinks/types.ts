@@ -71,7 +71,22 @@ export interface Sink {
    * (any other error counts as retryable). Must honour the signal (abort in-flight work on shutdown).
    */
   deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void>;
+  /**
+   * Optional: sends again, every `intervalMs` and outside the outbox, what every pending event looks like now
+   * (the Alertmanager sink: each one's firing alert, so a restarted Alertmanager has it back). The pipeline
+   * drives it through its PeriodicSender (kind 'alert-refresh', src/pipeline/alert-refresh.ts). `pending()`
+   * gives the record of each event pending in the committed state that passes this sink's filter; the sink calls
+   * it when it sends, after any delivery in flight, so a re-send never overtakes the record that resolves an
+   * event. Resolves when the destination accepted it; rejects with a DeliveryError (latest wins: not retried).
+   */
+  readonly refreshPending?: RefreshPending;
   close?(): Promise<void>;
+}
+
+/** See Sink.refreshPending. */
+export interface RefreshPending {
+  readonly intervalMs: number;
+  send(pending: () => readonly LifecycleRecord[], signal: AbortSignal): Promise<void>;
 }
 
 /** What a factory gets besides its own options. */

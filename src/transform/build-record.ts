@@ -13,7 +13,7 @@ import {
   type VmIdentity,
 } from '../domain/index.ts';
 import { recordId } from './ids.ts';
-import type { TrackedEvent } from './state.ts';
+import type { ForwarderState, TrackedEvent } from './state.ts';
 
 /**
  * The CloudEvents `source` for this VM: its ARM resource ID; `urn:azure:vm:<vmId>` when that is unknown;
@@ -147,4 +147,24 @@ export function buildRecord(ctx: RecordContext, tracked: TrackedEvent, spec: Rec
     vmid: ctx.vm?.vmId ?? '',
     data,
   };
+}
+
+/**
+ * The record of every tracked (pending) event as of its current status, in first-seen order: `started` once
+ * it was seen Started, else `scheduled`, timed by the last document that showed it (so its id is that
+ * transition's record id). The pipeline builds what periodic sends read from the committed state with it
+ * (PeriodicInput.pendingRecords, src/sinks/types.ts): an alert re-send carries the labels of the record that
+ * fired the alert. Pure, like the rest of the transform.
+ */
+export function pendingEventRecords(
+  state: Pick<ForwarderState, 'events'>,
+  ctx: RecordContext,
+): LifecycleRecord[] {
+  return state.events.map((tracked) =>
+    buildRecord(ctx, tracked, {
+      transition: tracked.startedAtMs === null ? 'scheduled' : 'started',
+      timeMs: tracked.lastSeenAtMs,
+      incarnation: tracked.lastIncarnation,
+    }),
+  );
 }

@@ -3,7 +3,13 @@
  * boot time, measured stall, approvals) to (next state, CloudEvents lifecycle records). See docs/record-format.md.
  */
 
-export { affectsVm, isoTime, recordSource } from './build-record.ts';
+export {
+  affectsVm,
+  isoTime,
+  pendingEventRecords,
+  type RecordContext,
+  recordSource,
+} from './build-record.ts';
 export { RECORD_ID_NAMESPACE, recordId, uuidV5 } from './ids.ts';
 export {
   DEFAULT_MAX_GAP_MS,

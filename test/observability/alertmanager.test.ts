@@ -1,6 +1,8 @@
 /**
  * The alertmanager sink against real Alertmanagers (Debian package `prometheus-alertmanager`) on 127.0.0.1:
- * a scheduled record fires an alert with the sink's labels and an endsAt past NotBefore, the completed record
+ * a scheduled record fires an alert with the sink's labels (the fixed set: severity, subscription, resource
+ * group, ...), the VM's portal link as generatorURL and an endsAt four resend intervals after the send (re-sends
+ * from the forwarder state: alertmanager-resend.test.ts), the completed record
  * resolves it (it leaves GET /api/v2/alerts); a webhook receiver configured in Alertmanager gets the routed
  * firing notification and, with send_resolved, the resolved one; two Alertmanagers (HA) both receive every
  * batch, and with one stopped `acknowledgeWhen: any` still delivers (the failed peer logged) while `all` fails
@@ -9,13 +11,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../src/domain/index.ts';
 import { alertmanagerOptionsSchema, createAlertmanagerSink } from '../../src/sinks/alertmanager/index.ts';
+import { portalUrl } from '../../src/sinks/format.ts';
 import { DeliveryError, type Sink } from '../../src/sinks/types.ts';
 import { HttpSinkServer } from '../support/http-sink-server.ts';
 import { makeRecord } from '../support/records.ts';
 import { capturingLogger, context, signal } from '../support/sink-tests.ts';
 import { makeTempDir } from '../support/tmp.ts';
 import { waitFor } from '../support/wait.ts';
-import { type RunningAlertmanager, startAlertmanager, webhookRouteConfig } from './alertmanager.ts';
+import { type RunningAlertmanager, startAlertmanagerPair, webhookRouteConfig } from './alertmanager.ts';
 
 const tmp = makeTempDir('sef-alertmanager-');
 let receiver: HttpSinkServer;
@@ -26,10 +29,7 @@ const sinks: Sink[] = [];
 beforeAll(async () => {
   receiver = await HttpSinkServer.start({ status: 200, body: '' });
   const config = webhookRouteConfig(receiver.url('/alertmanager-webhook'));
-  [am1, am2] = await Promise.all([
-    startAlertmanager(tmp.dir, 'am1', config),
-    startAlertmanager(tmp.dir, 'am2', config),
-  ]);
+  [am1, am2] = await startAlertmanagerPair(tmp.dir, config);
 });
 afterAll(async () => {
   for (const sink of sinks) await sink.close?.();
@@ -67,11 +67,13 @@ function notifications(eventId: string): WebhookNotification[] {
 }
 
 describe('alertmanager sink against a real Alertmanager', () => {
-  it('fires on scheduled (labels, annotations, endsAt past NotBefore) and resolves on completed; the routed webhook gets both', async () => {
+  it('fires on scheduled (labels, annotations, generatorURL, endsAt four intervals ahead) and resolves on completed; the routed webhook gets both', async () => {
     const eventId = 'A1E27000-0000-4000-8000-000000000001';
     const sink = sinkFor([am1.url]);
     const scheduled = recordNow('scheduled', eventId);
+    const before = Date.now();
     await sink.deliver([scheduled], signal());
+    const after = Date.now();
 
     const [alert] = await waitFor(async () => {
       const alerts = (await am1.alerts()).filter((a) => a.labels.event_id === eventId);
@@ -82,7 +84,10 @@ describe('alertmanager sink against a real Alertmanager', () => {
       alertname: 'AzureScheduledEvent',
       event_id: eventId,
       event_type: 'Reboot',
+      severity: 'warning',
       vm: 'vm-web-01',
+      subscription: '11111111-2222-3333-4444-555555555555',
+      resource_group: 'rg-web-prod',
       zone: '2',
       location: 'westeurope',
       affects_this_vm: 'true',
@@ -94,7 +99,10 @@ describe('alertmanager sink against a real Alertmanager', () => {
       description: 'Host server is undergoing maintenance.',
       resources: 'vm-web-01',
     });
-    expect(Date.parse(alert!.endsAt)).toBeGreaterThan(Date.parse(scheduled.data.notBeforeUtc!));
+    // endsAt: 4 × the 60 s resend interval after the POST (Alertmanager keeps millisecond precision)
+    expect(Date.parse(alert!.endsAt)).toBeGreaterThanOrEqual(before + 240_000);
+    expect(Date.parse(alert!.endsAt)).toBeLessThanOrEqual(after + 240_000);
+    expect(alert!.generatorURL).toBe(portalUrl(scheduled));
 
     const firing = await waitFor(
       () => notifications(eventId).find((n) => n.status === 'firing'),

@@ -21,12 +21,20 @@ export interface GettableAlert {
   startsAt: string;
   endsAt: string;
   status: { state: string };
+  /** When this Alertmanager last took a POST of the alert. */
+  updatedAt: string;
+  generatorURL?: string;
 }
 
 /** `url` (http://127.0.0.1:<port>) is the base URL a sink is configured with. */
 export interface RunningAlertmanager extends RunningServer {
   /** GET /api/v2/alerts: the alerts that are not resolved. */
   alerts(): Promise<GettableAlert[]>;
+  /**
+   * Stops it (SIGTERM) and starts it again on the same port with the same storage (silences and notification
+   * log survive, alerts do not: Alertmanager keeps them in memory); resolves once it is ready again.
+   */
+  restart(): Promise<void>;
 }
 
 /**
@@ -43,20 +51,40 @@ export async function startAlertmanager(
   mkdirSync(home, { recursive: true });
   const config = join(home, 'alertmanager.yml');
   writeFileSync(config, configYaml);
-  const server = await startDebianServer(BINARY, 'Alertmanager', (port, attempt) => [
-    `--config.file=${config}`,
-    `--storage.path=${join(home, `data-${attempt}`)}`,
-    `--web.listen-address=127.0.0.1:${port}`,
-    '--cluster.listen-address=',
-  ]);
+  let storage = '';
+  const args = (port: number, attempt: number) => {
+    storage ||= join(home, `data-${attempt}`);
+    return [
+      `--config.file=${config}`,
+      `--storage.path=${storage}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--cluster.listen-address=',
+    ];
+  };
+  let server = await startDebianServer(BINARY, 'Alertmanager', args);
+  const port = Number(new URL(server.url).port);
   return {
-    ...server,
+    url: server.url,
+    output: () => server.output(),
+    stop: () => server.stop(),
+    restart: async () => {
+      await server.stop();
+      server = await startDebianServer(BINARY, 'Alertmanager', args, { port });
+    },
     alerts: async () => {
       const response = await fetch(`${server.url}/api/v2/alerts`);
       if (response.status !== 200) throw new Error(`GET /api/v2/alerts: HTTP ${response.status}`);
       return (await response.json()) as GettableAlert[];
     },
   };
+}
+
+/** Two Alertmanagers (an HA pair, without gossip: alerts are never gossiped anyway) with one config. */
+export function startAlertmanagerPair(
+  dir: string,
+  configYaml: string,
+): Promise<[RunningAlertmanager, RunningAlertmanager]> {
+  return Promise.all([startAlertmanager(dir, 'am1', configYaml), startAlertmanager(dir, 'am2', configYaml)]);
 }
 
 /** An Alertmanager config routing every alert, grouped per event, to a webhook receiver, fast, with resolves. */

@@ -41,15 +41,17 @@ export interface RunningServer {
 /**
  * Runs `binary` with `args(port, attempt)` on a free 127.0.0.1 port and resolves once its /-/ready answers 200;
  * `name` ("Prometheus") names it in errors. Another process may take the port between freePort() and the
- * server's bind: then it tries another one (three attempts).
+ * server's bind: then it tries another one (three attempts). With `port` (a restart on the port a stopped
+ * server had), that port or a clear failure.
  */
 export async function startDebianServer(
   binary: string,
   name: string,
   args: (port: number, attempt: number) => string[],
+  options: { port?: number } = {},
 ): Promise<RunningServer> {
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const port = options.port ?? (await freePort());
     const child: ChildProcess = spawn(binary, args(port, attempt), { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const collect = (d: string) => {
@@ -73,7 +75,7 @@ export async function startDebianServer(
       }, `${name} to be ready`);
     } catch (error) {
       await stop();
-      if (attempt < 3 && /address already in use/.test(output)) continue;
+      if (options.port === undefined && attempt < 3 && /address already in use/.test(output)) continue;
       throw error;
     }
     return { url, output: () => output, stop };

@@ -6,7 +6,9 @@
  * not before startsAt), drops empty label values, stores the valid alerts by label set (a later alert with the
  * same labels replaces the earlier one), and answers 200 with an empty body, or 400 with its validation errors as
  * a JSON string ("start time must be before end time") after storing the valid ones. Optional basic auth:
- * 401 without it. Faults (503, a hang, a rejection by content) are scripted with `fault`.
+ * 401 without it. Faults (503, a hang, a rejection by content) are scripted with `fault`. Like Alertmanager it
+ * keeps alerts in memory only: `restart()` loses them all, and `active()` is what GET /api/v2/alerts lists (the
+ * alerts whose endsAt has not passed).
  */
 import { HttpSinkServer, type RecordedRequest, type ScriptedResponse } from './http-sink-server.ts';
 import type { ServerTls } from './tls-certs.ts';
@@ -44,6 +46,7 @@ export class AlertmanagerDouble {
   /** Bodies of the POSTs answered 200, in arrival order. */
   readonly acceptedBodies: string[] = [];
   #fault: ((request: RecordedRequest) => ScriptedResponse | undefined) | undefined;
+  #answerDelayMs = 0;
   readonly #authorization: string | undefined;
 
   private constructor(server: HttpSinkServer, basicAuth: { user: string; password: string } | undefined) {
@@ -75,6 +78,21 @@ export class AlertmanagerDouble {
   /** Every stored alert (firing and resolved). */
   alerts(): StoredAlert[] {
     return [...this.#alerts.values()];
+  }
+
+  /** The alerts still firing at `nowMs` (endsAt not passed), as GET /api/v2/alerts lists them. */
+  active(nowMs = Date.now()): StoredAlert[] {
+    return this.alerts().filter((alert) => alert.endsAt === '' || Date.parse(alert.endsAt) > nowMs);
+  }
+
+  /** A restart: Alertmanager keeps alerts in memory only, so every stored alert is gone. */
+  restart(): void {
+    this.#alerts.clear();
+  }
+
+  /** Stores the alerts of a request at once but answers it `ms` later (a slow Alertmanager); 0 lifts it. */
+  delayAnswers(ms: number): void {
+    this.#answerDelayMs = ms;
   }
 
   /** Answers with what `fault` returns instead of processing (undefined: process); undefined lifts it. */
@@ -127,7 +145,7 @@ export class AlertmanagerDouble {
       };
     }
     this.acceptedBodies.push(request.body);
-    return { status: 200, body: '' };
+    return { status: 200, body: '', ...(this.#answerDelayMs > 0 ? { delayMs: this.#answerDelayMs } : {}) };
   }
 
   close(): Promise<void> {

@@ -7,16 +7,20 @@ export {
   type AlertMapping,
   alertAnnotations,
   alertLabels,
+  alertSeverity,
   alertTimes,
   type PostableAlert,
   resolvesAlert,
   toAlert,
 } from './mapping.ts';
 export {
+  ALERTMANAGER_DEFAULT_FILTER,
   ALERTS_PATH,
   type AlertmanagerOptions,
   alertmanagerOptionsSchema,
+  DEFAULT_ENDS_AT_INTERVALS,
   DEFAULT_MAX_BATCH,
+  DEFAULT_RESEND_INTERVAL_SECONDS,
   RESERVED_LABELS,
 } from './options.ts';
 export {

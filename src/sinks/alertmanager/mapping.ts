@@ -3,12 +3,14 @@
  * labels, annotations, startsAt, endsAt, generatorURL). Documented in docs/sinks-alerting.md.
  *
  * Alertmanager identifies an alert by its label set, so the labels hold only what stays the same for the whole
- * life of one event on one VM (the event, its type, the reporting VM and where it runs, whether it affects that
- * VM): the record that resolves an alert carries exactly the labels of the one that fired it. Everything that
- * changes (status, NotBefore, Resources, Description) goes into annotations.
+ * life of one event on one VM (the event, its type and severity, the reporting VM and where it runs, whether it
+ * affects that VM): the record that resolves an alert, and every re-send, carry exactly the labels of the one
+ * that fired it. The label set is fixed (RESERVED_LABELS plus the configured static labels): a label added
+ * later would be a new identity for every alert. Everything that changes (status, NotBefore, Resources,
+ * Description) goes into annotations.
  */
 import type { LifecycleRecord } from '../../domain/index.ts';
-import { joinLimited, summaryLine, vmDisplayName } from '../format.ts';
+import { eventTypeSeverity, joinLimited, portalUrl, summaryLine, vmDisplayName } from '../format.ts';
 
 export interface PostableAlert {
   labels: Record<string, string>;
@@ -22,14 +24,26 @@ export interface AlertMapping {
   alertname: string;
   /** Static labels (validated names; the sink's own labels win). */
   labels: Readonly<Record<string, string>>;
-  /** How far past the expected end a firing alert's endsAt lies. */
-  endsAtMarginSeconds: number;
+  /** The `severity` label by EventType, over the shared defaults (eventTypeSeverity in ../format.ts). */
+  severityByEventType: Readonly<Record<string, string>>;
+  /** How far after it is sent a firing alert's endsAt lies (the sink re-sends it before then). */
+  endsAtAfterMs: number;
+  /** generatorURL of every alert; undefined: the VM's Azure portal link (as Slack and Teams show it). */
   generatorUrl?: string | undefined;
 }
 
 /** completed and canceled resolve the event's alert; every other transition fires (or refreshes) it. */
 export function resolvesAlert(record: LifecycleRecord): boolean {
   return record.transition === 'completed' || record.transition === 'canceled';
+}
+
+/** The `severity` label: configured for the EventType, else critical, warning or info (../format.ts). */
+export function alertSeverity(
+  record: LifecycleRecord,
+  mapping: Pick<AlertMapping, 'severityByEventType'>,
+): string {
+  const type = record.data.EventType;
+  return mapping.severityByEventType[type] ?? eventTypeSeverity(type);
 }
 
 /**
@@ -42,7 +56,10 @@ export function alertLabels(record: LifecycleRecord, mapping: AlertMapping): Rec
     alertname: mapping.alertname,
     event_id: d.EventId,
     event_type: d.EventType,
+    severity: alertSeverity(record, mapping),
     vm: vmDisplayName(record),
+    subscription: d.vm.subscriptionId,
+    resource_group: d.vm.resourceGroup,
     scale_set: d.vm.vmScaleSetName,
     zone: d.vm.zone,
     location: d.vm.location,
@@ -79,32 +96,31 @@ function parseMs(iso: string | null | undefined): number | undefined {
 }
 
 /**
- * startsAt: when the event was first seen (never after the record's time); endsAt: the record's time when it
- * resolves the alert, otherwise past the expected end of the event — NotBefore plus DurationInSeconds when
- * known (the record's time when NotBefore is empty or already passed) plus the margin — so Alertmanager keeps
- * it firing until the resolving record arrives, and resolves it by itself if that never comes.
+ * startsAt: when the event was first seen (never after the record's time). endsAt: the record's time when it
+ * resolves the alert; otherwise `endsAtAfterMs` after `nowMs`, the moment it is sent. The sink re-sends the
+ * firing alert of every pending event well before that (as Prometheus does), so the alert stays firing while
+ * the forwarder runs and the event is pending, and expires by itself when the forwarder stops re-sending.
  */
 export function alertTimes(
   record: LifecycleRecord,
-  marginSeconds: number,
+  nowMs: number,
+  endsAtAfterMs: number,
 ): { startsAt: number; endsAt: number } {
   const time = parseMs(record.time) ?? 0;
   const startsAt = Math.min(parseMs(record.data.timing?.firstSeenAt) ?? time, time);
   if (resolvesAlert(record)) return { startsAt, endsAt: time };
-  const notBefore = parseMs(record.data.notBeforeUtc);
-  const duration = Math.max(0, record.data.DurationInSeconds) * 1000;
-  const expectedEnd = notBefore === undefined ? time : Math.max(notBefore + duration, time);
-  return { startsAt, endsAt: expectedEnd + marginSeconds * 1000 };
+  return { startsAt, endsAt: Math.max(nowMs, startsAt) + endsAtAfterMs };
 }
 
-/** One alert per record, in batch order. */
-export function toAlert(record: LifecycleRecord, mapping: AlertMapping): PostableAlert {
-  const { startsAt, endsAt } = alertTimes(record, mapping.endsAtMarginSeconds);
+/** The alert of one record, sent at `nowMs`. */
+export function toAlert(record: LifecycleRecord, mapping: AlertMapping, nowMs: number): PostableAlert {
+  const { startsAt, endsAt } = alertTimes(record, nowMs, mapping.endsAtAfterMs);
+  const generatorURL = mapping.generatorUrl ?? portalUrl(record) ?? undefined;
   return {
     labels: alertLabels(record, mapping),
     annotations: alertAnnotations(record),
     startsAt: new Date(startsAt).toISOString(),
     endsAt: new Date(endsAt).toISOString(),
-    ...(mapping.generatorUrl === undefined ? {} : { generatorURL: mapping.generatorUrl }),
+    ...(generatorURL === undefined ? {} : { generatorURL }),
   };
 }

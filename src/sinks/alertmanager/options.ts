@@ -7,6 +7,7 @@ import { type Secret, secretSchema } from '../../secret.ts';
 import { timeoutMsSchema } from '../http/options.ts';
 import { tlsOptionsSchema } from '../http/tls.ts';
 import { httpSinkUrlProblem } from '../http/url.ts';
+import type { SinkFilter } from '../types.ts';
 
 /** Alertmanager's alert-receiving path, appended to each configured base URL. */
 export const ALERTS_PATH = '/api/v2/alerts';
@@ -14,17 +15,34 @@ export const ALERTS_PATH = '/api/v2/alerts';
 /** Prometheus's label name rule (Alertmanager rejects any other name, and the whole alert with it). */
 export const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
-/** The labels the sink sets itself; a static label may not override them (fire and resolve must match). */
+/**
+ * The labels the sink sets itself, a fixed set (labels are an alert's identity: fire, re-sends and resolve must
+ * match, and a label added later would be a new identity for every alert); a static label may not override them.
+ */
 export const RESERVED_LABELS = [
   'alertname',
   'event_id',
   'event_type',
+  'severity',
   'vm',
+  'subscription',
+  'resource_group',
   'scale_set',
   'zone',
   'location',
   'affects_this_vm',
 ] as const;
+
+/**
+ * This VM's events only, as PagerDuty, Slack and Teams: Azure broadcasts an event to every VM of an availability
+ * set or placement group, and each reporting VM would otherwise raise its own alert for its neighbour's event.
+ */
+export const ALERTMANAGER_DEFAULT_FILTER: Partial<SinkFilter> = { scope: 'this-vm' };
+
+/** How often the firing alert of every pending event is sent again (Prometheus: every minute). */
+export const DEFAULT_RESEND_INTERVAL_SECONDS = 60;
+/** A firing alert's endsAt lies this many resend intervals after each send (Prometheus: 4). */
+export const DEFAULT_ENDS_AT_INTERVALS = 4;
 
 /** Records per POST (Prometheus sends at most 64 alerts per request by default). */
 export const DEFAULT_MAX_BATCH = 64;
@@ -81,18 +99,36 @@ export const alertmanagerOptionsSchema = z
       .describe(
         'static labels added to every alert (e.g. team, environment); they must stay the same between an alert firing and resolving',
       ),
-    endsAtMarginSeconds: z
+    severityByEventType: z
+      .record(z.string().min(1), z.string().min(1))
+      .default({})
+      .describe(
+        'the severity label by EventType (e.g. {Freeze: warning}), over the defaults Terminate/Preempt critical, Reboot/Redeploy warning, Freeze and others info; part of the alert identity',
+      ),
+    resendIntervalSeconds: z
       .number()
       .int()
-      .min(60)
-      .default(3600)
+      .min(1)
+      .max(3600)
+      .default(DEFAULT_RESEND_INTERVAL_SECONDS)
       .describe(
-        "how long past NotBefore (+ DurationInSeconds when known; the record's time when NotBefore is empty) a firing alert's endsAt lies, so Alertmanager does not resolve it before the completed or canceled record does",
+        'how often the firing alert of every pending event is sent again to every Alertmanager (from the forwarder state, not the outbox), so a restarted Alertmanager has it back within one interval',
+      ),
+    endsAtIntervals: z
+      .number()
+      .int()
+      .min(2)
+      .max(1440)
+      .default(DEFAULT_ENDS_AT_INTERVALS)
+      .describe(
+        "a firing alert's endsAt lies this many resend intervals after each send: a forwarder that stops re-sending (stopped, VM rebooting or deleted) lets its alerts expire that long after its last send",
       ),
     generatorUrl: z
       .url({ protocol: /^https?$/, error: 'generatorUrl must be an http:// or https:// URL' })
       .optional()
-      .describe('generatorURL of every alert (a runbook or dashboard link); default none'),
+      .describe(
+        "generatorURL of every alert (a runbook or dashboard link); default: the VM's Azure portal link (as in Slack and Teams)",
+      ),
     maxBatch: z
       .number()
       .int()

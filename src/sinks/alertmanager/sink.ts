@@ -4,16 +4,23 @@
  * timeout, TLS, response classification). Alertmanagers of an HA cluster do not share alerts by gossip, so every
  * peer receives every batch, like Prometheus sends to all. `acknowledgeWhen` says how many must accept it.
  *
+ * Alertmanager keeps alerts in memory only, so the sink sends the firing alert of every pending event again
+ * every `resendIntervalSeconds` (refreshPending, driven by the pipeline from the committed state), with an
+ * endsAt `endsAtIntervals` intervals ahead, as Prometheus does: a restarted Alertmanager has them back within
+ * one interval, and alerts of a forwarder that stopped expire. Deliveries and re-sends take turns (one lane):
+ * a re-send built while an event was pending never reaches an Alertmanager after the record that resolves it.
+ *
  * An Alertmanager stores the valid alerts of a request and answers 400 for the rest without saying which one
  * failed: the sink leaves failedIndex unset and the engine isolates the record one at a time (re-sending an
  * alert Alertmanager already has only refreshes it: same labels, same alert).
  */
+import { type Clock, systemClock } from '../../clock.ts';
 import type { LifecycleRecord } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { abortedError, closedError } from '../delivery-errors.ts';
 import { type HttpSinkDeps, type HttpTransport, httpSinkTransport } from '../http/transport.ts';
-import { DeliveryError, type Sink, type SinkContext } from '../types.ts';
+import { DeliveryError, type RefreshPending, type Sink, type SinkContext } from '../types.ts';
 import { type AlertMapping, toAlert } from './mapping.ts';
 import { ALERTS_PATH, type AlertmanagerOptions } from './options.ts';
 
@@ -90,7 +97,11 @@ export function combinePeerOutcomes(
 export class AlertmanagerSink implements Sink {
   readonly name: string;
   readonly maxBatch: number;
+  readonly refreshPending: RefreshPending;
   readonly #peers: readonly Peer[];
+  readonly #clock: Clock;
+  /** Deliveries and re-sends, one at a time, in order. */
+  #lane: Promise<unknown> = Promise.resolve();
   readonly #mapping: AlertMapping;
   readonly #acknowledgeWhen: 'any' | 'all';
   readonly #logger: Logger;
@@ -103,11 +114,18 @@ export class AlertmanagerSink implements Sink {
     this.#logger = context.logger;
     this.#acknowledgeWhen = options.acknowledgeWhen;
     this.#where = `sink ${name}`;
+    this.#clock = deps.clock ?? systemClock;
+    const intervalMs = options.resendIntervalSeconds * 1000;
     this.#mapping = {
       alertname: options.alertname,
       labels: options.labels,
-      endsAtMarginSeconds: options.endsAtMarginSeconds,
+      severityByEventType: options.severityByEventType,
+      endsAtAfterMs: options.endsAtIntervals * intervalMs,
       generatorUrl: options.generatorUrl,
+    };
+    this.refreshPending = {
+      intervalMs,
+      send: (pending, signal) => this.#inTurn(() => this.#resend(pending, signal)),
     };
     const bearer = options.bearerToken === undefined ? undefined : `Bearer ${options.bearerToken.reveal()}`;
     this.#peers = options.urls.map((base, index) => {
@@ -126,11 +144,31 @@ export class AlertmanagerSink implements Sink {
     });
   }
 
-  async deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
+  deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
+    return this.#inTurn(() => this.#post(batch, signal));
+  }
+
+  /** Runs `work` after every delivery and re-send started before it. */
+  #inTurn(work: () => Promise<void>): Promise<void> {
+    const turn = this.#lane.then(work);
+    this.#lane = turn.catch(() => {});
+    return turn;
+  }
+
+  /** The firing alerts of the events pending now (read in turn), in batches of maxBatch. */
+  async #resend(pending: () => readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
+    const records = pending();
+    for (let i = 0; i < records.length; i += this.maxBatch) {
+      await this.#post(records.slice(i, i + this.maxBatch), signal);
+    }
+  }
+
+  async #post(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
     if (this.#closed) throw closedError(`${this.#where}: closed`);
     if (signal.aborted) throw abortedError(`${this.#where}: delivery aborted`);
     if (batch.length === 0) return;
-    const body = JSON.stringify(batch.map((record) => toAlert(record, this.#mapping)));
+    const now = this.#clock.now();
+    const body = JSON.stringify(batch.map((record) => toAlert(record, this.#mapping, now)));
     const outcomes = await Promise.allSettled(
       this.#peers.map((peer) =>
         peer.transport.post(

@@ -1,11 +1,15 @@
 /**
- * The alertmanager sink in the npm test tier: the pure mapping (labels identical between fire and resolve,
- * endsAt past NotBefore), how the outcomes of several Alertmanagers combine (acknowledgeWhen), configuration
- * checks and warnings, and delivery to two local doubles of Alertmanager's /api/v2/alerts
+ * The alertmanager sink in the npm test tier: the pure mapping (the fixed label set, identical between fire and
+ * resolve; severity by event type; the portal link as generatorURL; endsAt a few resend intervals after each
+ * send), how the outcomes of several Alertmanagers combine (acknowledgeWhen), configuration checks and warnings,
+ * and delivery and re-sends to two local doubles of Alertmanager's /api/v2/alerts
  * (test/support/alertmanager-double.ts). The real Alertmanager: test/observability/alertmanager.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../../../src/clock.ts';
 import {
+  ALERTMANAGER_DEFAULT_FILTER,
+  type AlertMapping,
   alertLabels,
   alertmanagerOptionsSchema,
   alertmanagerSinkFactory,
@@ -13,19 +17,26 @@ import {
   alertTimes,
   combinePeerOutcomes,
   createAlertmanagerSink,
+  RESERVED_LABELS,
   toAlert,
 } from '../../../../src/sinks/alertmanager/index.ts';
 import { httpStatusError, networkError } from '../../../../src/sinks/delivery-errors.ts';
+import { portalUrl } from '../../../../src/sinks/format.ts';
 import { DeliveryError, type Sink } from '../../../../src/sinks/types.ts';
-import { AlertmanagerDouble } from '../../../support/alertmanager-double.ts';
+import { AlertmanagerDouble, labelKey } from '../../../support/alertmanager-double.ts';
 import { makeRecord } from '../../../support/records.ts';
 import { context, signal } from '../../../support/sink-tests.ts';
 
-const mapping = { alertname: 'AzureScheduledEvent', labels: { team: 'ops' }, endsAtMarginSeconds: 3600 };
 const MINUTE = 60_000;
+const mapping: AlertMapping = {
+  alertname: 'AzureScheduledEvent',
+  labels: { team: 'ops' },
+  severityByEventType: {},
+  endsAtAfterMs: 4 * MINUTE,
+};
 
 describe('alert mapping', () => {
-  it('every transition of one event carries the same labels; only completed and canceled resolve', () => {
+  it('every transition of one event carries the same, fixed label set; only completed and canceled resolve', () => {
     const transitions = ['scheduled', 'updated', 'approved', 'started', 'completed', 'canceled'] as const;
     const labels = transitions.map((t) => alertLabels(makeRecord(t), mapping));
     for (const l of labels) expect(l).toEqual(labels[0]);
@@ -33,40 +44,68 @@ describe('alert mapping', () => {
       alertname: 'AzureScheduledEvent',
       event_id: '3DA1B9AA-1111-2222-3333-444455556666',
       event_type: 'Reboot',
+      severity: 'warning',
       vm: 'vm-web-01',
+      subscription: '11111111-2222-3333-4444-555555555555',
+      resource_group: 'rg-web-prod',
       zone: '2',
       location: 'westeurope',
       affects_this_vm: 'true',
       team: 'ops',
     });
-    const now = Date.parse('2025-09-19T18:14:47.123Z');
+    // scale_set is empty for this VM (left out, as Alertmanager drops empty labels); the rest is the fixed set
+    expect(Object.keys(labels[0]!).sort()).toEqual(
+      [...RESERVED_LABELS.filter((l) => l !== 'scale_set'), 'team'].sort(),
+    );
+    const seen = Date.parse('2025-09-19T18:14:47.123Z');
     for (const t of ['completed', 'canceled'] as const) {
-      expect(alertTimes(makeRecord(t), 3600).endsAt).toBe(now);
+      expect(alertTimes(makeRecord(t), seen + 3 * MINUTE, 4 * MINUTE).endsAt).toBe(seen);
     }
   });
 
-  it('a firing alert ends the margin past NotBefore + DurationInSeconds, or past the record time without NotBefore', () => {
+  it('severity comes from the event type, configurable per type, the same when the alert resolves', () => {
+    const of = (type: string, map: Record<string, string> = {}) =>
+      ['scheduled', 'completed'].map(
+        (t) =>
+          alertLabels(makeRecord(t as 'scheduled' | 'completed', { eventType: type }), {
+            ...mapping,
+            severityByEventType: map,
+          }).severity,
+      );
+    expect(of('Terminate')).toEqual(['critical', 'critical']);
+    expect(of('Preempt')).toEqual(['critical', 'critical']);
+    expect(of('Redeploy')).toEqual(['warning', 'warning']);
+    expect(of('Freeze')).toEqual(['info', 'info']);
+    expect(of('Freeze', { Freeze: 'page', Reboot: 'critical' })).toEqual(['page', 'page']);
+    expect(of('Reboot', { Freeze: 'page', Reboot: 'critical' })).toEqual(['critical', 'critical']);
+  });
+
+  it('a firing alert ends endsAtAfterMs after it is sent, whatever NotBefore says; startsAt is the first sighting', () => {
     const scheduled = makeRecord('scheduled', { durationInSeconds: 600 });
-    const notBefore = Date.parse(scheduled.data.notBeforeUtc!);
-    expect(alertTimes(scheduled, 3600)).toEqual({
+    const sentAt = Date.parse(scheduled.time) + 90 * MINUTE; // sent late (a retried delivery, a re-send)
+    expect(alertTimes(scheduled, sentAt, 4 * MINUTE)).toEqual({
       startsAt: Date.parse(scheduled.time),
-      endsAt: notBefore + 600_000 + 3_600_000,
+      endsAt: sentAt + 4 * MINUTE,
     });
-    const started = makeRecord('started'); // Started: NotBefore is empty
-    expect(started.data.notBeforeUtc).toBeNull();
-    expect(alertTimes(started, 3600).endsAt).toBe(Date.parse(started.time) + 3_600_000);
-    // NotBefore already passed: from the record's time
-    const late = makeRecord('scheduled', {
-      notBefore: new Date(Date.parse('2025-09-19T18:14:47Z') - 5 * MINUTE).toUTCString(),
-    });
-    expect(alertTimes(late, 3600).endsAt).toBe(Date.parse(late.time) + 3_600_000);
-    const alert = toAlert(scheduled, { ...mapping, generatorUrl: 'https://runbooks.example/azure' });
-    expect(alert.generatorURL).toBe('https://runbooks.example/azure');
+    const started = makeRecord('started');
+    expect(alertTimes(started, sentAt, 4 * MINUTE).endsAt).toBe(sentAt + 4 * MINUTE);
+    const alert = toAlert(scheduled, mapping, sentAt);
+    expect(alert.endsAt).toBe(new Date(sentAt + 4 * MINUTE).toISOString());
     expect(alert.annotations).toMatchObject({
       event_status: 'Scheduled',
       duration_in_seconds: '600',
       transition: 'scheduled',
     });
+  });
+
+  it("generatorURL is the VM's portal link (the one Slack and Teams show) unless one is configured", () => {
+    const record = makeRecord('scheduled');
+    expect(toAlert(record, mapping, 0).generatorURL).toBe(portalUrl(record));
+    expect(portalUrl(record)).toMatch(/^https:\/\/portal\.azure\.com\/.*\/virtualMachines\/vm-web-01$/);
+    const configured = toAlert(record, { ...mapping, generatorUrl: 'https://runbooks.example/azure' }, 0);
+    expect(configured.generatorURL).toBe('https://runbooks.example/azure');
+    const unknownVm = makeRecord('scheduled', { vm: undefined });
+    expect(toAlert(unknownVm, mapping, 0)).not.toHaveProperty('generatorURL');
   });
 });
 
@@ -129,6 +168,25 @@ describe('configuration', () => {
     expect(JSON.stringify(both.error?.issues)).not.toContain('secretpass');
   });
 
+  it("defaults to this VM's events, a re-send every minute and endsAt four intervals ahead; the sink's labels are reserved", () => {
+    expect(alertmanagerSinkFactory.defaultFilter).toBe(ALERTMANAGER_DEFAULT_FILTER);
+    expect(ALERTMANAGER_DEFAULT_FILTER).toEqual({ scope: 'this-vm' });
+    const options = alertmanagerOptionsSchema.parse({ urls: ['http://127.0.0.1:9093'] });
+    expect(options).toMatchObject({ resendIntervalSeconds: 60, endsAtIntervals: 4, severityByEventType: {} });
+    const sink = createAlertmanagerSink('am', options, context());
+    expect(sink.refreshPending?.intervalMs).toBe(60_000);
+    for (const label of ['severity', 'subscription', 'resource_group']) {
+      const parsed = alertmanagerOptionsSchema.safeParse({
+        urls: ['http://x:9093'],
+        labels: { [label]: 'x' },
+      });
+      expect(JSON.stringify(parsed.error?.issues)).toContain('choose another label name');
+    }
+    expect(
+      alertmanagerOptionsSchema.safeParse({ urls: ['http://x:9093'], endsAtMarginSeconds: 3600 }).success,
+    ).toBe(false);
+  });
+
   it('warns about a URL that already ends in /api/v2/alerts and about credentials over plain http', () => {
     const options = alertmanagerOptionsSchema.parse({
       urls: ['http://am.example:9093/api/v2/alerts', 'http://sef:hunter22@am2.example:9093'],
@@ -170,6 +228,88 @@ describe('delivery to two Alertmanager doubles', () => {
       expect(double.alerts()).toHaveLength(1);
       expect(double.alerts()[0]!.endsAt).toBe('2025-09-19T18:40:00.000Z');
     }
+  });
+
+  it('re-sends the firing alert of every pending event (read when it is sent) to every peer, in batches; nothing when none is pending', async () => {
+    const sentAt = Date.parse('2026-03-01T10:00:00Z');
+    const options = alertmanagerOptionsSchema.parse({
+      urls: [a.baseUrl, b.baseUrl],
+      maxBatch: 2,
+      resendIntervalSeconds: 30,
+    });
+    const sink = createAlertmanagerSink('am', options, context(), {
+      clock: { ...systemClock, now: () => sentAt },
+    });
+    sinks.push(sink);
+    const pending = ['E1', 'E2', 'E3'].map((eventId) => makeRecord('scheduled', { eventId }));
+    a.restart();
+    b.restart();
+    const before = a.requests.length;
+    await sink.refreshPending!.send(() => [], signal());
+    expect(a.requests.length).toBe(before); // nothing pending: no request at all
+    await sink.refreshPending!.send(() => pending, signal());
+    for (const double of [a, b]) {
+      expect(double.requests.length - (double === a ? before : 0)).toBeGreaterThanOrEqual(2);
+      const alerts = double.active(sentAt);
+      expect(alerts.map((x) => x.labels.event_id).sort()).toEqual(['E1', 'E2', 'E3']);
+      for (const alert of alerts) expect(alert.endsAt).toBe(new Date(sentAt + 4 * 30_000).toISOString());
+    }
+    expect(a.requests.slice(before).map((r) => (JSON.parse(r.body) as unknown[]).length)).toEqual([2, 1]);
+    // the re-sent alert is the one the outbox record fired: same labels, same identity
+    expect(labelKey(a.alerts()[0]!.labels)).toBe(
+      labelKey(toAlert(pending[0]!, { ...mapping, labels: {} }, 0).labels),
+    );
+  });
+
+  it('deliveries and re-sends take turns: a resolve committed while a re-send is in flight reaches Alertmanager after it', async () => {
+    const options = alertmanagerOptionsSchema.parse({ urls: [a.baseUrl] });
+    const sink = createAlertmanagerSink('am', options, context());
+    sinks.push(sink);
+    const eventId = 'E-RESOLVE-ORDER';
+    const now = new Date().toISOString();
+    const fired = makeRecord('scheduled', { eventId, time: now });
+    const completed = makeRecord('completed', { eventId, time: now });
+    let resendAnswered = false;
+    const arrivals: Array<{ what: string; resendAnswered: boolean }> = [];
+    a.fault((request) => {
+      const what = request.body.includes('"transition":"completed"') ? 'resolve' : 'fire';
+      arrivals.push({ what, resendAnswered });
+      return undefined;
+    });
+    a.delayAnswers(300); // the re-send's answer is slow
+    const resending = sink
+      .refreshPending!.send(() => [fired], signal())
+      .then(() => {
+        resendAnswered = true;
+      });
+    const delivering = sink.deliver([completed], signal()); // the event ended meanwhile
+    await Promise.all([resending, delivering]);
+    a.fault(undefined);
+    a.delayAnswers(0);
+    expect(arrivals).toEqual([
+      { what: 'fire', resendAnswered: false },
+      { what: 'resolve', resendAnswered: true },
+    ]);
+    expect(a.active().filter((x) => x.labels.event_id === eventId)).toEqual([]);
+  });
+
+  it('a re-send that comes after a delivery reads what is pending when its turn comes', async () => {
+    const options = alertmanagerOptionsSchema.parse({ urls: [a.baseUrl] });
+    const sink = createAlertmanagerSink('am', options, context());
+    sinks.push(sink);
+    const eventId = 'E-READ-IN-TURN';
+    const now = new Date().toISOString();
+    let pending = [makeRecord('scheduled', { eventId, time: now })];
+    a.delayAnswers(300);
+    const before = a.requests.length;
+    const delivering = sink.deliver([makeRecord('completed', { eventId, time: now })], signal());
+    const resending = sink.refreshPending!.send(() => pending, signal());
+    pending = []; // the commit that ended the event came before the re-send's turn
+    await Promise.all([delivering, resending]);
+    a.delayAnswers(0);
+    expect(a.requests.length).toBe(before + 1); // only the resolve went out
+    expect(a.requests.at(-1)!.body).toContain('"transition":"completed"');
+    expect(a.active().filter((x) => x.labels.event_id === eventId)).toEqual([]);
   });
 
   it('a 400 from Alertmanager is permanent with its validation text, failedIndex unset (the engine isolates the record)', async () => {
