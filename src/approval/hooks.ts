@@ -55,10 +55,64 @@ export function hookEnvironment(hook: HookConfig, run: HookRun): Record<string, 
 
 /**
  * Built-in hooks (`builtin:` instead of `command:`), e.g. the Kubernetes node actions (src/kubernetes). They run
- * under the same rules as commands: order, deadline (`run.timeoutMs`), abort signal, recorded result.
+ * under the same rules as commands: order, deadline, abort signal, recorded result. `run.signal` aborts at the
+ * hook's deadline (`run.timeoutMs` after the start) and when the forwarder stops: a built-in passes it to every
+ * request it makes and returns at once when it aborts, with what it did so far in `detail`.
  */
 export interface BuiltinHooks {
   run(hook: HookConfig, run: HookRun): Promise<ApprovalHookResult>;
+}
+
+/** The reason `run.signal` carries when a built-in hook's deadline passed (not when the forwarder stops). */
+export class HookDeadlineError extends Error {
+  constructor(timeoutMs: number) {
+    super(`the hook's deadline passed (${timeoutMs} ms)`);
+    this.name = 'HookDeadlineError';
+  }
+}
+
+/** How long a built-in hook may take to return after its signal aborted before it is recorded without it. */
+export const BUILTIN_STOP_GRACE_MS = 2000;
+
+/**
+ * Runs a built-in hook under its deadline, like runCommand runs a command: the signal it gets aborts at the
+ * deadline (or when `run.signal` does), and the hook ends then — `timedOut: true` — even if the built-in does not
+ * return (it gets BUILTIN_STOP_GRACE_MS to say what it did).
+ */
+async function runBuiltin(
+  builtins: BuiltinHooks,
+  hook: HookConfig,
+  run: HookRun,
+  budgetMs: number,
+): Promise<ApprovalHookResult> {
+  const started = performance.now();
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new HookDeadlineError(budgetMs)), budgetMs);
+  const signal = run.signal === undefined ? deadline.signal : AbortSignal.any([deadline.signal, run.signal]);
+  const running = builtins.run(hook, { ...run, signal });
+  const stopped = new Promise<'no-answer'>((resolve) => {
+    const afterAbort = () => setTimeout(() => resolve('no-answer'), BUILTIN_STOP_GRACE_MS).unref();
+    if (signal.aborted) afterAbort();
+    else signal.addEventListener('abort', afterAbort, { once: true });
+  });
+  try {
+    const outcome = await Promise.race([running, stopped]);
+    const timedOut = deadline.signal.aborted;
+    const durationMs = Math.round(performance.now() - started);
+    if (outcome === 'no-answer') {
+      return {
+        name: hook.name,
+        ok: false,
+        exitCode: null,
+        durationMs,
+        timedOut,
+        detail: `${timedOut ? `timed out after ${budgetMs} ms` : 'stopped'}; the built-in hook did not return within ${BUILTIN_STOP_GRACE_MS} ms`,
+      };
+    }
+    return timedOut ? { ...outcome, ok: false, timedOut: true } : outcome;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Runs one hook and logs its (bounded) output. Never throws: a hook that cannot start is a failed hook. */
@@ -79,7 +133,14 @@ export async function runHook(
       log.error(`built-in hook "${hook.builtin}" is not available (set kubernetes.enabled: true)`);
       return { name: hook.name, ok: false, exitCode: null, durationMs: 0, timedOut: false, budgetMs };
     }
-    return { ...(await builtins.run(hook, run)), budgetMs };
+    const result = await runBuiltin(builtins, hook, run, budgetMs);
+    if (result.ok) log.info({ durationMs: result.durationMs }, 'hook succeeded');
+    else
+      log.warn(
+        { durationMs: result.durationMs, timedOut: result.timedOut, detail: result.detail },
+        result.timedOut ? 'hook timed out' : 'hook failed',
+      );
+    return { ...result, budgetMs };
   }
   try {
     const result = await runCommand({

@@ -22,7 +22,15 @@ export {
   type CommitObserver,
   type CommittedStep,
 } from './coordinator.ts';
-export { type BuiltinHooks, type HookPhase, type HookRun, hookEnvironment, runHook } from './hooks.ts';
+export {
+  BUILTIN_STOP_GRACE_MS,
+  type BuiltinHooks,
+  HookDeadlineError,
+  type HookPhase,
+  type HookRun,
+  hookEnvironment,
+  runHook,
+} from './hooks.ts';
 export type { Plan, PlanAction, PlanFacts } from './plan.ts';
 export {
   DEFAULT_RULE,

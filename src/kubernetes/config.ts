@@ -125,6 +125,14 @@ export const kubernetesSection = z
       .boolean()
       .default(true)
       .describe(`Set the node condition ${CONDITION_TYPE} while an event affecting this node is pending.`),
+    requestTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(30_000)
+      .describe(
+        "Each Kubernetes API request is abandoned after this long without an answer (a hung API server or admission webhook; webhooks may take up to 30 s); a hook's deadline cuts it shorter.",
+      ),
     eventNamespace: z
       .string()
       .min(1)

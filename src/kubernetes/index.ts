@@ -66,7 +66,7 @@ export function createKubernetesAgent(
     options.api ??
     (() => {
       loaded ??= import('./client.ts').then(
-        (m) => m.createNodeApi(config.kubeconfig),
+        (m) => m.createNodeApi(config.kubeconfig, config.requestTimeoutMs),
         (error: unknown) => {
           throw missingClientError(error) ?? error;
         },

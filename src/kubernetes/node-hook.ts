@@ -3,10 +3,13 @@
  * prepare it cordons, taints and labels the node (annotation saying what it added) and, for `drain`, evicts the
  * node's pods through the Eviction API until none is left or the hook's deadline (a PodDisruptionBudget refusal,
  * 429, is retried until then; the failure says which pods and budgets blocked). In recover it undoes exactly what
- * the annotation lists. It runs under approval's rules: `run.timeoutMs` is its budget, `run.signal` stops it.
+ * the annotation lists. It runs under approval's rules: `run.timeoutMs` is its budget, and `run.signal` (aborted at
+ * the deadline and when the forwarder stops: src/approval/hooks.ts) reaches every request it makes, so it returns at
+ * once then, saying what it did. What it did on the node is always in the actions annotation — written in the same
+ * patch as the cordon, taint and label — so a recover undoes exactly that, whenever the hook was cut short.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { HookConfig, HookRun } from '../approval/index.ts';
+import { type HookConfig, HookDeadlineError, type HookRun } from '../approval/index.ts';
 import type { ApprovalHookResult } from '../transform/index.ts';
 import type { NodeApi } from './client.ts';
 import type { KubernetesConfig } from './config.ts';
@@ -41,12 +44,13 @@ export async function runNodeHook(
   const now = ctx.now ?? Date.now;
   const started = now();
   const deadlineMs = started + run.timeoutMs;
-  const log = run.logger.child({ hook: hook.name, phase: run.phase, eventId: run.event.EventId });
   const facts: EventFacts = {
     eventId: run.event.EventId,
     eventType: run.event.EventType,
     notBefore: run.event.notBeforeUtc,
   };
+  /** What was done so far, for the detail of a hook that fails or is cut short. */
+  const done: string[] = [];
   const result = (ok: boolean, detail: string, timedOut = false): ApprovalHookResult => ({
     name: hook.name,
     ok,
@@ -59,14 +63,14 @@ export async function runNodeHook(
     const api = await ctx.api();
     const detail =
       run.phase === 'prepare'
-        ? await prepare(api, ctx, run, facts, deadlineMs, now)
-        : await recover(api, ctx, facts);
-    log.info({ detail, durationMs: Math.round(now() - started) }, 'node hook succeeded');
+        ? await prepare(api, ctx, run, facts, deadlineMs, now, done)
+        : await recover(api, ctx, facts, run.signal);
     return result(true, detail);
   } catch (error) {
-    const message = (error as Error).message;
-    const timedOut = error instanceof HookFailure && now() >= deadlineMs;
-    log.warn({ err: message, timedOut }, 'node hook failed');
+    const cutShort = run.signal?.aborted === true;
+    const timedOut = (error instanceof HookFailure && now() >= deadlineMs) || cutShort;
+    const why = cutShort ? stoppedBecause(run.signal) : (error as Error).message;
+    const message = done.length > 0 ? `${why} (done: ${done.join('; ')})` : why;
     ctx.report(
       run.phase === 'prepare' ? 'VMEventNodePrepareFailed' : 'VMEventNodeRecoverFailed',
       eventMessage(message, facts),
@@ -76,17 +80,25 @@ export async function runNodeHook(
   }
 }
 
+/** Why the hook's signal aborted: its deadline, or the forwarder stopping. */
+function stoppedBecause(signal: AbortSignal | undefined): string {
+  const reason: unknown = signal?.reason;
+  if (reason instanceof HookDeadlineError) return `stopped at the hook's deadline: ${reason.message}`;
+  return 'stopped: the forwarder is shutting down';
+}
+
 /** Reads the node and applies `plan(node)`'s patch; on a concurrent change (409) reads again (a few times). */
 async function patchWithRetry<T extends { patch: unknown }>(
   api: NodeApi,
   name: string,
   plan: (node: NodeView) => T,
+  signal: AbortSignal | undefined,
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const planned = plan(await api.readNode(name));
+    const planned = plan(await api.readNode(name, signal));
     if (planned.patch === null) return planned;
     try {
-      await api.patchNode(name, planned.patch as never);
+      await api.patchNode(name, planned.patch as never, signal);
       return planned;
     } catch (error) {
       if ((error as { status?: number }).status !== 409 || attempt >= 5) throw error;
@@ -101,10 +113,14 @@ async function prepare(
   facts: EventFacts,
   deadlineMs: number,
   now: () => number,
+  done: string[],
 ): Promise<string> {
   const actions = ctx.config.actions;
-  const planned = await patchWithRetry(api, ctx.nodeName, (node) =>
-    planPrepare(node, { eventId: facts.eventId, eventType: facts.eventType }, actions),
+  const planned = await patchWithRetry(
+    api,
+    ctx.nodeName,
+    (node) => planPrepare(node, { eventId: facts.eventId, eventType: facts.eventType }, actions),
+    run.signal,
   );
   if (planned.action === 'none') {
     return `${facts.eventType}: notify only (kubernetes.actions.perEventType)`;
@@ -117,8 +133,9 @@ async function prepare(
   ];
   if (planned.patch !== null)
     ctx.report('VMEventNodeCordoned', eventMessage(parts.join(', '), facts), 'Normal');
+  done.push(parts.join(', '));
   if (planned.action === 'cordon') return parts.join(', ');
-  const evicted = await drain(api, ctx, run, facts, deadlineMs, now);
+  const evicted = await drain(api, ctx, run, facts, deadlineMs, now, done);
   const summary = `${parts.join(', ')}; drained (${evicted} pod(s) evicted)`;
   ctx.report('VMEventNodeDrained', eventMessage(summary, facts), 'Normal');
   return summary;
@@ -132,13 +149,15 @@ async function drain(
   facts: EventFacts,
   deadlineMs: number,
   now: () => number,
+  done: string[],
 ): Promise<number> {
   const { drain: settings } = ctx.config.actions;
   const log = run.logger.child({ eventId: facts.eventId });
   let evicted = 0;
+  const evictedNote = done.length;
   for (;;) {
     if (run.signal?.aborted) throw new HookFailure('stopped');
-    const plan = planDrain(await api.listPodsOnNode(ctx.nodeName), settings);
+    const plan = planDrain(await api.listPodsOnNode(ctx.nodeName, run.signal), settings);
     if (plan.blocked.length > 0) {
       throw new HookFailure(`drain blocked: ${plan.blocked.map((b) => `${b.pod} ${b.why}`).join('; ')}`);
     }
@@ -146,9 +165,10 @@ async function drain(
     const refused: string[] = [];
     for (const pod of plan.evict) {
       const grace = gracePeriodSeconds(pod, settings.gracePeriodSeconds, deadlineMs - now());
-      const outcome = await api.evictPod(pod, grace);
+      const outcome = await api.evictPod(pod, grace, run.signal);
       if (outcome.kind === 'evicted') {
         evicted++;
+        done[evictedNote] = `evicted ${evicted} pod(s)`;
         log.info({ pod: podName(pod), gracePeriodSeconds: grace }, 'pod evicted');
       } else if (outcome.kind === 'blocked') {
         refused.push(`${podName(pod)} (${outcome.message})`);
@@ -175,8 +195,13 @@ async function drain(
   }
 }
 
-async function recover(api: NodeApi, ctx: NodeHookContext, facts: EventFacts): Promise<string> {
-  const planned = await patchWithRetry(api, ctx.nodeName, (node) => planRecover(node, facts.eventId));
+async function recover(
+  api: NodeApi,
+  ctx: NodeHookContext,
+  facts: EventFacts,
+  signal: AbortSignal | undefined,
+): Promise<string> {
+  const planned = await patchWithRetry(api, ctx.nodeName, (node) => planRecover(node, facts.eventId), signal);
   if (planned.patch === null) return 'nothing of this event to undo';
   if (planned.stillHeldBy.length > 0) {
     return `still prepared for ${planned.stillHeldBy.join(', ')}: left as it is`;

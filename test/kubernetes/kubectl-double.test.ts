@@ -441,4 +441,18 @@ describe('kubectl against the Kubernetes double', () => {
       { namespace: 'default', name: 'slow', via: 'delete', gracePeriodSeconds: 5 },
     ]);
   });
+
+  it('a held (hung) request: kubectl --request-timeout gives up, the double sees the client go away and applies nothing', async () => {
+    k8s.injectFault({ method: 'PATCH', path: `/nodes/${NODE}`, delayMs: 20_000 });
+    const result = await run(['cordon', NODE, '--request-timeout=1s']);
+    // (kubectl 1.32's cordon reports a failed patch on stderr but still exits 0; the timeout shows as either Go error.)
+    expect(result.stderr).toMatch(
+      /unable to cordon node .*(context deadline exceeded|Client.Timeout exceeded)/,
+    );
+    await waitFor(
+      () => k8s.requests().some((r) => r.method === 'PATCH' && r.reason === 'ClientClosedRequest'),
+      'the held PATCH abandoned by kubectl',
+    );
+    expect(k8s.node(NODE)!.spec.unschedulable).toBeUndefined();
+  });
 });

@@ -112,9 +112,16 @@ export interface Fault {
   method?: string;
   /** Substring of, or pattern for, the request path. */
   path: string | RegExp;
-  code: number;
+  /** Answer with a Status of this code; without it (and with `delayMs`) the request is served after the delay. */
+  code?: number;
   reason?: string;
   message?: string;
+  /**
+   * Hold the request this long first (a slow admission webhook, a hung API server). A client that gives up
+   * meanwhile gets nothing, and nothing is applied (the API server cancels a request whose client went away);
+   * the request is logged with status 0 and reason ClientClosedRequest.
+   */
+  delayMs?: number;
   /** How many matching requests fail (default 1). */
   times?: number;
 }
@@ -1066,6 +1073,22 @@ export async function startKubernetesDouble(
     }
   }
 
+  /** Waits `ms` (or until the double closes); false when the client closed the connection meanwhile. */
+  function held(ms: number, response: ServerResponse): Promise<boolean> {
+    return new Promise((resolve) => {
+      const done = (answer: boolean) => {
+        clearTimeout(timer);
+        timers.delete(timer);
+        response.off('close', onClose);
+        resolve(answer);
+      };
+      const onClose = () => done(false);
+      const timer = setTimeout(() => done(!response.destroyed), ms);
+      timers.add(timer);
+      response.on('close', onClose);
+    });
+  }
+
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', 'https://127.0.0.1');
     const method = request.method ?? 'GET';
@@ -1103,7 +1126,14 @@ export async function startKubernetesDouble(
       );
       if (fault) {
         fault.left--;
-        throw new ApiError(fault.code, fault.reason ?? 'InternalError', fault.message ?? 'injected fault');
+        if (fault.delayMs !== undefined && !(await held(fault.delayMs, response))) {
+          entry.reason = 'ClientClosedRequest';
+          log.push(entry);
+          return;
+        }
+        if (fault.code !== undefined) {
+          throw new ApiError(fault.code, fault.reason ?? 'InternalError', fault.message ?? 'injected fault');
+        }
       }
       const segments = url.pathname.split('/').filter(Boolean);
       const path = url.pathname.replace(/\/+$/, '');
