@@ -9,14 +9,15 @@
 #   3. writes /etc/scheduled-events-forwarder/forwarder.yaml from the example if none exists (its ./state
 #      paths pointed at /var/lib/scheduled-events-forwarder), and an empty secrets.env (mode 0600) for
 #      connection strings / webhook URLs; validates the config with those secrets in the environment;
-#   4. installs and starts the systemd unit.
-# Environment (for tests and unusual layouts): DESTDIR (prefix for every path), SYSTEMCTL (default systemctl),
-# NODE (default node), NPM (default npm).
+#   4. installs the systemd unit, enables and starts it (not with DESTDIR alone: see below).
+# Environment (for tests, images and unusual layouts): DESTDIR (prefix for every path; with it set, systemd is
+# not touched unless SYSTEMCTL is given too), SYSTEMCTL (default systemctl), NODE (default node), NPM (default npm).
 set -euo pipefail
 
 PACKAGE="${1:-scheduled-events-forwarder}"
 DESTDIR="${DESTDIR:-}"
-SYSTEMCTL="${SYSTEMCTL:-systemctl}"
+# Empty SYSTEMCTL: systemd is not touched (DESTDIR without SYSTEMCTL: an image or a test root, not this host's).
+if [[ -n "$DESTDIR" ]]; then SYSTEMCTL="${SYSTEMCTL:-}"; else SYSTEMCTL="${SYSTEMCTL:-systemctl}"; fi
 NODE="${NODE:-node}"
 NPM="${NPM:-npm}"
 PREFIX="$DESTDIR/opt/scheduled-events-forwarder"
@@ -53,7 +54,7 @@ if [[ ! -f "$CONFIG_DIR/forwarder.yaml" ]]; then
   # writable place is the StateDirectory, so point those paths there.
   sed -e "s#^stateDir: \./state\$#stateDir: $STATE_DIR#" -e "s#\./state/#$STATE_DIR/#g" \
     "$PREFIX/node_modules/scheduled-events-forwarder/config/forwarder.example.yaml" >"$CONFIG_DIR/forwarder.yaml"
-  say "wrote $CONFIG_DIR/forwarder.yaml (edit it, then: $SYSTEMCTL restart scheduled-events-forwarder)"
+  say "wrote $CONFIG_DIR/forwarder.yaml (edit it, then: systemctl restart scheduled-events-forwarder)"
 fi
 if [[ ! -f "$CONFIG_DIR/secrets.env" ]]; then
   (umask 077 && printf '# NAME=value lines, referenced from forwarder.yaml as ${NAME}\n' >"$CONFIG_DIR/secrets.env")
@@ -75,6 +76,11 @@ chmod 600 "$CONFIG_DIR/secrets.env"
 
 mkdir -p "$UNIT_DIR"
 install -m 0644 "$HERE/../systemd/scheduled-events-forwarder.service" "$UNIT_DIR/scheduled-events-forwarder.service"
+if [[ -z "$SYSTEMCTL" ]]; then
+  say "installed under $DESTDIR; systemd was not touched (DESTDIR without SYSTEMCTL): on the system that uses" \
+    "this root, run: systemctl enable --now scheduled-events-forwarder"
+  exit 0
+fi
 "$SYSTEMCTL" daemon-reload
 "$SYSTEMCTL" enable --now scheduled-events-forwarder
-say "running; logs: journalctl -u scheduled-events-forwarder -f"
+say "enabled and started; status: systemctl status scheduled-events-forwarder; logs: journalctl -u scheduled-events-forwarder -f"

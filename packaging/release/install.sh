@@ -14,7 +14,8 @@
 set -eu
 
 DESTDIR="${DESTDIR:-}"
-if [ -n "$DESTDIR" ]; then SYSTEMCTL="${SYSTEMCTL:-true}"; else SYSTEMCTL="${SYSTEMCTL:-systemctl}"; fi
+# Empty SYSTEMCTL: systemd is not touched (DESTDIR without SYSTEMCTL: an image or a test root, not this host's).
+if [ -n "$DESTDIR" ]; then SYSTEMCTL="${SYSTEMCTL:-}"; else SYSTEMCTL="${SYSTEMCTL:-systemctl}"; fi
 NAME=scheduled-events-forwarder
 HERE="$(cd "$(dirname "$0")" && pwd)"
 BIN="$DESTDIR/usr/local/bin/$NAME"
@@ -27,9 +28,9 @@ say() { printf 'install: %s\n' "$*"; }
 fail() { printf 'install: error: %s\n' "$*" >&2; exit 1; }
 
 if [ "${1:-}" = "--uninstall" ]; then
-  "$SYSTEMCTL" disable --now "$NAME" >/dev/null 2>&1 || true
+  if [ -n "$SYSTEMCTL" ]; then "$SYSTEMCTL" disable --now "$NAME" >/dev/null 2>&1 || true; fi
   rm -f "$UNIT" "$BIN"
-  "$SYSTEMCTL" daemon-reload || true
+  if [ -n "$SYSTEMCTL" ]; then "$SYSTEMCTL" daemon-reload || true; fi
   say "removed the service and $BIN; kept $CONFIG_DIR and $STATE_DIR (delete them to remove everything)"
   exit 0
 fi
@@ -80,7 +81,12 @@ chmod 600 "$CONFIG_DIR/secrets.env"
 
 mkdir -p "$(dirname "$UNIT")"
 cp "$HERE/$NAME.service" "$UNIT.new" && chmod 0644 "$UNIT.new" && mv -f "$UNIT.new" "$UNIT"
+if [ -z "$SYSTEMCTL" ]; then
+  say "installed under $DESTDIR; systemd was not touched (DESTDIR without SYSTEMCTL): on the system that uses" \
+    "this root, run: systemctl enable --now $NAME"
+  exit 0
+fi
 "$SYSTEMCTL" daemon-reload
 "$SYSTEMCTL" enable "$NAME"
 "$SYSTEMCTL" restart "$NAME"
-say "running; logs: journalctl -u $NAME -f"
+say "enabled and started; status: systemctl status $NAME; logs: journalctl -u $NAME -f"

@@ -5,7 +5,7 @@
  * unit's StateDirectory (run with stand-ins for npm and systemctl; the real package install is covered by
  * test/integration/packaging/npm-package.test.ts).
  */
-import { execFileSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
@@ -159,7 +159,7 @@ describe('systemd unit and install.sh', () => {
   });
 
   it('install.sh writes the example config with its state in the StateDirectory and validates it with secrets.env', () => {
-    // Stand-ins: npm "installs" a package whose entry point is this checkout's CLI; systemctl does nothing.
+    // Stand-ins: npm "installs" a package whose entry point is this checkout's CLI; systemctl logs its arguments.
     const dest = join(tmp.dir, 'root');
     const fakePkg = join(tmp.dir, 'fake-package');
     mkdirSync(join(fakePkg, 'dist', 'cli'), { recursive: true });
@@ -176,10 +176,8 @@ describe('systemd unit and install.sh', () => {
       npm,
       `#!/bin/sh\nmkdir -p node_modules && ln -sfn '${fakePkg}' node_modules/scheduled-events-forwarder\n`,
     );
-    const systemctl = join(tmp.dir, 'systemctl');
-    writeFileSync(systemctl, '#!/bin/sh\nexit 0\n');
     chmodSync(npm, 0o755);
-    chmodSync(systemctl, 0o755);
+    const systemctl = systemctlStub(join(tmp.dir, 'npm-install-systemctl'));
     // A secret referenced by the config must come from secrets.env (not from this process's environment).
     const configDir = join(dest, 'etc', 'scheduled-events-forwarder');
     mkdirSync(configDir, { recursive: true });
@@ -191,15 +189,19 @@ describe('systemd unit and install.sh', () => {
       ...process.env,
       DESTDIR: dest,
       NPM: npm,
-      SYSTEMCTL: systemctl,
+      SYSTEMCTL: systemctl.path,
       NODE: process.execPath,
     };
     delete env.SEF_TEST_HOOK;
-    const out = execFileSync('bash', [join(REPO, 'packaging', 'linux', 'install.sh'), 'fake.tgz'], {
-      env,
-      encoding: 'utf8',
-    });
-    expect(out).toContain('ok: ');
+    const install = (environment: NodeJS.ProcessEnv) =>
+      run('bash', [join(REPO, 'packaging', 'linux', 'install.sh'), 'fake.tgz'], environment);
+    const first = install(env);
+    expect(first.status, first.stderr).toBe(0);
+    expect(first.stdout).toContain('ok: ');
+    expect(first.stdout).toContain(
+      'install: enabled and started; status: systemctl status scheduled-events-forwarder',
+    );
+    expect(systemctl.calls()).toEqual(['daemon-reload', 'enable --now scheduled-events-forwarder']);
 
     const written = readFileSync(join(configDir, 'forwarder.yaml'), 'utf8');
     expect(written).not.toContain('./state');
@@ -209,17 +211,109 @@ describe('systemd unit and install.sh', () => {
       expect(String(sink.options.path).startsWith(`${LINUX_STATE_DIR}/`)).toBe(true);
     }
 
-    // The same install with a config that needs the secret: validation sees secrets.env.
+    // The same install with a config that needs the secret: validation sees secrets.env, and its warnings show.
     writeFileSync(
       join(configDir, 'forwarder.yaml'),
       // biome-ignore lint/suspicious/noTemplateCurlyInString: the config's ${ENV} secret syntax
       'sinks:\n  - name: hook\n    type: webhook\n    url: "${SEF_TEST_HOOK}"\n',
     );
-    expect(
-      execFileSync('bash', [join(REPO, 'packaging', 'linux', 'install.sh'), 'fake.tgz'], {
-        env,
-        encoding: 'utf8',
-      }),
-    ).toContain('sinks: hook (webhook)');
+    const withSecret = install(env);
+    expect(withSecret.status, withSecret.stderr).toBe(0);
+    expect(withSecret.stdout).toContain('sinks: hook (webhook)');
+    expect(withSecret.stderr).toContain('warning: sink hook: no signingSecrets configured');
+
+    // DESTDIR alone (an image being built): systemd is not touched, and the script does not claim it runs.
+    const onPath = systemctlStub(join(tmp.dir, 'npm-install-path'), 'systemctl');
+    const { SYSTEMCTL: _given, ...withoutSystemctl } = env;
+    const image = install({ ...withoutSystemctl, PATH: `${onPath.dir}:${process.env.PATH ?? ''}` });
+    expect(image.status, image.stderr).toBe(0);
+    expect(image.stdout).toContain(
+      `install: installed under ${dest}; systemd was not touched (DESTDIR without SYSTEMCTL): on the system ` +
+        'that uses this root, run: systemctl enable --now scheduled-events-forwarder',
+    );
+    expect(image.stdout).not.toMatch(/running|started/);
+    expect(onPath.calls()).toEqual([]);
   }, 60_000);
 });
+
+describe("the release archive's install.sh", () => {
+  /** An unpacked release archive whose "executable" runs this checkout's CLI. */
+  function archive(): string {
+    const dir = join(tmp.dir, 'release-archive');
+    mkdirSync(dir, { recursive: true });
+    const executable = join(dir, 'scheduled-events-forwarder');
+    writeFileSync(
+      executable,
+      `#!/bin/sh\nexec '${process.execPath}' '${join(REPO, 'src', 'cli', 'main.ts')}' "$@"\n`,
+    );
+    chmodSync(executable, 0o755);
+    symlinkSync(join(REPO, 'config', 'forwarder.example.yaml'), join(dir, 'forwarder.example.yaml'));
+    symlinkSync(
+      join(REPO, 'packaging', 'systemd', 'scheduled-events-forwarder.service'),
+      join(dir, 'scheduled-events-forwarder.service'),
+    );
+    symlinkSync(join(REPO, 'packaging', 'release', 'install.sh'), join(dir, 'install.sh'));
+    return dir;
+  }
+
+  it('with DESTDIR alone leaves systemd alone and says so; with SYSTEMCTL too it enables and restarts the unit', () => {
+    const dir = archive();
+    const dest = join(tmp.dir, 'release-root');
+    const onPath = systemctlStub(join(tmp.dir, 'release-path'), 'systemctl');
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DESTDIR: dest,
+      PATH: `${onPath.dir}:${process.env.PATH ?? ''}`,
+    };
+    delete env.SYSTEMCTL;
+    const image = run('sh', [join(dir, 'install.sh')], env);
+    expect(image.status, image.stderr).toBe(0);
+    expect(image.stdout).toContain(
+      `install: installed under ${dest}; systemd was not touched (DESTDIR without SYSTEMCTL)`,
+    );
+    expect(image.stdout).not.toMatch(/running|started/);
+    const uninstall = run('sh', [join(dir, 'install.sh'), '--uninstall'], env);
+    expect(uninstall.status, uninstall.stderr).toBe(0);
+    expect(onPath.calls()).toEqual([]);
+
+    const given = systemctlStub(join(tmp.dir, 'release-given'));
+    const service = run('sh', [join(dir, 'install.sh')], { ...env, SYSTEMCTL: given.path });
+    expect(service.status, service.stderr).toBe(0);
+    expect(service.stdout).toContain(
+      'install: enabled and started; status: systemctl status scheduled-events-forwarder; logs: journalctl -u scheduled-events-forwarder -f',
+    );
+    expect(given.calls()).toEqual([
+      'daemon-reload',
+      'enable scheduled-events-forwarder',
+      'restart scheduled-events-forwarder',
+    ]);
+    expect(onPath.calls()).toEqual([]);
+  }, 60_000);
+});
+
+/** A systemctl stand-in in `dir` (file `name`) that logs its arguments, one call per line. */
+function systemctlStub(
+  dir: string,
+  name = 'systemctl-stub',
+): { dir: string; path: string; calls(): string[] } {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, name);
+  const log = join(dir, 'calls.log');
+  writeFileSync(log, '');
+  writeFileSync(path, `#!/bin/sh\necho "$*" >> '${log}'\n`);
+  chmodSync(path, 0o755);
+  return {
+    dir,
+    path,
+    calls: () =>
+      readFileSync(log, 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+  };
+}
+
+/** Runs a script to its end with its output captured (none of it reaches the test run's output). */
+function run(command: string, args: string[], env: NodeJS.ProcessEnv) {
+  const result = spawnSync(command, args, { env, encoding: 'utf8', timeout: 50_000 });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}

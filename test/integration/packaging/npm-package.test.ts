@@ -22,10 +22,13 @@ const tmp = makeTempDir('sef-pack-');
 let tarball = '';
 
 beforeAll(() => {
+  // stderr captured (it is in the error when npm fails): `npm pack` runs the `prepare` script (a fresh build), whose
+  // banner must not reach the test run's output.
   const out = execFileSync('npm', ['pack', '--json', '--pack-destination', tmp.dir], {
     cwd: repo,
     env,
     encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   const [info] = JSON.parse(out.slice(out.indexOf('['))) as Array<{
     filename: string;
@@ -33,7 +36,8 @@ beforeAll(() => {
   }>;
   tarball = join(tmp.dir, info!.filename);
 }, 180_000);
-afterAll(() => tmp.cleanup());
+// Three npm installs (node_modules trees) to remove: on a loaded machine that takes longer than the default hook timeout.
+afterAll(() => tmp.cleanup(), 180_000);
 
 describe('npm package', () => {
   it('ships the built CLI, config examples, schemas and packaging, and no tests or sources', () => {
@@ -131,8 +135,11 @@ describe('npm package', () => {
     const out = execFileSync('bash', [join(repo, 'packaging', 'linux', 'install.sh'), tarball], {
       env: { ...env, DESTDIR: dest, SYSTEMCTL: systemctl, NODE: process.execPath },
       encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'], // config validate's warnings go to stderr: kept out of the run's output
     });
-    expect(out).toContain('running; logs: journalctl -u scheduled-events-forwarder');
+    expect(out).toContain(
+      'enabled and started; status: systemctl status scheduled-events-forwarder; logs: journalctl -u scheduled-events-forwarder -f',
+    );
     expect(
       existsSync(
         join(dest, 'opt/scheduled-events-forwarder/node_modules/scheduled-events-forwarder/dist/cli/main.js'),
