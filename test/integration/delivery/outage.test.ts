@@ -22,7 +22,9 @@ beforeAll(() => {
 afterAll(() => tmp.cleanup());
 
 describe('72 h outage with 10,000 pending records', () => {
-  it('drops nothing, stays bounded on disk, caps backoff, survives a restart, then drains in order', async () => {
+  it('drops nothing, stays bounded on disk, caps backoff, survives a restart, then drains in order', async ({
+    annotate,
+  }) => {
     const clock = new FakeClock(Date.UTC(2026, 0, 1));
     const random = seededRandom(7);
     const retries: RetryEvent[] = [];
@@ -97,7 +99,7 @@ describe('72 h outage with 10,000 pending records', () => {
     expect(Math.max(...retries.map((r) => r.delayMs))).toBeLessThanOrEqual(CAP_MS);
     expect(retries.some((r) => r.delayMs > CAP_MS / 2)).toBe(true); // the cap was actually reached
     const usage = store.diskUsage();
-    console.log(
+    await annotate(
       `outage: ${RECORDS} pending records, ${stats?.pendingBytes} payload bytes; on disk db=${usage.dbBytes} ` +
         `wal=${usage.walBytes} shm=${usage.shmBytes} total=${usage.totalBytes} bytes ` +
         `(+${usage.reserveBytes} reserve); ${sink.calls.length} attempts in 72 h, longest delay ` +

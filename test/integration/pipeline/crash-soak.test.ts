@@ -60,7 +60,7 @@ function pendingRows(db: string): number {
 
 it(`survives ${KILLS} SIGKILLs: no transition lost, duplicates only with identical ids, ≤ 1 batch per kill`, {
   timeout: 15 * 60_000,
-}, async () => {
+}, async ({ annotate }) => {
   const started = Date.now();
   const sim = await startSimulator({ timeScale: 0 });
   const stateDir = join(tmp.dir, 'state');
@@ -186,7 +186,7 @@ it(`survives ${KILLS} SIGKILLs: no transition lost, duplicates only with identic
   const fileDuplicates = fileRecords.length - distinctFile.size;
   const runtimeS = Math.round((Date.now() - started) / 1000);
 
-  console.log(
+  await annotate(
     `crash soak: ${kills} SIGKILLs (${beforeReady} before ready), ${expected.length} events driven, ` +
       `${distinctFile.size} distinct records; file duplicates ${fileDuplicates}, torn lines ${torn}; exec deliveries ` +
       `${execRecords.length} (${execDuplicates} duplicates, ${lostAtExec.length} lost); integrity failures ` +

@@ -367,13 +367,15 @@ it('the HTTP sinks (webhook, slack, teams, otel) have a tls option, so they run 
 });
 
 describe.each(TLS_FACTORIES.map((f) => [f.type, f] as const))('sink type %s over TLS', (type, factory) => {
-  const pki = makeTestPki(makeTempDir('sef-compliance-pki-').dir);
+  const pkiDir = makeTempDir('sef-compliance-pki-');
+  const pki = makeTestPki(pkiDir.dir);
   let harness: Harness;
   beforeAll(async () => {
     harness = await SINK_HARNESSES[type]!({ ...harnessContext, tls: pki });
   });
   afterAll(async () => {
     await harness?.close();
+    pkiDir.cleanup();
   });
 
   it('delivers a batch with tls.ca trusting a private CA; without tls.ca the failure is the permanent `tls`', async () => {

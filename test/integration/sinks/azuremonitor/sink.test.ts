@@ -4,6 +4,7 @@
  * Ingestion API double over HTTPS with a private CA (./setup.ts), through the real DeliveryEngine and SQLite
  * outbox where the engine's part is under test (Retry-After, dead letters).
  */
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryEngine } from '../../../../src/delivery/engine.ts';
@@ -178,7 +179,7 @@ describe('failures', () => {
   it('429 with Retry-After: the engine waits exactly that long (fake clock), then delivers', async () => {
     const clock = new FakeClock();
     const store = openStore({
-      stateDir: makeTempDir('sef-azmon-store-').dir,
+      stateDir: join(tmp.dir, 'state-retry-after'),
       logger: silentLogger(),
       now: () => clock.now(),
     });
@@ -264,7 +265,7 @@ describe('failures', () => {
     expect(unauthorized.message).toMatch(/tenant/);
 
     // Through the engine and outbox: dead-lettered, never retried.
-    const store = openStore({ stateDir: makeTempDir('sef-azmon-dl-').dir, logger: silentLogger() });
+    const store = openStore({ stateDir: join(tmp.dir, 'state-dead-letters'), logger: silentLogger() });
     const retries: string[] = [];
     const engine = new DeliveryEngine({
       store,

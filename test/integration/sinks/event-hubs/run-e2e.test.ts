@@ -196,7 +196,7 @@ const transitions = (records: LifecycleRecord[]) => records.map((r) => `${r.subj
 describe('simulator scenarios → run → outbox → Event Hubs sink → double', () => {
   it('delivers every committed record with partition key, messageId and cloudEvents properties despite retryable faults', {
     timeout: 120_000,
-  }, async () => {
+  }, async ({ annotate }) => {
     const freezeSim = await startSimulator({ scenario: 'live-migration-freeze', timeScale: 0 });
     const rebootSim = await startSimulator({ scenario: 'user-reboot', timeScale: 0 });
     simulators.push(freezeSim, rebootSim);
@@ -247,7 +247,7 @@ describe('simulator scenarios → run → outbox → Event Hubs sink → double'
     const duplicates = expectAtLeastOnce([...freezeRecords, ...rebootRecords], received);
     expect(double.stats().faultsInjected - faultsBefore).toBe(faults.reduce((n, f) => n + f.times, 0));
     expect(new Set(received.map((e) => e.partitionKey)).size).toBe(2);
-    console.log(
+    await annotate(
       `scenarios: ${freezeRecords.length + rebootRecords.length} records committed, ${received.length} ` +
         `received (${duplicates} duplicates) after ${faults.length} kinds of retryable faults`,
     );
@@ -257,7 +257,7 @@ describe('simulator scenarios → run → outbox → Event Hubs sink → double'
 describe('at-least-once across SIGKILL mid-send and connection drops', () => {
   it(`holds over ${KILLS} SIGKILLs of the forwarder (in flight at the double, or just accepted)`, {
     timeout: 120_000,
-  }, async () => {
+  }, async ({ annotate }) => {
     const sim = await startSimulator({ timeScale: 0 });
     simulators.push(sim);
     const fwd = forwarderConfig('kills', sim, 'kills');
@@ -323,14 +323,16 @@ describe('at-least-once across SIGKILL mid-send and connection drops', () => {
     const received = double.received('kills');
     const duplicates = expectAtLeastOnce(distinctCommitted, received);
     expect(inFlightKills + acceptedKills).toBe(KILLS);
-    console.log(
+    await annotate(
       `kills: ${KILLS} SIGKILLs (${inFlightKills} with a transfer in flight, ${stranded} records stranded and ` +
         `re-sent; ${acceptedKills} right after an accept), ${fileIds.size} records, ${received.length} received ` +
         `(${duplicates} duplicates with identical ids)`,
     );
   });
 
-  it('holds when connections drop mid-batch while the forwarder runs', { timeout: 60_000 }, async () => {
+  it('holds when connections drop mid-batch while the forwarder runs', { timeout: 60_000 }, async ({
+    annotate,
+  }) => {
     const sim = await startSimulator({ timeScale: 0 });
     simulators.push(sim);
     const fwd = forwarderConfig('drops', sim, 'drops');
@@ -375,7 +377,7 @@ describe('at-least-once across SIGKILL mid-send and connection drops', () => {
     expect(transitions(committed)).toEqual(injected.map((id) => `${id}:scheduled`).sort());
     const received = double.received('drops');
     const duplicates = expectAtLeastOnce(committed, received);
-    console.log(
+    await annotate(
       `drops: ${committed.length} records, ${received.length} received (${duplicates} duplicates), ` +
         `${double.stats().connectionsOpened - connectionsBefore} connections opened`,
     );
