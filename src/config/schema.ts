@@ -284,7 +284,9 @@ export function buildConfigSchema(options: BuildSchemaOptions = {}) {
     telemetry: telemetrySection,
     shutdownDeadlineMs: positiveInt()
       .default(5000)
-      .describe('On SIGTERM/SIGINT, in-flight deliveries get this long before the process exits.'),
+      .describe(
+        'On SIGTERM/SIGINT, in-flight deliveries get this long before the process exits; on a reload, so does the in-flight delivery of a sink that is removed or rebuilt.',
+      ),
     sinks: sinksSchema(factories),
     approval: approvalSection,
     kubernetes: kubernetesSection,

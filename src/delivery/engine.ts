@@ -92,6 +92,8 @@ export class DeliveryEngine {
   readonly #store: Outbox;
   readonly #workerDeps: Omit<WorkerDeps, 'logger'>;
   readonly #logger: Logger;
+  /** Workers being removed (removeSink) until they have ended: stop() waits for them too. */
+  readonly #retiring = new Set<Promise<void>>();
   /** whenDrained() callers waiting for the next 'idle' report. */
   #idleWaiters: Array<() => void> = [];
   #started = false;
@@ -164,7 +166,13 @@ export class DeliveryEngine {
     const worker = this.#workers.get(name);
     if (worker === undefined) return;
     this.#workers.delete(name);
-    await this.#retire([worker], deadlineMs);
+    const retired = this.#retire([worker], deadlineMs);
+    this.#retiring.add(retired);
+    try {
+      await retired;
+    } finally {
+      this.#retiring.delete(retired);
+    }
   }
 
   /**
@@ -204,7 +212,8 @@ export class DeliveryEngine {
     if (this.#stopped === undefined) {
       const workers = [...this.#workers.values()];
       this.#workers.clear();
-      this.#stopped = this.#retire(workers, deadlineMs);
+      const retiring = [...this.#retiring];
+      this.#stopped = this.#retire(workers, deadlineMs).then(() => Promise.all(retiring).then(() => {}));
     }
     return this.#stopped;
   }

@@ -41,6 +41,8 @@ import {
 } from './compose.ts';
 import type { PipelineObserver } from './observer.ts';
 import type { ApprovalParticipant } from './participants.ts';
+import { Reloader } from './reload.ts';
+import type { ReloadReport } from './reload-plan.ts';
 import type { RoutedSink } from './route.ts';
 import { RunningPipeline } from './running.ts';
 import { type ForwarderStats, PipelineStep } from './step.ts';
@@ -85,10 +87,15 @@ export class Forwarder {
   #store: Store | undefined;
   #engine: DeliveryEngine | undefined;
   #step: PipelineStep | undefined;
+  /** Resolves once the pipeline runs (undefined when it stopped before): reloads wait for it. */
+  readonly #reloader = Promise.withResolvers<Reloader | undefined>();
+  /** The configuration in effect: the start-up one, then what reloads applied. */
+  #config: Config;
 
   constructor(options: ForwarderOptions) {
     this.#options = options;
     this.#logger = options.logger;
+    this.#config = options.config;
   }
 
   /** The store while running (tests and telemetry). */
@@ -102,6 +109,16 @@ export class Forwarder {
   }
 
   /**
+   * Reloads the configuration with `load` (which reads and validates it again; see src/pipeline/reload.ts). A
+   * request made while the forwarder starts is applied once it runs. Resolves with what was done, or undefined
+   * when the forwarder stopped first.
+   */
+  async reload(load: () => Promise<Config>): Promise<ReloadReport | undefined> {
+    const reloader = await this.#reloader.promise;
+    return reloader?.request(load);
+  }
+
+  /**
    * Runs until `signal` aborts (or a finite source ends and the queues drain). Throws on startup failure. The
    * CLI's `run` makes the start checks (./start-checks.ts) before it builds a Forwarder.
    */
@@ -109,6 +126,7 @@ export class Forwarder {
     const bootTimeMs = this.#options.bootTimeMs ?? hostBootTimeMs();
     const store = await this.#openStore(signal);
     if (store === undefined) {
+      this.#reloader.resolve(undefined);
       this.#logger.info('stopped while waiting for the state store to open');
       return this.stats;
     }
@@ -133,6 +151,7 @@ export class Forwarder {
 
   /** Stops every started part (in reverse); throws what the first failing stop threw, once all have run. */
   async #stop(running: RunningPipeline): Promise<void> {
+    this.#reloader.resolve(undefined); // a reload that waits for the start ends here (no-op once running)
     const errors = await running.stop();
     if (errors.length > 0) throw errors[0];
     this.#logger.info(this.stats, 'forwarder stopped');
@@ -198,6 +217,7 @@ export class Forwarder {
     await this.#buildSinks(enabled, sinks, identity, polling, running);
     const engine = this.#startEngine(store, enabled, sinks, running);
     this.#startAlertRefresh({ enabled, sinks, step, identity, kubernetes }, running);
+    this.#startReloads({ engine, step, approval, store, identity, running });
     this.#announceRunning(store, built.source, enabled, bootTimeMs);
     return { polling, step, engine };
   }
@@ -219,7 +239,7 @@ export class Forwarder {
     const sinks: Sink[] = [];
     running.onStop(
       () =>
-        this.#engine?.stop(this.#options.config.shutdownDeadlineMs) ??
+        this.#engine?.stop(this.#config.shutdownDeadlineMs) ??
         Promise.allSettled(sinks.map((s) => s.close?.())),
     );
     return sinks;
@@ -292,6 +312,33 @@ export class Forwarder {
     };
     if (firstReads === undefined) startApproval();
     else step.holdFirstOutcomeUntil(firstReads.then(startApproval));
+  }
+
+  /** From now on, reloads change the running parts (src/pipeline/reload.ts). */
+  #startReloads(parts: {
+    engine: DeliveryEngine;
+    step: PipelineStep;
+    approval: ApprovalParticipant;
+    store: Store;
+    identity: IdentitySource | undefined;
+    running: RunningPipeline;
+  }): void {
+    const { config, findFactory, observer } = this.#options;
+    const { identity, running } = parts;
+    const context = { logger: this.#logger, identity, stateDir: config.stateDir };
+    const reloader = new Reloader(config, {
+      ...parts,
+      buildSink: (sink) => createSink(sink, findFactory ?? findSinkFactory, context),
+      stopping: () => running.stopping || running.signal.aborted,
+      logger: this.#logger.child({ component: 'reload' }),
+      observer: {
+        reloaded: (report) => {
+          this.#config = reloader.config;
+          observer?.reloaded?.(report);
+        },
+      },
+    });
+    this.#reloader.resolve(reloader);
   }
 
   /**

@@ -8,6 +8,7 @@
 import type { DeliveryEngineEvent, DeliveryObserver } from '../delivery/events.ts';
 import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
 import type { StoreDamage } from '../store/index.ts';
+import type { ReloadReport } from './reload-plan.ts';
 
 export interface PipelineObserver extends DeliveryObserver {
   /** The state store cannot be opened yet (disk full, I/O error); opening is retried. */
@@ -34,6 +35,8 @@ export interface PipelineObserver extends DeliveryObserver {
    * to shutdown.
    */
   delivery?(event: DeliveryEngineEvent): void;
+  /** A configuration reload ended (SIGHUP; src/pipeline/reload.ts): its outcome and the sinks delivered to now. */
+  reloaded?(report: ReloadReport): void;
   /** Shutdown began (no delivery event is reported after this). */
   stopping?(): void;
 }

@@ -36,10 +36,12 @@ export interface ForwarderStats {
   unchangedPolls: number;
 }
 
-/** Transitions of one poll not committed yet (a commit failed), in observation order. */
+/**
+ * Transitions of one poll not committed yet (a commit failed), in observation order. They are routed when they are
+ * committed, to the sinks configured then (a reload may have changed them meanwhile).
+ */
 interface WaitingBatch {
   records: LifecycleRecord[];
-  deliveries: ReturnType<typeof routeRecords>;
   approvals: ApprovalInput[];
   observedAtMs: number;
 }
@@ -70,6 +72,8 @@ export interface StepOptions {
 export class PipelineStep {
   readonly #o: StepOptions;
   readonly #logger: Logger;
+  /** The sinks records are routed to (StepOptions.routed until a reload replaces them: reroute()). */
+  #routed: readonly RoutedSink[];
   /** The state in memory: that of the last document (or approval) seen; may run ahead of the committed one. */
   #state: ForwarderState;
   /** The last committed state (what a restart would load). */
@@ -90,6 +94,7 @@ export class PipelineStep {
   constructor(options: StepOptions) {
     this.#o = options;
     this.#logger = options.logger;
+    this.#routed = options.routed;
     this.#state = options.state;
     this.#durable = options.state;
   }
@@ -107,6 +112,14 @@ export class PipelineStep {
   /** Whether memory holds something the store does not (observation time, waiting transitions). */
   get aheadOfStore(): boolean {
     return this.#state !== this.#durable;
+  }
+
+  /**
+   * The sinks of a reloaded configuration: the next commit routes its records to them (transitions still waiting
+   * for the disk included), never an earlier one.
+   */
+  reroute(routed: readonly RoutedSink[]): void {
+    this.#routed = routed;
   }
 
   /** Resolves when the source delivered its first outcome. */
@@ -186,7 +199,6 @@ export class PipelineStep {
     if (result.records.length > 0 || this.#waiting.length === 0) {
       this.#waiting.push({
         records: result.records,
-        deliveries: routeRecords(result.records, this.#o.routed),
         approvals,
         observedAtMs: nowMs,
       });
@@ -204,7 +216,8 @@ export class PipelineStep {
   commit(context: { outcome?: PollOutcome; final?: boolean }): boolean {
     const batches = this.#waiting;
     const state = this.#state;
-    const deliveries = batches.length === 1 ? batches[0]!.deliveries : batches.flatMap((b) => b.deliveries);
+    const records = batches.length === 1 ? batches[0]!.records : batches.flatMap((b) => b.records);
+    const deliveries = routeRecords(records, this.#routed);
     try {
       this.#o.store.commit(state, deliveries);
     } catch (error) {
@@ -215,7 +228,6 @@ export class PipelineStep {
     this.#durable = state;
     this.#waiting = [];
     this.#waitingRecords = 0;
-    const records = batches.length === 1 ? batches[0]!.records : batches.flatMap((b) => b.records);
     this.#o.stats.commits++;
     this.#o.stats.records += records.length;
     if (this.#consecutiveCommitFailures > 0) {

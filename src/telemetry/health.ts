@@ -170,6 +170,11 @@ export class HealthTracker {
     for (const name of names) this.#facts.sinks[name] ??= emptySink();
   }
 
+  /** Stop tracking sinks (removed by a reload): they no longer count for readiness. */
+  removeSinks(names: readonly string[]): void {
+    for (const name of names) delete this.#facts.sinks[name];
+  }
+
   /** The built source's poll interval (BuiltSource.pollIntervalMs), reported when the pipeline builds it. */
   recordPollInterval(pollIntervalMs: number): void {
     this.#pollIntervalMs = pollIntervalMs;

@@ -17,6 +17,7 @@ import {
   type PollOutcome,
   TRANSITIONS,
 } from '../domain/index.ts';
+import { RELOAD_OUTCOMES, type ReloadReport } from '../pipeline/reload-plan.ts';
 import type { DeadLetterReason, SinkQueueStats } from '../store/index.ts';
 
 export const METRIC_PREFIX = 'sef_';
@@ -71,6 +72,8 @@ export interface ForwarderMetrics {
   readonly storeDamage: Gauge<'kind'>;
   readonly deliveryLatency: Histogram<'sink'>;
   readonly imdsLatency: Histogram<never>;
+  readonly configReloads: Counter<'outcome'>;
+  readonly configLastReloadSuccessful: Gauge<never>;
   /**
    * Source of the outbox gauges, read on every scrape (e.g. `() => store.stats()`); set with
    * bindOutboxStats. Until set, the outbox gauges are empty.
@@ -232,9 +235,26 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
       buckets: IMDS_LATENCY_BUCKETS,
       registers,
     }),
+    configReloads: new Counter({
+      name: `${p}config_reloads_total`,
+      help:
+        'Configuration reloads (SIGHUP) by outcome: applied, unchanged, needs-restart (only settings that apply at ' +
+        'the next start changed), invalid (refused; the running configuration stays).',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    configLastReloadSuccessful: new Gauge({
+      name: `${p}config_last_reload_successful`,
+      help:
+        '0 when the last configuration reload was refused (the file on disk is invalid: a restart would fail ' +
+        'too), 1 otherwise (also before any reload).',
+      registers,
+    }),
   };
   for (const reason of Object.keys(POLL_FAILURE_REASONS)) metrics.pollFailures.inc({ reason }, 0);
   for (const transition of TRANSITIONS) metrics.records.inc({ transition }, 0);
+  for (const outcome of RELOAD_OUTCOMES) metrics.configReloads.inc({ outcome }, 0);
+  metrics.configLastReloadSuccessful.set(1);
   addSinks(metrics, options.sinks ?? []);
   // The event-loop lag histogram samples on a timer; prom-client's default (every 10 ms) would wake an idle
   // forwarder 100 times a second. Once a second is plenty for a sidecar (the stall detector measures freezes).
@@ -318,4 +338,11 @@ export function observeDeliveryEvent(metrics: ForwarderMetrics, event: DeliveryE
       metrics.storeErrors.inc({ sink: event.sink, full: String(event.full) });
       break;
   }
+}
+
+/** Count one configuration reload; the sinks it added get their series at once. */
+export function observeReload(metrics: ForwarderMetrics, report: ReloadReport): void {
+  metrics.configReloads.inc({ outcome: report.outcome });
+  metrics.configLastReloadSuccessful.set(report.outcome === 'invalid' ? 0 : 1);
+  addSinks(metrics, report.sinks);
 }

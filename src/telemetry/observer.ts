@@ -10,6 +10,7 @@ import {
   observeDeliveryEvent,
   observePollOutcome,
   observeRecords,
+  observeReload,
 } from './metrics.ts';
 
 export interface TelemetryObserverOptions {
@@ -43,6 +44,13 @@ export function createTelemetryObserver(options: TelemetryObserverOptions): Pipe
     committed: ({ records }) => {
       observeRecords(metrics, records);
       health.recordStoreWrite(true);
+    },
+    reloaded: (report) => {
+      observeReload(metrics, report);
+      // A removed sink no longer counts for readiness; a rebuilt one starts afresh (its old failures were the old
+      // settings').
+      health.removeSinks([...report.removed, ...report.rebuilt]);
+      health.addSinks(report.sinks);
     },
     storeUnavailable: ({ message }) => {
       health.recordStoreWrite(false, `cannot open the state store: ${message}`);

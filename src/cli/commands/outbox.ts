@@ -1,6 +1,7 @@
 /**
  * `outbox status`: what is pending per sink (count, bytes, oldest age, next attempt, last error) and how many
- * dead letters each sink has. Reads the state directory without locking it, so it works while the forwarder runs;
+ * dead letters each sink has; with --config, which queues belong to sinks no longer configured (a reload or an edit
+ * removed them: their records wait there). Reads the state directory without locking it, so it works while the forwarder runs;
  * an empty or missing state directory answers "nothing pending" (exit 0) without creating anything; one this
  * user cannot read is an error (exit 1) that names the path, its owner and mode, and the fix.
  *
@@ -132,10 +133,13 @@ export function register(program: Command): void {
       .option('--json', 'print JSON'),
   ).action(async (opts: StoreCommandOptions & { json?: boolean }) => {
     const now = Date.now();
-    const stats = await withStore(
+    const { stats, configured } = await withStore(
       opts,
       { readOnly: true, command: 'outbox status' },
-      (store) => store?.stats() ?? [],
+      (store, config) => ({
+        stats: store?.stats() ?? [],
+        configured: config.sinks === undefined ? undefined : new Set(config.sinks.map((s) => s.name)),
+      }),
     );
     if (opts.json === true) {
       print(`${JSON.stringify(stats, null, 2)}\n`);
@@ -161,6 +165,12 @@ export function register(program: Command): void {
       parts.push(`${s.deadLetters} dead letter${s.deadLetters === 1 ? '' : 's'}`);
       print(`${parts.join(', ')}\n`);
       if (s.lastError !== null && s.pending > 0) print(`  last error: ${s.lastError}\n`);
+      if (configured !== undefined && !configured.has(s.sink) && s.pending > 0) {
+        print(
+          `  not in ${opts.config}: these records wait here (nothing delivers them, nothing deletes them) until a ` +
+            `sink named "${s.sink}" is configured again\n`,
+        );
+      }
     }
   });
 }

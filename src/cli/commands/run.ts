@@ -2,13 +2,15 @@
  * `run`: the forwarder. Options override the config file (--config); without a file and without --sink,
  * records go to stdout. SIGTERM/SIGINT (SIGINT/SIGBREAK on Windows) stop it gracefully: polling stops,
  * in-flight deliveries get shutdownDeadlineMs, the store is closed, exit code 0. A second signal exits at
- * once (everything is committed; nothing is lost).
+ * once (everything is committed; nothing is lost). SIGHUP (not on Windows) reloads the configuration: the file
+ * and the same options are read and validated again and the changes applied live (src/pipeline/reload.ts).
  */
 import type { Command } from 'commander';
 import type { CliConfigOptions, Config } from '../../config/index.ts';
 import type { Logger } from '../../log.ts';
 import type { Forwarder } from '../../pipeline/index.ts';
-import { shutdownSignals } from '../../platform.ts';
+import { reloadSignal, shutdownSignals } from '../../platform.ts';
+import { redactedMessage } from '../../redact.ts';
 
 /** Repeatable option without a default value (commander would print `(default: [])` in --help). */
 const append = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
@@ -52,7 +54,7 @@ export async function runConfig(opts: CliConfigOptions): Promise<Config> {
 export async function runForwarder(
   config: Config,
   logger: Logger,
-  options: { signal?: AbortSignal } = {},
+  options: { signal?: AbortSignal; reload?: () => Promise<Config> } = {},
 ): Promise<number> {
   const [{ StoreOpenError }, { assertStartable }] = await Promise.all([
     import('../../store/index.ts'),
@@ -64,7 +66,7 @@ export async function runForwarder(
   options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
   try {
     await handleShutdownSignals(logger, controller, () =>
-      runWithTelemetry(config, logger, controller.signal),
+      runWithTelemetry(config, logger, controller.signal, options.reload),
     );
     return 0;
   } catch (error) {
@@ -81,11 +83,17 @@ export async function runForwarder(
  * Runs the forwarder, with the /healthz /readyz /metrics listener when telemetry.listen.enabled (the pipeline
  * reports through a PipelineObserver; see src/telemetry/observer.ts).
  */
-async function runWithTelemetry(config: Config, logger: Logger, signal: AbortSignal): Promise<void> {
+async function runWithTelemetry(
+  config: Config,
+  logger: Logger,
+  signal: AbortSignal,
+  reload: (() => Promise<Config>) | undefined,
+): Promise<void> {
   const { Forwarder } = await import('../../pipeline/index.ts');
   // Start-up ends when the pipeline is ready: optimizing compilers back on (../heap.ts).
   if (!config.telemetry.listen.enabled) {
-    await new Forwarder({ config, logger, observer: { ready: endStartup } }).run(signal);
+    const forwarder = new Forwarder({ config, logger, observer: { ready: endStartup } });
+    await handleReloadSignal(logger, forwarder, reload, () => forwarder.run(signal));
     return;
   }
   const telemetry = await import('../../telemetry/index.ts');
@@ -115,9 +123,37 @@ async function runWithTelemetry(config: Config, logger: Logger, signal: AbortSig
   });
   logger.info({ listen: server.url }, 'telemetry listening (/healthz, /readyz, /metrics)');
   try {
-    await running.run(signal);
+    await handleReloadSignal(logger, running, reload, () => running.run(signal));
   } finally {
     await server.close();
+  }
+}
+
+/**
+ * Runs `fn` with the platform's reload signal (SIGHUP; none on Windows) wired to `forwarder.reload(load)`. The
+ * outcome is logged by the reload itself. After `fn`, the signal is still taken (and ignored) so that a late
+ * SIGHUP never turns a clean stop into an exit by signal.
+ */
+export async function handleReloadSignal<T>(
+  logger: Logger,
+  forwarder: Pick<Forwarder, 'reload'>,
+  load: (() => Promise<Config>) | undefined,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const signal = reloadSignal();
+  if (load === undefined || signal === undefined) return fn();
+  const onSignal = () => {
+    logger.info({ signal }, 'reloading the configuration');
+    forwarder.reload(load).catch((error: unknown) => {
+      logger.error({ err: redactedMessage(error) }, 'configuration reload failed');
+    });
+  };
+  process.on(signal, onSignal);
+  try {
+    return await fn();
+  } finally {
+    process.off(signal, onSignal);
+    process.on(signal, () => logger.info({ signal }, 'stopping: configuration reload ignored'));
   }
 }
 
@@ -161,7 +197,7 @@ export function register(program: Command): void {
     const config = await runConfig(opts);
     const { createLogger } = await import('../../log.ts');
     const logger = createLogger({ level: config.log.level });
-    const code = await runForwarder(config, logger);
+    const code = await runForwarder(config, logger, { reload: () => runConfig(opts) });
     process.exitCode = code;
     exitOnceStopped(logger, code);
   });
