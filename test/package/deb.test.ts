@@ -65,6 +65,7 @@ describe.each([
       new RegExp(`^ExecStart=/usr/bin/${NAME} run --config /etc/${NAME}/forwarder\\.yaml$`, 'm'),
     );
     expect(unit).toMatch(new RegExp(`^User=${USER}$`, 'm'));
+    expect(unit).toMatch(/^ExecReload=\/bin\/kill -HUP \$MAINPID$/m);
     expect(unit).not.toMatch(/^DynamicUser=/m);
     expect(unit).toMatch(/^NoNewPrivileges=yes$/m);
     const config = readFileSync(join(root, 'etc', NAME, 'forwarder.yaml'), 'utf8');

@@ -158,6 +158,10 @@ describe('systemd unit and install.sh', () => {
     expect(directive('EnvironmentFile')).toEqual(['-/etc/scheduled-events-forwarder/secrets.env']);
   });
 
+  it('reloads with SIGHUP (`systemctl reload`: run re-reads the config; test/integration/pipeline/reload.test.ts)', () => {
+    expect(directive('ExecReload')).toEqual(['/bin/kill -HUP $MAINPID']);
+  });
+
   it('install.sh writes the example config with its state in the StateDirectory and validates it with secrets.env', () => {
     // Stand-ins: npm "installs" a package whose entry point is this checkout's CLI; systemctl logs its arguments.
     const dest = join(tmp.dir, 'root');
