@@ -62,11 +62,21 @@ export async function runForwarder(
   ]);
   // What `config validate` refuses too (one function), before anything starts: exit code 2 naming every problem.
   await assertStartable(config);
+  // A reload reads the file again and makes the same checks: what a restart would refuse, a reload refuses.
+  const load = options.reload;
+  const reload =
+    load === undefined
+      ? undefined
+      : async () => {
+          const next = await load();
+          await assertStartable(next);
+          return next;
+        };
   const controller = new AbortController();
   options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
   try {
     await handleShutdownSignals(logger, controller, () =>
-      runWithTelemetry(config, logger, controller.signal, options.reload),
+      runWithTelemetry(config, logger, controller.signal, reload),
     );
     return 0;
   } catch (error) {

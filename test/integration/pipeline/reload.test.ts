@@ -234,9 +234,22 @@ describe('SIGHUP reloads run', () => {
     expect(sampleValue(samples, 'sef_config_reloads_total', { outcome: 'invalid' })).toBe(1);
     expect(sampleValue(samples, 'sef_config_last_reload_successful')).toBe(0);
 
+    // Valid by the schema, but `run` would refuse to start with it (the start checks): so does a reload.
+    const kubeconfig = path('missing-kubeconfig');
+    run.write({ ...config, kubernetes: { enabled: true, nodeName: 'node-1', kubeconfig } });
+    const cannotStart = await reload(run);
+    expect(cannotStart).toMatchObject({ outcome: 'invalid' });
+    expect(cannotStart.problems).toEqual([
+      expect.stringContaining(`kubernetes.kubeconfig: the file ${kubeconfig} does not exist`),
+    ]);
+    expect(String(cannotStart.msg)).toMatch(
+      /^configuration reload refused: the forwarder cannot start with this configuration/,
+    );
+
     run.write(config); // fixed: the same as what runs
     expect(await reload(run)).toMatchObject({ outcome: 'unchanged' });
     samples = await metrics();
+    expect(sampleValue(samples, 'sef_config_reloads_total', { outcome: 'invalid' })).toBe(2);
     expect(sampleValue(samples, 'sef_config_reloads_total', { outcome: 'unchanged' })).toBe(1);
     expect(sampleValue(samples, 'sef_config_last_reload_successful')).toBe(1);
   });
