@@ -121,6 +121,11 @@ export class DeliveryEngine {
     return [...this.#workers.keys()];
   }
 
+  /** The sink a worker delivers to, by name; undefined when there is none. */
+  sink(name: string): Sink | undefined {
+    return this.#workers.get(name)?.sink;
+  }
+
   #report(event: DeliveryEngineEvent): void {
     if (event.type === 'idle' && this.#idleWaiters.length > 0) {
       const waiters = this.#idleWaiters;

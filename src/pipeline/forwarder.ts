@@ -41,7 +41,7 @@ import {
 } from './compose.ts';
 import type { PipelineObserver } from './observer.ts';
 import type { ApprovalParticipant } from './participants.ts';
-import { Reloader } from './reload.ts';
+import { type PeriodicSends, Reloader } from './reload.ts';
 import type { ReloadReport } from './reload-plan.ts';
 import type { RoutedSink } from './route.ts';
 import { RunningPipeline } from './running.ts';
@@ -216,8 +216,8 @@ export class Forwarder {
     await firstOutcomeOrWait(step, polling, built.firstOutcomeWaitMs, running.signal);
     await this.#buildSinks(enabled, sinks, identity, polling, running);
     const engine = this.#startEngine(store, enabled, sinks, running);
-    this.#startAlertRefresh({ enabled, sinks, step, identity, kubernetes }, running);
-    this.#startReloads({ engine, step, approval, store, identity, running });
+    const periodic = this.#startAlertRefresh({ enabled, sinks, step, identity, kubernetes }, running);
+    this.#startReloads({ engine, step, approval, store, identity, running, periodic });
     this.#announceRunning(store, built.source, enabled, bootTimeMs);
     return { polling, step, engine };
   }
@@ -322,6 +322,7 @@ export class Forwarder {
     store: Store;
     identity: IdentitySource | undefined;
     running: RunningPipeline;
+    periodic: PeriodicSends;
   }): void {
     const { config, findFactory, observer } = this.#options;
     const { identity, running } = parts;
@@ -391,7 +392,8 @@ export class Forwarder {
   /**
    * The alert re-sends (src/pipeline/alert-refresh.ts), from the committed state, through one PeriodicSender;
    * none without a sink that re-sends (no timer at all). Registered after the engine, it stops before the engine
-   * closes the sinks.
+   * closes the sinks. Returns what a reload uses to stop the sends before it changes the sinks and to start them
+   * again over the sinks that run afterwards (a removed sink gets no re-send, an added one gets its own).
    */
   #startAlertRefresh(
     parts: {
@@ -402,17 +404,25 @@ export class Forwarder {
       kubernetes: KubernetesAgent | undefined;
     },
     running: RunningPipeline,
-  ): void {
-    const sends = alertRefreshSends({
-      sinks: parts.enabled.map((config, i) => ({ config, sink: parts.sinks[i]! })),
-      committedState: () => parts.step.committedState,
-      identity: () => parts.identity?.current(),
-      kubernetes: () => parts.kubernetes?.recordContext(),
-    });
-    if (sends.length === 0) return;
-    const sender = new PeriodicSender({ sends, logger: this.#logger });
-    running.onStop(() => sender.stop(this.#options.config.shutdownDeadlineMs));
-    sender.start();
+  ): PeriodicSends {
+    let sender: PeriodicSender | undefined;
+    const start = (sinks: ReadonlyArray<{ config: SinkConfig; sink: Sink }>) => {
+      const sends = alertRefreshSends({
+        sinks,
+        committedState: () => parts.step.committedState,
+        identity: () => parts.identity?.current(),
+        kubernetes: () => parts.kubernetes?.recordContext(),
+      });
+      sender = sends.length === 0 ? undefined : new PeriodicSender({ sends, logger: this.#logger });
+      sender?.start();
+    };
+    const stop = async () => {
+      await sender?.stop(this.#config.shutdownDeadlineMs);
+      sender = undefined;
+    };
+    running.onStop(stop);
+    start(parts.enabled.map((config, i) => ({ config, sink: parts.sinks[i]! })));
+    return { start, stop };
   }
 
   /** Logs that the forwarder runs and tells the observer it is ready. */

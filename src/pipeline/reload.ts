@@ -4,7 +4,7 @@
  * running configuration stays, the log names the problem and the fix). Otherwise the plan (reload-plan.ts) is
  * applied through the same parts start-up uses: sinks are built with createSink, workers come and go through
  * DeliveryEngine.addSink/removeSink, routing through PipelineStep.reroute, approval through
- * ApprovalParticipant.reconfigure. No outbox row is written, dropped or re-sent by a reload:
+ * ApprovalParticipant.reconfigure, the periodic sends (alert re-sends) stopped and started again over the new sinks. No outbox row is written, dropped or re-sent by a reload:
  * - a removed (or disabled) sink's worker stops like at shutdown (its in-flight delivery settles or is aborted);
  *   its pending rows stay in the outbox, logged and shown by `outbox status`, until the sink is configured again;
  * - an unchanged sink keeps its client, worker and position;
@@ -34,12 +34,22 @@ import {
 import type { RoutedSink } from './route.ts';
 import type { PipelineStep } from './step.ts';
 
+/**
+ * The periodic sends over the running sinks (src/delivery/periodic.ts: the alert re-sends): stopped before a reload
+ * changes the sinks (nothing is sent to a sink being closed), started again over the sinks that run afterwards.
+ */
+export interface PeriodicSends {
+  stop(): Promise<void>;
+  start(sinks: ReadonlyArray<{ config: SinkConfig; sink: Sink }>): void;
+}
+
 /** The running parts a reload changes (see the module comment). */
 export interface ReloadParts {
-  engine: Pick<DeliveryEngine, 'addSink' | 'removeSink' | 'sinks'>;
+  engine: Pick<DeliveryEngine, 'addSink' | 'removeSink' | 'sinks' | 'sink'>;
   step: Pick<PipelineStep, 'reroute'>;
   approval: Pick<ApprovalParticipant, 'reconfigure'>;
   store: Pick<StoreInspection, 'stats'>;
+  periodic?: PeriodicSends | undefined;
   /** Builds one sink the way start-up does (createSink: the registry, the identity, the state directory). */
   buildSink(config: SinkConfig): Promise<Sink>;
   /** True once shutdown began: a reload then stops where it is. */
@@ -111,8 +121,11 @@ export class Reloader {
   }
 
   async #apply(plan: ReloadPlan, next: Config, built: Map<string, Sink>): Promise<ReloadReport | undefined> {
-    const { engine, step, approval, stopping } = this.#parts;
+    const { engine, step, approval, stopping, periodic } = this.#parts;
     const deadlineMs = next.shutdownDeadlineMs;
+    const { added, removed, rebuilt, refiltered } = plan.sinks;
+    const sinksChange = added.length + removed.length + rebuilt.length + refiltered.length > 0;
+    if (sinksChange) await periodic?.stop();
     // From the next commit on, records go to the new set of sinks; rows for a sink whose worker is being replaced
     // wait in its queue meanwhile.
     step.reroute(routedSinks(next));
@@ -131,6 +144,7 @@ export class Reloader {
     if (plan.approval) approval.reconfigure(next.approval);
     this.#config = plan.effective;
     if (stopping()) return undefined;
+    if (sinksChange) periodic?.start(runningSinks(next, engine));
     this.#reportRemoved(plan.sinks.removed);
     return this.#finish(plan, 'applied');
   }
@@ -217,6 +231,17 @@ export class Reloader {
     this.#parts.observer?.reloaded?.(report);
     return report;
   }
+}
+
+/** The enabled sinks of `config` that the engine delivers to, with their configuration. */
+function runningSinks(
+  config: Config,
+  engine: Pick<DeliveryEngine, 'sink'>,
+): Array<{ config: SinkConfig; sink: Sink }> {
+  return config.sinks.flatMap((sink) => {
+    const running = sink.enabled ? engine.sink(sink.name) : undefined;
+    return running === undefined ? [] : [{ config: sink, sink: running }];
+  });
 }
 
 /** The enabled sinks of `config` as routing sees them. */

@@ -8,6 +8,7 @@
  * - a changed sink is rebuilt and continues from its pending rows; the unchanged sink beside it keeps its position;
  * - an invalid file changes nothing (logged with the problem and the fix; the metric says so);
  * - a reload that changes nothing does nothing; one that changes only restart settings says they need a restart;
+ * - the periodic alert re-sends follow the sinks: none to a removed Alertmanager sink, their own to an added one;
  * - SIGHUP never ends the process: SIGTERM afterwards still stops it cleanly (exit code 0).
  */
 import { writeFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { openStoreForInspection, type SinkQueueStats } from '../../../src/store/index.ts';
+import { AlertmanagerDouble } from '../../support/alertmanager-double.ts';
 import {
   type ForwarderChild,
   jsonLines,
@@ -281,5 +283,29 @@ describe('SIGHUP reloads run', () => {
     run.fwd.child.kill('SIGTERM');
     expect(await run.fwd.exited).toEqual({ code: 0, signal: null });
     expect(run.logs().some((l) => l.msg === 'forwarder stopped')).toBe(true);
+  });
+
+  it('the alert re-sends follow the sinks: a removed Alertmanager sink gets none, an added one gets its own', async () => {
+    const [a, b] = await Promise.all([AlertmanagerDouble.start(), AlertmanagerDouble.start()]);
+    cleanups.push(() => Promise.all([a.close(), b.close()]));
+    const am = (name: string, double: AlertmanagerDouble) => ({
+      name,
+      type: 'alertmanager',
+      urls: [double.baseUrl],
+      resendIntervalSeconds: 1,
+    });
+    const run = await start({ sinks: [am('am-a', a)] });
+    const eventId = newEvent(run.sim);
+    await waitFor(() => a.requests.length >= 2, 'the alert and a re-send at a');
+
+    run.write({ sinks: [am('am-b', b)] });
+    expect(await reload(run)).toMatchObject({ outcome: 'applied', added: ['am-b'], removed: ['am-a'] });
+    const atRemoval = a.requests.length;
+    // b never got the scheduled record (committed before it was added): what it gets are re-sends of the
+    // pending event, from the committed state, one a second. Two of them: a's interval has passed twice.
+    await waitFor(() => b.requests.length >= 2, 'two re-sends at b');
+    expect(b.active().map((alert) => alert.labels.event_id)).toEqual([eventId]);
+    expect(a.requests.length).toBe(atRemoval);
+    expect(pending(run.stateDir, 'am-b')).toBe(0);
   });
 });

@@ -120,4 +120,46 @@ describe('Reloader', () => {
     expect(loads).toBe(0);
     expect(engine.sinks).toEqual(['a']);
   });
+
+  it('stops the periodic sends before the sinks change and starts them again over the sinks that run afterwards', async () => {
+    const calls: string[] = [];
+    const { reloader: r } = reloader(load(sinks('a', 'b')), async (sink) => {
+      calls.push(`build ${sink.name}`);
+      return new ScriptedSink(sink.name, Date);
+    });
+    const periodic = {
+      stop: async () => {
+        calls.push(`stop (running: ${engine.sinks.join(',')})`);
+      },
+      start: (running: ReadonlyArray<{ config: SinkConfig; sink: { name: string } }>) => {
+        calls.push(`start ${running.map((s) => `${s.config.name}=${s.sink.name}`).join(',')}`);
+      },
+    };
+    // The test's reloader has no periodic sends: give it some through a second one over the same engine.
+    const r2 = new Reloader(r.config, {
+      engine,
+      step: { reroute: () => {} },
+      approval: { reconfigure: () => {} },
+      store,
+      buildSink: async (sink) => {
+        calls.push(`build ${sink.name}`);
+        return new ScriptedSink(sink.name, Date);
+      },
+      stopping: () => false,
+      logger: silentLogger(),
+      periodic,
+    });
+    expect(await r2.request(async () => load(sinks('a', 'c')))).toMatchObject({ outcome: 'applied' });
+    expect(calls).toEqual(['build c', 'stop (running: a,b)', 'start a=a,c=c']);
+    calls.length = 0;
+    const approvalOnly = {
+      ...sinks('a', 'c'),
+      approval: { rules: [{ name: 'all', match: {}, action: 'approve' }] },
+    };
+    expect(await r2.request(async () => load(approvalOnly))).toMatchObject({
+      outcome: 'applied',
+      approval: true,
+    });
+    expect(calls).toEqual([]); // the sinks did not change: the periodic sends go on untouched
+  });
 });
