@@ -49,25 +49,52 @@ const drainSchema = z
       .describe(
         'Evict pods with emptyDir volumes (their data is lost). false: such pods block the drain (the hook fails, like kubectl drain).',
       ),
+    force: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Evict pods that no controller manages (nothing recreates them), as kubectl drain --force. false: such pods block the drain and are named (the hook fails).',
+      ),
     gracePeriodSeconds: z
       .number()
       .int()
-      .min(0)
+      .min(1, {
+        error:
+          "must be at least 1: 0 deletes a pod at once without waiting for it to stop (a StatefulSet pod could run twice); leave it unset to use each pod's own",
+      })
       .optional()
       .describe(
-        "Grace period asked for each eviction (default: the pod's own); always bounded by the time left before the hook's deadline.",
+        "Grace period asked for each eviction (default: the pod's own); bounded by the time left before the hook's deadline, never below minGracePeriodSeconds.",
+      ),
+    minGracePeriodSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .default(10)
+      .describe(
+        "The least a pod is given to stop (or its own grace period, if shorter). When fewer seconds are left before the hook's deadline, the drain stops evicting and fails, naming the pods left and why: a pod is never cut short, and no eviction ever asks for 0 s.",
+      ),
+    maxConcurrentEvictions: z
+      .number()
+      .int()
+      .min(1)
+      .default(5)
+      .describe(
+        'Pods evicted at the same time (kubectl drain evicts all at once); each eviction has its own request timeout and retries its own PodDisruptionBudget refusals, so one slow pod does not hold the others.',
       ),
     retryIntervalMs: z
       .number()
       .int()
       .positive()
       .default(5000)
-      .describe('Retry an eviction refused by a PodDisruptionBudget (429) this often, until the deadline.'),
+      .describe(
+        'Retry an eviction refused by a PodDisruptionBudget (429) this often, per pod, until the deadline.',
+      ),
   })
   .strict()
   .prefault({})
   .describe(
-    'Draining by the Eviction API (PodDisruptionBudgets respected; DaemonSet and mirror pods skipped).',
+    'Draining by the Eviction API, as kubectl drain --ignore-daemonsets (PodDisruptionBudgets respected; DaemonSet, mirror and finished pods skipped; unmanaged and emptyDir pods refused unless allowed).',
   );
 
 const actionsSchema = z

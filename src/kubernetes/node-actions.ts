@@ -216,7 +216,10 @@ export interface DrainPlan {
   evict: PodView[];
   /** Not evicted, by design (DaemonSet, mirror pod, finished). */
   skipped: Array<{ pod: string; why: string }>;
-  /** Not evicted and blocking the drain (emptyDir without deleteEmptyDirData). */
+  /**
+   * Not evicted and blocking the drain, as kubectl drain refuses them: pods no controller manages (without
+   * `force`), pods with emptyDir volumes (without deleteEmptyDirData). Nothing is evicted while any is left.
+   */
   blocked: Array<{ pod: string; why: string }>;
   /** Already terminating: the drain waits for them to be gone. */
   waitFor: PodView[];
@@ -224,7 +227,11 @@ export interface DrainPlan {
 
 export const podName = (pod: Pick<PodView, 'namespace' | 'name'>) => `${pod.namespace}/${pod.name}`;
 
-/** Which pods on the node a drain evicts (as kubectl drain decides), sorted by namespace and name. */
+/**
+ * Which pods on the node a drain evicts (as kubectl drain --ignore-daemonsets decides), sorted by namespace and
+ * name: mirror, DaemonSet and finished pods are skipped; pods no controller manages block the drain unless
+ * `force` (kubectl's --force), pods with emptyDir volumes unless `deleteEmptyDirData`.
+ */
 export function planDrain(pods: readonly PodView[], config: NodeActionsConfig['drain']): DrainPlan {
   const plan: DrainPlan = { evict: [], skipped: [], blocked: [], waitFor: [] };
   const sorted = [...pods].sort((a, b) => podName(a).localeCompare(podName(b)));
@@ -238,6 +245,11 @@ export function planDrain(pods: readonly PodView[], config: NodeActionsConfig['d
       plan.skipped.push({ pod: name, why: `finished (${pod.phase})` });
     } else if (pod.terminating) {
       plan.waitFor.push(pod);
+    } else if (pod.controllerKind === null && !config.force) {
+      plan.blocked.push({
+        pod: name,
+        why: 'is not managed by a controller (ReplicaSet, StatefulSet, Job, ...): nothing would replace it (set kubernetes.actions.drain.force to evict it anyway, as kubectl drain --force)',
+      });
     } else if (pod.hasEmptyDir && !config.deleteEmptyDirData) {
       plan.blocked.push({
         pod: name,
@@ -250,17 +262,30 @@ export function planDrain(pods: readonly PodView[], config: NodeActionsConfig['d
   return plan;
 }
 
+/** The grace period to ask for one eviction now, or why it is too late to evict the pod. */
+export type EvictionGrace =
+  | { seconds: number }
+  /** Fewer whole seconds are left than the pod must be given (`needs`): stop evicting it. */
+  | { tooLate: true; needs: number; left: number };
+
 /**
  * The grace period asked for an eviction: the configured one, else the pod's own (30 s when unset), never more
- * than the whole seconds left before the hook's deadline.
+ * than the whole seconds left before the hook's deadline — and never less than `min(that period, floorSeconds)`,
+ * never 0. `gracePeriodSeconds: 0` deletes the pod object at once without waiting for the kubelet (a StatefulSet
+ * pod could then run twice), and a drain never needs it: when fewer seconds are left than the pod must be given,
+ * it is too late to evict it (the drain stops and fails, naming it). A pod whose own period is 0 is asked 1 s.
  */
-export function gracePeriodSeconds(
+export function evictionGrace(
   pod: Pick<PodView, 'terminationGracePeriodSeconds'>,
   configured: number | undefined,
   remainingMs: number,
-): number {
-  const wanted = configured ?? pod.terminationGracePeriodSeconds ?? 30;
-  return Math.max(0, Math.min(wanted, Math.floor(remainingMs / 1000)));
+  floorSeconds: number,
+): EvictionGrace {
+  const wanted = Math.max(1, configured ?? pod.terminationGracePeriodSeconds ?? 30);
+  const left = Math.floor(Math.max(0, remainingMs) / 1000);
+  const needs = Math.min(wanted, Math.max(1, floorSeconds));
+  if (left < needs) return { tooLate: true, needs, left };
+  return { seconds: Math.min(wanted, left) };
 }
 
 // ---- visibility ----------------------------------------------------------------------------------------------

@@ -8,21 +8,12 @@
  * once then, saying what it did. What it did on the node is always in the actions annotation — written in the same
  * patch as the cordon, taint and label — so a recover undoes exactly that, whenever the hook was cut short.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type HookConfig, HookDeadlineError, type HookRun } from '../approval/index.ts';
 import type { ApprovalHookResult } from '../transform/index.ts';
 import type { NodeApi } from './client.ts';
 import type { KubernetesConfig } from './config.ts';
-import {
-  type EventFacts,
-  eventMessage,
-  gracePeriodSeconds,
-  type NodeView,
-  planDrain,
-  planPrepare,
-  planRecover,
-  podName,
-} from './node-actions.ts';
+import { DrainFailure, drainNode } from './drain.ts';
+import { type EventFacts, eventMessage, type NodeView, planPrepare, planRecover } from './node-actions.ts';
 
 export interface NodeHookContext {
   api: () => Promise<NodeApi>;
@@ -32,8 +23,6 @@ export interface NodeHookContext {
   report: (reason: string, message: string, type: 'Normal' | 'Warning') => void;
   now?: () => number;
 }
-
-class HookFailure extends Error {}
 
 /** Runs the built-in node hook for `run.phase`; never throws (a failure is a failed hook with its reason). */
 export async function runNodeHook(
@@ -68,7 +57,7 @@ export async function runNodeHook(
     return result(true, detail);
   } catch (error) {
     const cutShort = run.signal?.aborted === true;
-    const timedOut = (error instanceof HookFailure && now() >= deadlineMs) || cutShort;
+    const timedOut = (error instanceof DrainFailure && now() >= deadlineMs) || cutShort;
     const why = cutShort ? stoppedBecause(run.signal) : (error as Error).message;
     const message = done.length > 0 ? `${why} (done: ${done.join('; ')})` : why;
     ctx.report(
@@ -135,64 +124,22 @@ async function prepare(
     ctx.report('VMEventNodeCordoned', eventMessage(parts.join(', '), facts), 'Normal');
   done.push(parts.join(', '));
   if (planned.action === 'cordon') return parts.join(', ');
-  const evicted = await drain(api, ctx, run, facts, deadlineMs, now, done);
+  const slot = done.length;
+  const evicted = await drainNode({
+    api,
+    nodeName: ctx.nodeName,
+    settings: actions.drain,
+    deadlineMs,
+    now,
+    signal: run.signal,
+    logger: run.logger.child({ eventId: facts.eventId }),
+    progress: (what) => {
+      done[slot] = what;
+    },
+  });
   const summary = `${parts.join(', ')}; drained (${evicted} pod(s) evicted)`;
   ctx.report('VMEventNodeDrained', eventMessage(summary, facts), 'Normal');
   return summary;
-}
-
-/** Evicts the node's pods until none is left to evict or wait for; returns how many were evicted. */
-async function drain(
-  api: NodeApi,
-  ctx: NodeHookContext,
-  run: HookRun,
-  facts: EventFacts,
-  deadlineMs: number,
-  now: () => number,
-  done: string[],
-): Promise<number> {
-  const { drain: settings } = ctx.config.actions;
-  const log = run.logger.child({ eventId: facts.eventId });
-  let evicted = 0;
-  const evictedNote = done.length;
-  for (;;) {
-    if (run.signal?.aborted) throw new HookFailure('stopped');
-    const plan = planDrain(await api.listPodsOnNode(ctx.nodeName, run.signal), settings);
-    if (plan.blocked.length > 0) {
-      throw new HookFailure(`drain blocked: ${plan.blocked.map((b) => `${b.pod} ${b.why}`).join('; ')}`);
-    }
-    if (plan.evict.length === 0 && plan.waitFor.length === 0) return evicted;
-    const refused: string[] = [];
-    for (const pod of plan.evict) {
-      const grace = gracePeriodSeconds(pod, settings.gracePeriodSeconds, deadlineMs - now());
-      const outcome = await api.evictPod(pod, grace, run.signal);
-      if (outcome.kind === 'evicted') {
-        evicted++;
-        done[evictedNote] = `evicted ${evicted} pod(s)`;
-        log.info({ pod: podName(pod), gracePeriodSeconds: grace }, 'pod evicted');
-      } else if (outcome.kind === 'blocked') {
-        refused.push(`${podName(pod)} (${outcome.message})`);
-      }
-    }
-    const remaining = deadlineMs - now();
-    if (remaining <= 0) {
-      const waiting = plan.waitFor.map(podName);
-      throw new HookFailure(
-        `drain did not finish before the hook's deadline: ${
-          [
-            ...(refused.length > 0
-              ? [`evictions refused by a PodDisruptionBudget: ${refused.join('; ')}`]
-              : []),
-            ...(waiting.length > 0 ? [`still terminating: ${waiting.join(', ')}`] : []),
-          ].join('; ') || 'pods still on the node'
-        }`,
-      );
-    }
-    if (refused.length > 0) log.info({ refused }, 'evictions refused (PodDisruptionBudget); retrying');
-    // Refused evictions are retried at the configured interval; terminating pods are checked sooner.
-    const pause = refused.length > 0 ? settings.retryIntervalMs : Math.min(settings.retryIntervalMs, 250);
-    await sleep(Math.min(pause, remaining), undefined, { signal: run.signal }).catch(() => {});
-  }
 }
 
 async function recover(

@@ -455,4 +455,20 @@ describe('kubectl against the Kubernetes double', () => {
     );
     expect(k8s.node(NODE)!.spec.unschedulable).toBeUndefined();
   });
+
+  it('a pod with a finalizer stays terminating after delete until the finalizer is patched away', async () => {
+    k8s.addPod(podFixture({ name: 'guarded', nodeName: NODE, finalizers: ['example.com/cleanup'] }));
+    expectOk(await run(['delete', 'pod', 'guarded', '--wait=false']));
+    expect(k8s.pod('default', 'guarded')!.metadata.deletionTimestamp).toBeDefined();
+    const listed = await run(['get', 'pod', 'guarded', '-o', 'jsonpath={.metadata.deletionTimestamp}']);
+    expectOk(listed);
+    expect(listed.stdout).not.toBe('');
+    expectOk(
+      await run(['patch', 'pod', 'guarded', '--type=merge', '-p', '{"metadata":{"finalizers":null}}']),
+    );
+    expect(k8s.pod('default', 'guarded')).toBeUndefined();
+    const gone = await run(['get', 'pod', 'guarded']);
+    expect(gone.code).not.toBe(0);
+    expect(gone.stderr).toContain('pods "guarded" not found');
+  });
 });

@@ -10,6 +10,7 @@ import { afterAll, afterEach } from 'vitest';
 import { stringify } from 'yaml';
 import type { LifecycleRecord } from '../../src/domain/index.ts';
 import { type ForwarderChild, readFileSinkRecords, spawnCli } from './child.ts';
+import { type KubernetesDouble, writeKubeconfig } from './kubernetes-double/index.ts';
 import { makeTempDir } from './tmp.ts';
 
 export interface KubernetesRun {
@@ -75,4 +76,55 @@ export function kubernetesRuns(prefix: string, closeServers: () => Promise<void>
 /** The record of `id` (a subject) with `transition` the file sink holds, if any. */
 export function recordIn(file: string, id: string, transition: string): LifecycleRecord | undefined {
   return readFileSinkRecords(file).find((r) => r.subject === id && r.transition === transition);
+}
+
+export interface NodeHookSectionsOptions {
+  /** The node this forwarder runs on (kubernetes.nodeName). */
+  nodeName: string;
+  /** Bearer token of the kubeconfig (default the double's admin token). */
+  token?: string;
+  /** kubernetes.actions (merged over a fast PDB retry of 100 ms). */
+  actions?: Record<string, unknown>;
+  /** Further keys of the kubernetes section. */
+  kubernetes?: Record<string, unknown>;
+  /** Further keys of the approval section (leader, rerunHooksAfterRestart, ...). */
+  approval?: Record<string, unknown>;
+  /** The prepare hook's timeoutMs (default the schema's). */
+  prepareTimeoutMs?: number;
+}
+
+/**
+ * The `kubernetes` and `approval` sections of a forwarder that drains its node before approving every event: one
+ * rule `drain-then-approve` (approve-after-hooks), the built-in `kubernetes-node` hook in prepare and recover, a
+ * kubeconfig for the double written into `dir`.
+ */
+export function nodeHookSections(
+  k8s: KubernetesDouble,
+  dir: string,
+  options: NodeHookSectionsOptions,
+): Record<string, unknown> {
+  const { drain, ...actions } = (options.actions ?? {}) as { drain?: Record<string, unknown> };
+  return {
+    kubernetes: {
+      enabled: true,
+      nodeName: options.nodeName,
+      kubeconfig: writeKubeconfig(join(dir, 'kubeconfig'), k8s, options.token ?? k8s.adminToken),
+      actions: { ...actions, drain: { retryIntervalMs: 100, ...drain } },
+      ...options.kubernetes,
+    },
+    approval: {
+      rules: [{ name: 'drain-then-approve', match: {}, action: 'approve-after-hooks' }],
+      hooks: {
+        prepare: [
+          {
+            name: 'node',
+            builtin: 'kubernetes-node',
+            ...(options.prepareTimeoutMs === undefined ? {} : { timeoutMs: options.prepareTimeoutMs }),
+          },
+        ],
+        recover: [{ name: 'node', builtin: 'kubernetes-node' }],
+      },
+      ...options.approval,
+    },
+  };
 }

@@ -36,6 +36,7 @@ it('an eviction that hangs 25 s: the hook ends at its 4 s deadline with timedOut
       namespace: 'app',
       nodeName: NODE,
       owner: { kind: 'ReplicaSet', name: 'web' },
+      terminationGracePeriodSeconds: 2, // fits the 4 s budget: the eviction is sent (and hangs)
     }),
   );
   k8s.injectFault({ method: 'POST', path: '/pods/web-1/eviction', delayMs: HANG_MS });

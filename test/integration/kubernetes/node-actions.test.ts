@@ -160,7 +160,13 @@ it('Reboot on a node with pods and a PDB: cordoned, tainted, drained in PDB orde
 it('Preempt with 30 s notice: the hook gets the time that remains and drains within it', async () => {
   k8s = await startKubernetesDouble({ nodes: [nodeFixture(NODE)] });
   k8s.addPod(
-    podFixture({ name: 'batch-1', namespace: 'app', nodeName: NODE, terminationGracePeriodSeconds: 600 }),
+    podFixture({
+      name: 'batch-1',
+      namespace: 'app',
+      nodeName: NODE,
+      owner: { kind: 'Job', name: 'batch' },
+      terminationGracePeriodSeconds: 600,
+    }),
   );
   sim = await startSimulator({ vmName: VM, timeScale: 0 });
   const { child, out } = await startForwarder(k8s.adminToken);

@@ -80,6 +80,10 @@ export interface PodFixtureOptions {
   phase?: 'Pending' | 'Running' | 'Succeeded' | 'Failed';
   ready?: boolean;
   terminationGracePeriodSeconds?: number;
+  /** metadata.finalizers: a deleted pod stays terminating until they are removed. */
+  finalizers?: string[];
+  /** Already being deleted (metadata.deletionTimestamp set), e.g. by an operator before the drain. */
+  terminating?: boolean;
 }
 
 export function podFixture(options: PodFixtureOptions): KubeObject {
@@ -115,6 +119,10 @@ export function podFixture(options: PodFixtureOptions): KubeObject {
           }
         : {}),
       ...(ownerReferences ? { ownerReferences } : {}),
+      ...(options.finalizers ? { finalizers: options.finalizers } : {}),
+      ...(options.terminating
+        ? { deletionTimestamp: '2026-01-01T00:00:00Z', deletionGracePeriodSeconds: 30 }
+        : {}),
     },
     spec: {
       nodeName: options.nodeName,

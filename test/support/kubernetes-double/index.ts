@@ -14,6 +14,9 @@
  *   disruption budget." with the DisruptionBudget cause; 500 for a pod with several PDBs); the double is its own
  *   disruption controller: a PDB's status is recomputed from the pods (expectedPods is fixed when the PDB is
  *   added, like the scale of the pods' controllers, unless minAvailable is an integer);
+ * - pod deletion as the API server and kubelet do it: with a grace period (and `podTerminationDelayMs`) or
+ *   finalizers the pod stays terminating (deletionTimestamp set) until its containers stopped and no finalizer is
+ *   left; requests can be held (Fault.delayMs: a hung webhook or API server) and a client that gives up is seen;
  * - bearer-token auth: missing/unknown token → 401; a token whose grant lacks (verb, group, resource) → 403 with
  *   the real RBAC message; JSON Status objects on every error.
  *
@@ -153,6 +156,11 @@ export interface KubernetesDouble {
   addPod(pod: KubeObject): KubeObject;
   /** Removes a pod at once (no log entry, no deletion record): the kubelet or a controller removed it. */
   removePod(namespace: string, name: string): boolean;
+  /**
+   * A controller drops its finalizers from the pod (as a PATCH would): a pod being deleted then disappears once its
+   * containers stopped. A pod with finalizers stays terminating (deletionTimestamp set) until then.
+   */
+  removeFinalizers(namespace: string, name: string): void;
   addDaemonSet(daemonSet: KubeObject): KubeObject;
   addPodDisruptionBudget(pdb: KubeObject): KubeObject;
   /** Changes a PDB (a new generation); e.g. release: pdb => { pdb.spec.minAvailable = 0 }. */
@@ -387,6 +395,8 @@ export async function startKubernetesDouble(
   const deletions: PodDeletion[] = [];
   const faults: (Fault & { left: number })[] = [];
   const timers = new Set<NodeJS.Timeout>();
+  /** uids of deleted pods whose containers stopped (the kubelet's part of a graceful deletion is over). */
+  const containersStopped = new Set<string>();
   /** PDB expectedPods, fixed when the PDB is added (the pods' controllers' scale). */
   const pdbExpected = new Map<string, number>();
 
@@ -840,7 +850,10 @@ export async function startKubernetesDouble(
     result.metadata.resourceVersion = nextVersion();
     bucket(def.group, def.resource).set(keyOf(current.metadata.namespace, name), result);
     if (def.resource === 'poddisruptionbudgets') refreshPdbStatus(result);
-    if (def.resource === 'pods') refreshAllPdbs();
+    if (def.resource === 'pods') {
+      refreshAllPdbs();
+      removeIfFinished(keyOf(current.metadata.namespace, name));
+    }
     return present(def, result);
   }
 
@@ -916,19 +929,28 @@ export async function startKubernetesDouble(
       gracePeriodSeconds: grace,
     });
     const effectiveGrace = grace ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
-    if (terminationDelayMs > 0 && effectiveGrace > 0) {
+    const graceful = terminationDelayMs > 0 && effectiveGrace > 0;
+    if (graceful || hasFinalizers(pod)) {
       if (!pod.metadata.deletionTimestamp) {
         pod.metadata.deletionTimestamp = timestamp(new Date(Date.now() + effectiveGrace * 1000));
         pod.metadata.deletionGracePeriodSeconds = effectiveGrace;
         pod.metadata.resourceVersion = nextVersion();
-        const timer = setTimeout(() => {
-          timers.delete(timer);
-          if (pods.get(key)?.metadata.uid === pod.metadata.uid) {
-            pods.delete(key);
-            refreshAllPdbs();
-          }
-        }, terminationDelayMs);
-        timers.add(timer);
+        // The kubelet's part: the containers stop after the delay (at once without one); the object goes once
+        // they stopped and no finalizer is left (a finalizer removed later through PATCH/PUT ends it then).
+        const stopped = () => {
+          if (pods.get(key)?.metadata.uid !== pod.metadata.uid) return;
+          containersStopped.add(pod.metadata.uid);
+          removeIfFinished(key);
+        };
+        if (graceful) {
+          const timer = setTimeout(() => {
+            timers.delete(timer);
+            stopped();
+          }, terminationDelayMs);
+          timers.add(timer);
+        } else {
+          containersStopped.add(pod.metadata.uid);
+        }
       }
       refreshAllPdbs();
       return clone(pod);
@@ -939,6 +961,20 @@ export async function startKubernetesDouble(
     gone.metadata.deletionTimestamp = timestamp();
     gone.metadata.deletionGracePeriodSeconds = 0;
     return gone;
+  }
+
+  function hasFinalizers(object: KubeObject): boolean {
+    return (object.metadata?.finalizers ?? []).length > 0;
+  }
+
+  /** A terminating pod whose containers stopped and that has no finalizer left is removed. */
+  function removeIfFinished(key: string): void {
+    const pods = bucket('', 'pods');
+    const pod = pods.get(key);
+    if (!pod?.metadata.deletionTimestamp || hasFinalizers(pod)) return;
+    if (!containersStopped.has(pod.metadata.uid)) return;
+    pods.delete(key);
+    refreshAllPdbs();
   }
 
   function remove(route: Route, query: URLSearchParams, body: unknown): KubeObject {
@@ -1327,6 +1363,13 @@ export async function startKubernetesDouble(
       const removed = bucket('', 'pods').delete(keyOf(namespace, name));
       refreshAllPdbs();
       return removed;
+    },
+    removeFinalizers: (namespace, name) => {
+      const pod = bucket('', 'pods').get(keyOf(namespace, name));
+      if (!pod) throw new Error(`no pod ${namespace}/${name} in the double`);
+      delete pod.metadata.finalizers;
+      pod.metadata.resourceVersion = nextVersion();
+      removeIfFinished(keyOf(namespace, name));
     },
     addDaemonSet: (ds) => seed('apps', 'daemonsets', ds),
     addPodDisruptionBudget: (pdb) => seed('policy', 'poddisruptionbudgets', pdb),

@@ -2,6 +2,7 @@
  * The pure planning of the built-in Kubernetes node actions (src/kubernetes/node-actions.ts) and the short-notice
  * margin of prepare hooks (src/approval/plan.ts safetyMarginFor / nextPrepareHook).
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { approvalSection } from '../../../src/approval/config.ts';
 import { nextPrepareHook, safetyMarginFor } from '../../../src/approval/plan.ts';
@@ -9,13 +10,14 @@ import { ACTIONS_ANNOTATION, EXCLUDE_LB_LABEL, kubernetesSection } from '../../.
 import {
   actionFor,
   conditionPatch,
+  evictionGrace,
   forbiddenMessage,
-  gracePeriodSeconds,
   type NodeView,
   type PodView,
   planDrain,
   planPrepare,
   planRecover,
+  podName,
   readApplied,
 } from '../../../src/kubernetes/node-actions.ts';
 import type { TrackedEvent } from '../../../src/transform/index.ts';
@@ -232,6 +234,22 @@ describe('planDrain', () => {
     expect(plan.blocked).toEqual([]);
   });
 
+  it('pods no controller manages block the drain, named, unless force (kubectl drain --force)', () => {
+    const pods = [pod('web-1'), pod('debug-shell', { namespace: 'default', controllerKind: null })];
+    const refused = planDrain(pods, actions().drain);
+    expect(refused.blocked).toEqual([
+      { pod: 'default/debug-shell', why: expect.stringContaining('kubernetes.actions.drain.force') },
+    ]);
+    expect(refused.blocked[0]!.why).toContain('is not managed by a controller');
+    const forced = planDrain(pods, actions({ drain: { force: true } }).drain);
+    expect(forced.blocked).toEqual([]);
+    expect(forced.evict.map((p) => podName(p))).toEqual(['app/web-1', 'default/debug-shell']);
+    // A finished unmanaged pod is no obstacle (kubectl removes finished pods without --force).
+    expect(
+      planDrain([pod('done', { controllerKind: null, phase: 'Succeeded' })], actions().drain).blocked,
+    ).toEqual([]);
+  });
+
   it('emptyDir pods block the drain unless deleteEmptyDirData', () => {
     const pods = [pod('cache', { hasEmptyDir: true })];
     expect(planDrain(pods, actions().drain).blocked).toEqual([
@@ -241,15 +259,50 @@ describe('planDrain', () => {
   });
 });
 
-describe('gracePeriodSeconds', () => {
+describe('evictionGrace', () => {
   it.each([
-    [30, undefined, 600_000, 30],
-    [30, 10, 600_000, 10],
-    [300, undefined, 25_000, 25],
-    [null, undefined, 600_000, 30],
-    [30, undefined, -5, 0],
-  ] as const)('pod %s, configured %s, %s ms left → %s s', (own, configured, remaining, expected) => {
-    expect(gracePeriodSeconds({ terminationGracePeriodSeconds: own }, configured, remaining)).toBe(expected);
+    // own, configured, ms left, floor → asked
+    [30, undefined, 600_000, 10, { seconds: 30 }],
+    [30, 12, 600_000, 10, { seconds: 12 }],
+    [300, undefined, 25_000, 10, { seconds: 25 }],
+    [null, undefined, 600_000, 10, { seconds: 30 }],
+    // the pod's own period is shorter than the floor: it gets all of it, as long as that fits
+    [5, undefined, 7_000, 10, { seconds: 5 }],
+    [5, undefined, 4_999, 10, { tooLate: true, needs: 5, left: 4 }],
+    // a pod that asks for 0 s is still asked 1 s: never an immediate deletion
+    [0, undefined, 600_000, 10, { seconds: 1 }],
+    // less time than the floor: too late, never 0 or a cut-short period
+    [30, undefined, 9_999, 10, { tooLate: true, needs: 10, left: 9 }],
+    [30, undefined, -5, 10, { tooLate: true, needs: 10, left: 0 }],
+  ] as const)(
+    'pod %s, configured %s, %s ms left, floor %s s → %o',
+    (own, configured, remaining, floor, expected) => {
+      expect(evictionGrace({ terminationGracePeriodSeconds: own }, configured, remaining, floor)).toEqual(
+        expected,
+      );
+    },
+  );
+
+  it('never asks for 0 s, nor less than min(the period wanted, the floor), nor more than the seconds left', () => {
+    fc.assert(
+      fc.property(
+        fc.option(fc.integer({ min: 0, max: 3600 }), { nil: null }),
+        fc.option(fc.integer({ min: 1, max: 3600 }), { nil: undefined }),
+        fc.integer({ min: -10_000, max: 4_000_000 }),
+        fc.integer({ min: 1, max: 120 }),
+        (own, configured, remainingMs, floor) => {
+          const grace = evictionGrace({ terminationGracePeriodSeconds: own }, configured, remainingMs, floor);
+          if ('tooLate' in grace) return grace.left < grace.needs;
+          const wanted = Math.max(1, configured ?? own ?? 30);
+          return (
+            grace.seconds >= 1 &&
+            grace.seconds >= Math.min(wanted, floor) &&
+            grace.seconds <= wanted &&
+            grace.seconds * 1000 <= Math.max(0, remainingMs)
+          );
+        },
+      ),
+    );
   });
 });
 
