@@ -7,23 +7,12 @@ import { describe, expect, it } from 'vitest';
 import type { EvictionResult, NodeApi } from '../../../src/kubernetes/client.ts';
 import { kubernetesSection } from '../../../src/kubernetes/config.ts';
 import { drainNode } from '../../../src/kubernetes/drain.ts';
-import type { PodView } from '../../../src/kubernetes/node-actions.ts';
 import { createLogger } from '../../../src/log.ts';
-
-const pod = (name: string): PodView => ({
-  namespace: 'app',
-  name,
-  controllerKind: 'ReplicaSet',
-  annotations: {},
-  phase: 'Running',
-  hasEmptyDir: false,
-  terminationGracePeriodSeconds: 30,
-  terminating: false,
-});
+import { podView } from './fixtures.ts';
 
 /** Pods on one node; an eviction takes a few ms; `refuse(name)` says how many times a pod is refused first. */
 function apiWith(names: string[], refuse: (name: string) => number = () => 0) {
-  const pods = new Map(names.map((n) => [n, pod(n)]));
+  const pods = new Map(names.map((n) => [n, podView(n)]));
   const refusals = new Map(names.map((n) => [n, refuse(n)]));
   const stats = { inFlight: 0, maxInFlight: 0, order: [] as string[] };
   const api = {

@@ -13,7 +13,6 @@ import {
   evictionGrace,
   forbiddenMessage,
   type NodeView,
-  type PodView,
   planDrain,
   planPrepare,
   planRecover,
@@ -22,6 +21,7 @@ import {
 } from '../../../src/kubernetes/node-actions.ts';
 import type { TrackedEvent } from '../../../src/transform/index.ts';
 import { scheduledEvent } from '../approval/fixtures.ts';
+import { podView } from './fixtures.ts';
 
 const actions = (over: object = {}) => kubernetesSection.parse({ actions: over }).actions;
 const node = (over: Partial<NodeView> = {}): NodeView => ({
@@ -204,17 +204,7 @@ describe('planRecover', () => {
 });
 
 describe('planDrain', () => {
-  const pod = (name: string, over: Partial<PodView> = {}): PodView => ({
-    namespace: 'app',
-    name,
-    controllerKind: 'ReplicaSet',
-    annotations: {},
-    phase: 'Running',
-    hasEmptyDir: false,
-    terminationGracePeriodSeconds: 30,
-    terminating: false,
-    ...over,
-  });
+  const pod = podView;
 
   it('skips DaemonSet, mirror and finished pods, waits for terminating ones, evicts the rest in name order', () => {
     const plan = planDrain(
