@@ -18,6 +18,7 @@ import { readVersion } from '../version.ts';
 import { sendFirstPoll } from './first-poll.ts';
 import { sizeHeapForLongRun } from './heap.ts';
 import { nodeVersionProblem } from './node-version.ts';
+import { loadZodInEnglishOnly } from './zod-locales.ts';
 
 const { realpathSync } = process.getBuiltinModule('node:fs');
 
@@ -93,6 +94,7 @@ export function exitQuietlyWhenStdoutCloses(stdout: NodeJS.WriteStream = process
 }
 
 export async function main(argv: string[]): Promise<number> {
+  loadZodInEnglishOnly();
   const command = requestedCommand(argv);
   if (command === 'run') {
     sizeHeapForLongRun();

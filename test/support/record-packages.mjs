@@ -3,7 +3,8 @@
  * ({"packages": [...], "modules": [...], "youngGeneration": {...}}) to the file in SEF_TEST_PACKAGES_FILE when
  * the process exits: `modules` are the project's own files (paths relative to the repository), and
  * `youngGeneration` the size of V8's new space when the `run` command module was resolved (`atRun`, i.e.
- * after main() chose the command) and at exit (`atExit`). Used to check that start-up paths do not load
+ * after main() chose the command) and at exit (`atExit`), and `zodLocales` the files of zod's locale folder it
+ * loaded (src/cli/zod-locales.ts: English only). Used to check that start-up paths do not load
  * modules they do not need, and that `run` keeps the young generation from growing.
  */
 import { writeFileSync } from 'node:fs';
@@ -15,6 +16,7 @@ import { getHeapSpaceStatistics } from 'node:v8';
 const REPO = pathToFileURL(join(import.meta.dirname, '..', '..')).href;
 const packages = new Set();
 const modules = new Set();
+const zodLocales = new Set();
 const newSpaceBytes = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size;
 let atRun;
 registerHooks({
@@ -22,6 +24,8 @@ registerHooks({
     const result = next(specifier, context);
     const match = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(result.url);
     if (match) packages.add(match[1]);
+    const locale = /\/node_modules\/zod\/v4\/locales\/([^/]+)$/.exec(result.url);
+    if (locale) zodLocales.add(locale[1]);
     else if (result.url.startsWith(`${REPO}/`)) modules.add(result.url.slice(REPO.length + 1));
     if (atRun === undefined && /\/cli\/commands\/run\.[jt]s$/.test(result.url)) atRun = newSpaceBytes();
     return result;
@@ -31,7 +35,12 @@ process.on('exit', () => {
   const file = process.env.SEF_TEST_PACKAGES_FILE;
   const youngGeneration = { atRun, atExit: newSpaceBytes() };
   if (file) {
-    const result = { packages: [...packages].sort(), modules: [...modules].sort(), youngGeneration };
+    const result = {
+      packages: [...packages].sort(),
+      modules: [...modules].sort(),
+      zodLocales: [...zodLocales].sort(),
+      youngGeneration,
+    };
     writeFileSync(file, `${JSON.stringify(result)}\n`);
   }
 });

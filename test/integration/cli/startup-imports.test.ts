@@ -27,6 +27,8 @@ interface Loaded {
   packages: string[];
   /** The project's own modules, relative to the repository (src/cli/commands/run.ts, ...). */
   modules: string[];
+  /** The files of zod's locale folder it loaded (src/cli/zod-locales.ts: English only). */
+  zodLocales: string[];
   /** V8 new space size (bytes) when the run command module loaded, and at exit. */
   youngGeneration: { atRun?: number; atExit: number };
 }
@@ -142,8 +144,10 @@ describe('start-up imports', () => {
   }
 
   it('run with the stdout sink polls without loading an SDK, prom-client, pino-pretty, yaml or other commands', async () => {
-    const { packages, modules, youngGeneration } = await runUntilPolled(['--sink', 'stdout']);
+    const { packages, modules, zodLocales, youngGeneration } = await runUntilPolled(['--sink', 'stdout']);
     expect(packages).toContain('pino');
+    // zod's ~50 locales are not loaded, English only (src/cli/zod-locales.ts).
+    expect(zodLocales).toEqual(['en.js']);
     expect(heavyIn(packages)).toEqual([]);
     expect(packages).not.toContain('yaml'); // no config file: nothing to parse
     // run.ts only: never config, demo, simulate, fleet, ...
@@ -170,7 +174,10 @@ describe('start-up imports', () => {
   it('run with every sink type configured loads no SDK until a sink has something to deliver', async () => {
     // The simulator has no event: nothing is committed, so no sink delivers. The Azure SDKs, the OpenTelemetry SDK
     // and undici load at a sink's first delivery (tested with deliveries in test/unit/sinks/compliance.test.ts).
-    const { packages } = await runUntilPolled(['--config', allSinksConfig()], [], { SEF_TEST_EH: eventHubs });
+    const { packages, zodLocales } = await runUntilPolled(['--config', allSinksConfig()], [], {
+      SEF_TEST_EH: eventHubs,
+    });
+    expect(zodLocales).toEqual(['en.js']);
     // mustache (7 KB) stays: Slack and Teams templates compile when the sink is created, so a broken template
     // is reported at start-up rather than at the first message.
     expect(heavyIn(packages).filter((p) => p !== 'mustache')).toEqual([]);
