@@ -79,7 +79,8 @@ export function validateConfig(
   raw: Record<string, unknown>,
   options: Omit<LoadConfigOptions, 'file' | 'overrides'> & { origin?: string } = {},
 ): Config {
-  const schemaOptions: BuildSchemaOptions = {};
+  // Only the configured sink types' schemas are built (a type that is not configured costs nothing).
+  const schemaOptions: BuildSchemaOptions = { document: raw };
   if (options.factories !== undefined) schemaOptions.factories = options.factories;
   if (options.env !== undefined) schemaOptions.env = options.env;
   const schema = buildConfigSchema(schemaOptions);

@@ -254,6 +254,28 @@ export interface BuildSchemaOptions {
   platform?: NodeJS.Platform;
   /** Environment used for the stateDir default on Windows (%ProgramData%). */
   env?: Record<string, string | undefined>;
+  /**
+   * The document about to be parsed: only the sink types it configures get their entry schema (sinkTypesFor).
+   * Without it (docs, `config schema`), every registered type does.
+   */
+  document?: unknown;
+}
+
+/**
+ * The factories whose schemas parsing `document` needs: those of the sink types its `sinks` entries name, so a
+ * sink type that is not configured costs nothing at start-up (its option schema is built on first use,
+ * src/lazy.ts). When an entry names no registered type (or is not a mapping), every factory: the error then
+ * lists every type, as with the whole registry.
+ */
+export function sinkFactoriesFor(
+  document: unknown,
+  factories: readonly SinkFactory[],
+): readonly SinkFactory[] {
+  const sinks = (document as { sinks?: unknown } | null | undefined)?.sinks;
+  if (!Array.isArray(sinks)) return sinks === undefined ? [] : factories;
+  const types = new Set<unknown>(sinks.map((entry) => (entry as { type?: unknown } | null)?.type));
+  const chosen = factories.filter((f) => types.has(f.type));
+  return chosen.length === types.size ? chosen : factories;
 }
 
 /**
@@ -261,7 +283,9 @@ export interface BuildSchemaOptions {
  * default applied (sinks still flat; see normalizeConfig in index.ts).
  */
 export function buildConfigSchema(options: BuildSchemaOptions = {}) {
-  const factories = options.factories ?? SINK_FACTORIES;
+  const registered = options.factories ?? SINK_FACTORIES;
+  const factories =
+    options.document === undefined ? registered : sinkFactoriesFor(options.document, registered);
   const platform = options.platform ?? process.platform;
   const env = options.env ?? process.env;
   const TOP_LEVEL_SECTIONS = {

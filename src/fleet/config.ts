@@ -35,7 +35,7 @@ function historyFields(env: () => Env) {
           .enum(['password', 'entra'])
           .default('password')
           .describe('entra: a Microsoft Entra access token is the password (Azure Database for PostgreSQL)'),
-        credential: azureCredentialSchema.prefault({}).describe('where Entra tokens come from'),
+        credential: azureCredentialSchema().prefault({}).describe('where Entra tokens come from'),
         poolSize: z.number().int().min(1).max(50).default(4).describe('connections per consumer'),
       })
       .strict()
@@ -157,7 +157,7 @@ export function fleetConfigSchema(env: () => Env = () => process.env) {
         .min(1)
         .default('$Default')
         .describe('consumer group (give the fleet its own)'),
-      credential: azureCredentialSchema
+      credential: azureCredentialSchema()
         .prefault({})
         .describe('how to authenticate with fullyQualifiedNamespace'),
       startPosition: z
@@ -215,7 +215,7 @@ export function fleetConfigSchema(env: () => Env = () => process.env) {
         )
         .default('fleet-checkpoints')
         .describe('container for checkpoints and ownership (created if missing)'),
-      credential: azureCredentialSchema.prefault({}).describe('how to authenticate with accountUrl'),
+      credential: azureCredentialSchema().prefault({}).describe('how to authenticate with accountUrl'),
     })
     .strict()
     .superRefine((o, ctx) => {

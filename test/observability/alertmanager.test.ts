@@ -44,7 +44,7 @@ function sinkFor(
   extra: Record<string, unknown> = {},
   logger = capturingLogger().logger,
 ): Sink {
-  const options = alertmanagerOptionsSchema.parse({ urls, labels: { team: 'platform' }, ...extra });
+  const options = alertmanagerOptionsSchema().parse({ urls, labels: { team: 'platform' }, ...extra });
   const sink = createAlertmanagerSink('am', options, context(logger));
   sinks.push(sink);
   return sink;

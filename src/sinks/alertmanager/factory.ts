@@ -6,11 +6,13 @@ import { tlsWarnings } from '../http/tls.ts';
 import type { SinkFactory } from '../types.ts';
 import { ALERTMANAGER_DEFAULT_FILTER, ALERTS_PATH, alertmanagerOptionsSchema } from './options.ts';
 
-export const alertmanagerSinkFactory: SinkFactory<typeof alertmanagerOptionsSchema> = {
+export const alertmanagerSinkFactory: SinkFactory<ReturnType<typeof alertmanagerOptionsSchema>> = {
   type: 'alertmanager',
   description:
     'Prometheus Alertmanager (API v2): a firing alert per pending event, re-sent every minute, resolved on completed/canceled; every HA peer',
-  optionsSchema: alertmanagerOptionsSchema,
+  get optionsSchema() {
+    return alertmanagerOptionsSchema();
+  },
   defaultFilter: ALERTMANAGER_DEFAULT_FILTER,
   async create(name, options, context) {
     const { createAlertmanagerSink } = await import('./sink.ts');

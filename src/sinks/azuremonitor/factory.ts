@@ -10,11 +10,13 @@ import type { SinkContext, SinkFactory } from '../types.ts';
 import { type AzureMonitorSinkOptions, azureMonitorOptionsSchema } from './options.ts';
 
 /** Registered in src/sinks/registry.ts as type 'azuremonitor'. */
-export const azureMonitorSinkFactory: SinkFactory<typeof azureMonitorOptionsSchema> = {
+export const azureMonitorSinkFactory: SinkFactory<ReturnType<typeof azureMonitorOptionsSchema>> = {
   type: 'azuremonitor',
   description:
     'Azure Monitor Logs (Logs Ingestion API, data collection rule): one Log Analytics row per record',
-  optionsSchema: azureMonitorOptionsSchema,
+  get optionsSchema() {
+    return azureMonitorOptionsSchema();
+  },
   async create(name: string, options: AzureMonitorSinkOptions, context: SinkContext) {
     const problem = proxyWithTlsProblem(name, options, process.env);
     if (problem !== undefined) throw new ConfigError(problem, []);

@@ -3,17 +3,21 @@
  * create(), i.e. only when a sink of this type is configured, and the SDKs (@azure/event-hubs, @azure/identity)
  * at its first delivery (./client.ts).
  */
+import { lazy } from '../../lazy.ts';
 import type { SinkContext, SinkFactory } from '../types.ts';
 import { type EventHubsSinkOptions, eventHubsOptionsSchema } from './options.ts';
 
-const optionsSchema = eventHubsOptionsSchema();
+/** Built on first use (a config without an eventhubs sink never builds it: src/lazy.ts). */
+const optionsSchema = lazy(() => eventHubsOptionsSchema());
 
 /** Registered in src/sinks/registry.ts as type 'eventhubs'. */
-export const eventHubsSinkFactory: SinkFactory<typeof optionsSchema> = {
+export const eventHubsSinkFactory: SinkFactory<ReturnType<typeof optionsSchema>> = {
   type: 'eventhubs',
   description:
     'Azure Event Hubs: one CloudEvent per record (managed identity, workload identity or connection string)',
-  optionsSchema,
+  get optionsSchema() {
+    return optionsSchema();
+  },
   async create(name: string, options: EventHubsSinkOptions, context: SinkContext) {
     const { EventHubsSink } = await import('./sink.ts');
     return new EventHubsSink(

@@ -5,35 +5,38 @@
 import { z } from 'zod';
 import { azureCredentialSchema } from '../../azure/credential-options.ts';
 import { checkEventHubTarget } from '../../azure/event-hubs-target.ts';
+import { lazy } from '../../lazy.ts';
 import { type Env, secretSchema } from '../../secret.ts';
 import { PARTITION_KEY_MODES } from './event.ts';
 
-const retrySchema = z
-  .object({
-    maxRetries: z
-      .number()
-      .int()
-      .min(0)
-      .max(5)
-      .default(2)
-      .describe('SDK-level retries per deliver() call (the delivery engine owns long-term retries)'),
-    retryDelayMs: z
-      .number()
-      .int()
-      .min(0)
-      .max(60_000)
-      .default(500)
-      .describe('first SDK retry delay (exponential)'),
-    maxRetryDelayMs: z.number().int().min(0).max(60_000).default(5_000).describe('largest SDK retry delay'),
-    timeoutMs: z
-      .number()
-      .int()
-      .min(100)
-      .max(120_000)
-      .default(10_000)
-      .describe('per-try timeout of one AMQP operation (connect, authenticate, send)'),
-  })
-  .strict();
+const retrySchema = lazy(() =>
+  z
+    .object({
+      maxRetries: z
+        .number()
+        .int()
+        .min(0)
+        .max(5)
+        .default(2)
+        .describe('SDK-level retries per deliver() call (the delivery engine owns long-term retries)'),
+      retryDelayMs: z
+        .number()
+        .int()
+        .min(0)
+        .max(60_000)
+        .default(500)
+        .describe('first SDK retry delay (exponential)'),
+      maxRetryDelayMs: z.number().int().min(0).max(60_000).default(5_000).describe('largest SDK retry delay'),
+      timeoutMs: z
+        .number()
+        .int()
+        .min(100)
+        .max(120_000)
+        .default(10_000)
+        .describe('per-try timeout of one AMQP operation (connect, authenticate, send)'),
+    })
+    .strict(),
+);
 
 /** The sink's options schema; `env` is injectable for tests (secret resolution). */
 export function eventHubsOptionsSchema(env: () => Env = () => process.env) {
@@ -55,7 +58,7 @@ export function eventHubsOptionsSchema(env: () => Env = () => process.env) {
         // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the literal ${ENV} secret syntax
         'connection string as a secret: "${ENV_VAR}", {env: NAME} or {file: PATH}; never logged. Accepts the emulator form with UseDevelopmentEmulator=true',
       ),
-      credential: azureCredentialSchema
+      credential: azureCredentialSchema()
         .prefault({})
         .describe('how to authenticate with fullyQualifiedNamespace (ignored with connectionString)'),
       partitionKey: z
@@ -69,7 +72,7 @@ export function eventHubsOptionsSchema(env: () => Env = () => process.env) {
         .max(1000)
         .default(100)
         .describe('records per deliver() call; each call is split into as few Event Hubs batches as fit'),
-      retry: retrySchema.prefault({}).describe('bounded SDK retries inside one deliver() call'),
+      retry: retrySchema().prefault({}).describe('bounded SDK retries inside one deliver() call'),
       customEndpointAddress: z
         .string()
         .url()

@@ -6,10 +6,12 @@ import { commandNotFoundReason } from '../../platform.ts';
 import type { SinkFactory } from '../types.ts';
 import { execOptionsSchema } from './options.ts';
 
-export const execSinkFactory: SinkFactory<typeof execOptionsSchema> = {
+export const execSinkFactory: SinkFactory<ReturnType<typeof execOptionsSchema>> = {
   type: 'exec',
   description: 'Run a command per record (record JSON on stdin, SEF_* env vars); exit 0 = delivered',
-  optionsSchema: execOptionsSchema,
+  get optionsSchema() {
+    return execOptionsSchema();
+  },
   async create(name, options) {
     const { createExecSink } = await import('./sink.ts');
     return createExecSink(name, options);

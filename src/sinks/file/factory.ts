@@ -5,11 +5,13 @@
 import type { SinkFactory } from '../types.ts';
 import { fileOptionsSchema } from './options.ts';
 
-export const fileSinkFactory: SinkFactory<typeof fileOptionsSchema> = {
+export const fileSinkFactory: SinkFactory<ReturnType<typeof fileOptionsSchema>> = {
   type: 'file',
   description:
     'Append each record as one JSON line to a file (fsync before acknowledging, size-based rotation)',
-  optionsSchema: fileOptionsSchema,
+  get optionsSchema() {
+    return fileOptionsSchema();
+  },
   async create(name, options) {
     const { createFileSink } = await import('./sink.ts');
     return createFileSink(name, options);

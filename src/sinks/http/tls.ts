@@ -11,6 +11,7 @@
  * load only when a certificate is checked or a sink builds its connection options, and undici never here.
  */
 import { z } from 'zod';
+import { lazy } from '../../lazy.ts';
 import { type Secret, secretSchema } from '../../secret.ts';
 
 const CERTIFICATE_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
@@ -76,52 +77,54 @@ function pemSecret(key: string, problem: (key: string, secret: Secret) => string
   });
 }
 
-export const tlsOptionsSchema = z
-  .object({
-    ca: pemSecret('ca', pemCertificatesProblem)
-      .optional()
-      .describe(
-        'PEM CA certificate(s) to trust IN ADDITION to the default roots (Node.js bundled roots and NODE_EXTRA_CA_CERTS), e.g. your private CA; a secret, normally {file: PATH}; never logged',
-      ),
-    cert: pemSecret('cert', pemCertificatesProblem)
-      .optional()
-      .describe(
-        'PEM client certificate (chain) presented for mutual TLS, with key; a secret, normally {file: PATH}',
-      ),
-    key: pemSecret('key', pemPrivateKeyProblem)
-      .optional()
-      .describe(
-        'PEM private key of cert (unencrypted: PKCS#8, PKCS#1 or SEC1); a secret, normally {file: PATH}; never logged',
-      ),
-    serverName: z
-      .string()
-      .min(1)
-      .regex(/^[A-Za-z0-9.*-]+$/, 'serverName must be a DNS name such as collector.example.internal')
-      .optional()
-      .describe(
-        "the name the server's certificate must be valid for, also sent as SNI (otel grpc: verified, not sent); default the URL's host (use when connecting by IP address to a certificate issued for a DNS name)",
-      ),
-    insecureSkipVerify: z
-      .boolean()
-      .default(false)
-      .describe(
-        'DANGEROUS: accept any server certificate (no CA or name check; anyone on the path can read and change the traffic); warned at start and by config validate; use ca instead',
-      ),
-  })
-  .strict()
-  .superRefine((tls, ctx) => {
-    if ((tls.cert === undefined) !== (tls.key === undefined)) {
-      const [given, missing] = tls.cert === undefined ? ['key', 'cert'] : ['cert', 'key'];
-      ctx.addIssue({
-        code: 'custom',
-        path: [missing],
-        message: `tls.${given} is set but tls.${missing} is not: a client certificate needs both cert and key (set both, or neither)`,
-      });
-    }
-  })
-  .describe('TLS trust for an https:// endpoint: extra CA, client certificate (mTLS), server name');
+export const tlsOptionsSchema = lazy(() =>
+  z
+    .object({
+      ca: pemSecret('ca', pemCertificatesProblem)
+        .optional()
+        .describe(
+          'PEM CA certificate(s) to trust IN ADDITION to the default roots (Node.js bundled roots and NODE_EXTRA_CA_CERTS), e.g. your private CA; a secret, normally {file: PATH}; never logged',
+        ),
+      cert: pemSecret('cert', pemCertificatesProblem)
+        .optional()
+        .describe(
+          'PEM client certificate (chain) presented for mutual TLS, with key; a secret, normally {file: PATH}',
+        ),
+      key: pemSecret('key', pemPrivateKeyProblem)
+        .optional()
+        .describe(
+          'PEM private key of cert (unencrypted: PKCS#8, PKCS#1 or SEC1); a secret, normally {file: PATH}; never logged',
+        ),
+      serverName: z
+        .string()
+        .min(1)
+        .regex(/^[A-Za-z0-9.*-]+$/, 'serverName must be a DNS name such as collector.example.internal')
+        .optional()
+        .describe(
+          "the name the server's certificate must be valid for, also sent as SNI (otel grpc: verified, not sent); default the URL's host (use when connecting by IP address to a certificate issued for a DNS name)",
+        ),
+      insecureSkipVerify: z
+        .boolean()
+        .default(false)
+        .describe(
+          'DANGEROUS: accept any server certificate (no CA or name check; anyone on the path can read and change the traffic); warned at start and by config validate; use ca instead',
+        ),
+    })
+    .strict()
+    .superRefine((tls, ctx) => {
+      if ((tls.cert === undefined) !== (tls.key === undefined)) {
+        const [given, missing] = tls.cert === undefined ? ['key', 'cert'] : ['cert', 'key'];
+        ctx.addIssue({
+          code: 'custom',
+          path: [missing],
+          message: `tls.${given} is set but tls.${missing} is not: a client certificate needs both cert and key (set both, or neither)`,
+        });
+      }
+    })
+    .describe('TLS trust for an https:// endpoint: extra CA, client certificate (mTLS), server name'),
+);
 
-export type TlsOptions = z.infer<typeof tlsOptionsSchema>;
+export type TlsOptions = z.infer<ReturnType<typeof tlsOptionsSchema>>;
 
 /** The CA certificates to trust: the default roots plus `ca`. */
 export function trustedCaCertificates(ca: Secret): string[] {

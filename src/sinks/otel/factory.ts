@@ -7,10 +7,12 @@ import { tlsWarnings } from '../http/tls.ts';
 import type { SinkFactory } from '../types.ts';
 import { otelOptionsSchema, resolveOtlpSettings } from './options.ts';
 
-export const otelSinkFactory: SinkFactory<typeof otelOptionsSchema> = {
+export const otelSinkFactory: SinkFactory<ReturnType<typeof otelOptionsSchema>> = {
   type: 'otel',
   description: 'OpenTelemetry logs over OTLP (http/protobuf, http/json or grpc); one LogRecord per record',
-  optionsSchema: otelOptionsSchema,
+  get optionsSchema() {
+    return otelOptionsSchema();
+  },
   async create(name, options, context) {
     const { createOtelSink } = await import('./sink.ts');
     return createOtelSink(name, options, context);

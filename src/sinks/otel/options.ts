@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../../errors.ts';
+import { lazy } from '../../lazy.ts';
 import { registerSecret, registerUrlCredentials } from '../../redact.ts';
 import { type Env, type Secret, secretSchema } from '../../secret.ts';
 import { type TlsOptions, tlsOptionsSchema } from '../http/tls.ts';
@@ -16,59 +17,63 @@ export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 export const DEFAULT_MAX_BATCH = 100;
 
 /** Options of a `type: otel` sink entry (next to the common keys name/type/filter/delivery). All optional. */
-export const otelOptionsSchema = z
-  .object({
-    protocol: z
-      .enum(OTLP_PROTOCOLS)
-      .optional()
-      .describe('OTLP transport; default OTEL_EXPORTER_OTLP_[LOGS_]PROTOCOL, else http/protobuf.'),
-    endpoint: z
-      .url({ protocol: /^https?$/, error: 'endpoint must be an http:// or https:// URL' })
-      .optional()
-      .describe(
-        'Collector URL. HTTP: a base URL without path gets /v1/logs appended, a URL with a path is used as-is; gRPC: http(s)://host:port. Default from OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT.',
-      ),
-    headers: z
-      .record(z.string().min(1), secretSchema())
-      .optional()
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the config syntax for an env secret
-      .describe('Extra request headers / gRPC metadata; values are secrets ("${ENV}", {env}, {file}).'),
-    timeoutMs: z
-      .number()
-      .int()
-      .positive()
-      .optional()
-      .describe(
-        "Export timeout in ms, including the exporter's own retries; default OTEL_EXPORTER_OTLP_[LOGS_]TIMEOUT or 10000.",
-      ),
-    compression: z.enum(['gzip', 'none']).optional().describe('Request compression; default none.'),
-    serviceName: z
-      .string()
-      .min(1)
-      .optional()
-      .describe('service.name resource attribute; default OTEL_SERVICE_NAME or scheduled-events-forwarder.'),
-    maxBatch: z
-      .number()
-      .int()
-      .min(1)
-      .max(512)
-      .optional()
-      .describe('Records per export request; default 100.'),
-    tls: tlsOptionsSchema.optional(),
-  })
-  .strict()
-  // The OTEL_EXPORTER_OTLP_* variables the options leave to the environment are checked with the file, so
-  // that `config validate` refuses what `run` would (resolveOtlpSettings runs again when the sink is built).
-  .superRefine((options, ctx) => {
-    try {
-      resolveOtlpSettings(options);
-    } catch (error) {
-      if (!(error instanceof OtelConfigError)) throw error;
-      ctx.addIssue({ code: 'custom', message: error.message });
-    }
-  });
+export const otelOptionsSchema = lazy(() =>
+  z
+    .object({
+      protocol: z
+        .enum(OTLP_PROTOCOLS)
+        .optional()
+        .describe('OTLP transport; default OTEL_EXPORTER_OTLP_[LOGS_]PROTOCOL, else http/protobuf.'),
+      endpoint: z
+        .url({ protocol: /^https?$/, error: 'endpoint must be an http:// or https:// URL' })
+        .optional()
+        .describe(
+          'Collector URL. HTTP: a base URL without path gets /v1/logs appended, a URL with a path is used as-is; gRPC: http(s)://host:port. Default from OTEL_EXPORTER_OTLP_[LOGS_]ENDPOINT.',
+        ),
+      headers: z
+        .record(z.string().min(1), secretSchema())
+        .optional()
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the config syntax for an env secret
+        .describe('Extra request headers / gRPC metadata; values are secrets ("${ENV}", {env}, {file}).'),
+      timeoutMs: z
+        .number()
+        .int()
+        .positive()
+        .optional()
+        .describe(
+          "Export timeout in ms, including the exporter's own retries; default OTEL_EXPORTER_OTLP_[LOGS_]TIMEOUT or 10000.",
+        ),
+      compression: z.enum(['gzip', 'none']).optional().describe('Request compression; default none.'),
+      serviceName: z
+        .string()
+        .min(1)
+        .optional()
+        .describe(
+          'service.name resource attribute; default OTEL_SERVICE_NAME or scheduled-events-forwarder.',
+        ),
+      maxBatch: z
+        .number()
+        .int()
+        .min(1)
+        .max(512)
+        .optional()
+        .describe('Records per export request; default 100.'),
+      tls: tlsOptionsSchema().optional(),
+    })
+    .strict()
+    // The OTEL_EXPORTER_OTLP_* variables the options leave to the environment are checked with the file, so
+    // that `config validate` refuses what `run` would (resolveOtlpSettings runs again when the sink is built).
+    .superRefine((options, ctx) => {
+      try {
+        resolveOtlpSettings(options);
+      } catch (error) {
+        if (!(error instanceof OtelConfigError)) throw error;
+        ctx.addIssue({ code: 'custom', message: error.message });
+      }
+    }),
+);
 
-export type OtelOptions = z.infer<typeof otelOptionsSchema>;
+export type OtelOptions = z.infer<ReturnType<typeof otelOptionsSchema>>;
 
 /** Fully resolved exporter settings. */
 export interface OtlpSettings {

@@ -14,11 +14,13 @@ import {
 /** Length of a PagerDuty integration (routing) key. */
 const ROUTING_KEY_LENGTH = 32;
 
-export const pagerdutySinkFactory: SinkFactory<typeof pagerdutyOptionsSchema> = {
+export const pagerdutySinkFactory: SinkFactory<ReturnType<typeof pagerdutyOptionsSchema>> = {
   type: 'pagerduty',
   description:
     'PagerDuty Events API v2: trigger on scheduled/started, resolve on completed/canceled (dedup_key)',
-  optionsSchema: pagerdutyOptionsSchema,
+  get optionsSchema() {
+    return pagerdutyOptionsSchema();
+  },
   defaultFilter: PAGERDUTY_DEFAULT_FILTER,
   async create(name, options, context) {
     const { createPagerDutySink } = await import('./sink.ts');

@@ -3,6 +3,7 @@
  * secrets and the shared HTTP options, URL and TLS rules): the config schema loads it without undici.
  */
 import { z } from 'zod';
+import { lazy } from '../../lazy.ts';
 import { secretSchema } from '../../secret.ts';
 import { minIntervalMsSchema, timeoutMsSchema } from '../http/options.ts';
 import { tlsOptionsSchema } from '../http/tls.ts';
@@ -49,38 +50,42 @@ export function pagerDutyUrlProblem(url: string): string | undefined {
   return undefined;
 }
 
-const severity = z.enum(PAGERDUTY_SEVERITIES);
+const severitySchema = lazy(() => z.enum(PAGERDUTY_SEVERITIES));
 
-export const pagerdutyOptionsSchema = z
-  .object({
-    routingKey: secretSchema().describe(
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the literal ${ENV} secret syntax
-      'the integration key (routing key, 32 characters) of an Events API v2 integration on a PagerDuty service; a secret ("${ENV}", {env}, {file}), never logged',
-    ),
-    url: z
-      .string()
-      .default(PAGERDUTY_EVENTS_URL)
-      .superRefine((url, ctx) => {
-        const problem = pagerDutyUrlProblem(url);
-        if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
-      })
-      .describe(
-        `Events API v2 endpoint: ${PAGERDUTY_EVENTS_URL}, or ${PAGERDUTY_EU_EVENTS_URL} for an account in the EU service region`,
+export const pagerdutyOptionsSchema = lazy(() =>
+  z
+    .object({
+      routingKey: secretSchema().describe(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the literal ${ENV} secret syntax
+        'the integration key (routing key, 32 characters) of an Events API v2 integration on a PagerDuty service; a secret ("${ENV}", {env}, {file}), never logged',
       ),
-    severityByEventType: z
-      .record(z.string().min(1), severity)
-      .default({})
-      .describe(
-        'severity (critical, error, warning, info) by EventType, over the defaults Terminate/Preempt critical, Reboot/Redeploy error, Freeze warning',
+      url: z
+        .string()
+        .default(PAGERDUTY_EVENTS_URL)
+        .superRefine((url, ctx) => {
+          const problem = pagerDutyUrlProblem(url);
+          if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+        })
+        .describe(
+          `Events API v2 endpoint: ${PAGERDUTY_EVENTS_URL}, or ${PAGERDUTY_EU_EVENTS_URL} for an account in the EU service region`,
+        ),
+      severityByEventType: z
+        .record(z.string().min(1), severitySchema())
+        .default({})
+        .describe(
+          'severity (critical, error, warning, info) by EventType, over the defaults Terminate/Preempt critical, Reboot/Redeploy error, Freeze warning',
+        ),
+      defaultSeverity: severitySchema()
+        .default('warning')
+        .describe('severity of an EventType not in the map'),
+      timeoutMs: timeoutMsSchema(),
+      minIntervalMs: minIntervalMsSchema(
+        500,
+        'minimum milliseconds between events (PagerDuty rate-limits the Events API per routing key)',
       ),
-    defaultSeverity: severity.default('warning').describe('severity of an EventType not in the map'),
-    timeoutMs: timeoutMsSchema,
-    minIntervalMs: minIntervalMsSchema(
-      500,
-      'minimum milliseconds between events (PagerDuty rate-limits the Events API per routing key)',
-    ),
-    tls: tlsOptionsSchema.optional(),
-  })
-  .strict();
+      tls: tlsOptionsSchema().optional(),
+    })
+    .strict(),
+);
 
-export type PagerDutyOptions = z.infer<typeof pagerdutyOptionsSchema>;
+export type PagerDutyOptions = z.infer<ReturnType<typeof pagerdutyOptionsSchema>>;

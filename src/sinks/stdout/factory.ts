@@ -5,10 +5,12 @@
 import type { SinkFactory } from '../types.ts';
 import { stdoutOptionsSchema } from './options.ts';
 
-export const stdoutSinkFactory: SinkFactory<typeof stdoutOptionsSchema> = {
+export const stdoutSinkFactory: SinkFactory<ReturnType<typeof stdoutOptionsSchema>> = {
   type: 'stdout',
   description: 'Print each record as one JSON line on standard output',
-  optionsSchema: stdoutOptionsSchema,
+  get optionsSchema() {
+    return stdoutOptionsSchema();
+  },
   async create(name) {
     const { createStdoutSink } = await import('./sink.ts');
     return createStdoutSink(name);

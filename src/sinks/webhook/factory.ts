@@ -14,10 +14,12 @@ import {
 } from './options.ts';
 import { isRetiredConnectorUrl } from './teams.ts';
 
-export const webhookSinkFactory: SinkFactory<typeof webhookOptionsSchema> = {
+export const webhookSinkFactory: SinkFactory<ReturnType<typeof webhookOptionsSchema>> = {
   type: 'webhook',
   description: 'Generic HTTP webhook: CloudEvents (structured or binary) signed per Standard Webhooks 1.0',
-  optionsSchema: webhookOptionsSchema,
+  get optionsSchema() {
+    return webhookOptionsSchema();
+  },
   async create(name, options, context) {
     const { createGenericWebhookSink } = await import('./sink.ts');
     return createGenericWebhookSink(name, options, context);
@@ -32,10 +34,12 @@ export const webhookSinkFactory: SinkFactory<typeof webhookOptionsSchema> = {
   },
 };
 
-export const slackSinkFactory: SinkFactory<typeof slackOptionsSchema> = {
+export const slackSinkFactory: SinkFactory<ReturnType<typeof slackOptionsSchema>> = {
   type: 'slack',
   description: 'Slack incoming webhook: Block Kit message per lifecycle record',
-  optionsSchema: slackOptionsSchema,
+  get optionsSchema() {
+    return slackOptionsSchema();
+  },
   defaultFilter: CHAT_DEFAULT_FILTER,
   async create(name, options, context) {
     const { createSlackSink } = await import('./sink.ts');
@@ -46,10 +50,12 @@ export const slackSinkFactory: SinkFactory<typeof slackOptionsSchema> = {
   },
 };
 
-export const teamsSinkFactory: SinkFactory<typeof teamsOptionsSchema> = {
+export const teamsSinkFactory: SinkFactory<ReturnType<typeof teamsOptionsSchema>> = {
   type: 'teams',
   description: 'Microsoft Teams Workflows webhook: Adaptive Card 1.4 per lifecycle record',
-  optionsSchema: teamsOptionsSchema,
+  get optionsSchema() {
+    return teamsOptionsSchema();
+  },
   defaultFilter: CHAT_DEFAULT_FILTER,
   async create(name, options, context) {
     const { createTeamsSink } = await import('./sink.ts');

@@ -5,6 +5,7 @@
 import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { errorMessage } from '../../errors.ts';
+import { lazy } from '../../lazy.ts';
 import { type Secret, secretSchema } from '../../secret.ts';
 import { minIntervalMsSchema, timeoutMsSchema } from '../http/options.ts';
 import { tlsOptionsSchema } from '../http/tls.ts';
@@ -72,57 +73,63 @@ function secretCheck(check: (secret: Secret) => void) {
   };
 }
 
-const url = secretSchema()
-  .superRefine(
-    secretCheck((secret) => {
-      const problem = httpSinkUrlProblem(secret);
-      if (typeof problem === 'string') throw new Error(problem);
-    }),
-  )
-  .describe(
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the literal ${ENV} secret syntax
-    'webhook URL as a secret ("${ENV}", {env: NAME} or {file: PATH}); never logged (errors show scheme and host only)',
-  );
+const urlSchema = lazy(() =>
+  secretSchema()
+    .superRefine(
+      secretCheck((secret) => {
+        const problem = httpSinkUrlProblem(secret);
+        if (typeof problem === 'string') throw new Error(problem);
+      }),
+    )
+    .describe(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: documents the literal ${ENV} secret syntax
+      'webhook URL as a secret ("${ENV}", {env: NAME} or {file: PATH}); never logged (errors show scheme and host only)',
+    ),
+);
 
-export const webhookOptionsSchema = z
-  .object({
-    url,
-    mode: z
-      .enum(['structured', 'binary'])
-      .default('structured')
-      .describe('CloudEvents HTTP content mode: the whole CloudEvent as the body, or data + ce-* headers'),
-    signingSecrets: z
-      .array(
-        secretSchema().superRefine(
-          secretCheck((secret) => decodeSigningSecret(secret.reveal(), `signing secret (${secret.origin})`)),
-        ),
-      )
-      .default([])
-      .describe('Standard Webhooks secrets (whsec_...); several during rotation, each adds a v1 signature'),
-    headers: z
-      .record(
-        z
-          .string()
-          .min(1)
-          .superRefine((header, ctx) => {
-            const problem = reservedHeaderProblem(header);
-            if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
-          }),
-        secretSchema(),
-      )
-      .default({})
-      .describe('extra request headers; values are secrets (e.g. an Authorization header)'),
-    timeoutMs: timeoutMsSchema,
-    minIntervalMs: minIntervalMsSchema(0, 'minimum milliseconds between requests (0 = no limit)'),
-    tls: tlsOptionsSchema.optional(),
-  })
-  .strict();
+export const webhookOptionsSchema = lazy(() =>
+  z
+    .object({
+      url: urlSchema(),
+      mode: z
+        .enum(['structured', 'binary'])
+        .default('structured')
+        .describe('CloudEvents HTTP content mode: the whole CloudEvent as the body, or data + ce-* headers'),
+      signingSecrets: z
+        .array(
+          secretSchema().superRefine(
+            secretCheck((secret) =>
+              decodeSigningSecret(secret.reveal(), `signing secret (${secret.origin})`),
+            ),
+          ),
+        )
+        .default([])
+        .describe('Standard Webhooks secrets (whsec_...); several during rotation, each adds a v1 signature'),
+      headers: z
+        .record(
+          z
+            .string()
+            .min(1)
+            .superRefine((header, ctx) => {
+              const problem = reservedHeaderProblem(header);
+              if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+            }),
+          secretSchema(),
+        )
+        .default({})
+        .describe('extra request headers; values are secrets (e.g. an Authorization header)'),
+      timeoutMs: timeoutMsSchema(),
+      minIntervalMs: minIntervalMsSchema(0, 'minimum milliseconds between requests (0 = no limit)'),
+      tls: tlsOptionsSchema().optional(),
+    })
+    .strict(),
+);
 
 /** Slack and Teams take the same options; only what a template renders differs. */
 function chatOptionsSchema(templateRenders: string) {
   return z
     .object({
-      url,
+      url: urlSchema(),
       template: z
         .string()
         .min(1)
@@ -135,19 +142,21 @@ function chatOptionsSchema(templateRenders: string) {
         })
         .optional()
         .describe(`Mustache template file rendering ${templateRenders} (logic-less: no code, no network)`),
-      timeoutMs: timeoutMsSchema,
+      timeoutMs: timeoutMsSchema(),
       minIntervalMs: minIntervalMsSchema(
         1000,
         'minimum milliseconds between messages (Slack allows about one per second per webhook)',
       ),
-      tls: tlsOptionsSchema.optional(),
+      tls: tlsOptionsSchema().optional(),
     })
     .strict();
 }
 
-export const slackOptionsSchema = chatOptionsSchema('the whole message JSON ({text, blocks})');
-export const teamsOptionsSchema = chatOptionsSchema('the Adaptive Card JSON (the attachment content)');
+export const slackOptionsSchema = lazy(() => chatOptionsSchema('the whole message JSON ({text, blocks})'));
+export const teamsOptionsSchema = lazy(() =>
+  chatOptionsSchema('the Adaptive Card JSON (the attachment content)'),
+);
 
-export type WebhookOptions = z.infer<typeof webhookOptionsSchema>;
-export type SlackOptions = z.infer<typeof slackOptionsSchema>;
-export type TeamsOptions = z.infer<typeof teamsOptionsSchema>;
+export type WebhookOptions = z.infer<ReturnType<typeof webhookOptionsSchema>>;
+export type SlackOptions = z.infer<ReturnType<typeof slackOptionsSchema>>;
+export type TeamsOptions = z.infer<ReturnType<typeof teamsOptionsSchema>>;

@@ -125,7 +125,7 @@ describe('proxy rule shared by every HTTP sink', () => {
     vi.stubEnv('HTTP_PROXY', proxy.url);
     vi.stubEnv('http_proxy', proxy.url);
     const deliverOnce = async (): Promise<void> => {
-      const options = otelOptionsSchema.parse({ protocol: 'http/json', endpoint: otlp.url });
+      const options = otelOptionsSchema().parse({ protocol: 'http/json', endpoint: otlp.url });
       const sink = await otelSinkFactory.create('otel', options, {
         logger: silentLogger(),
         vm: () => undefined,
@@ -152,7 +152,7 @@ describe('proxy rule shared by every HTTP sink', () => {
     vi.stubEnv('HTTPS_PROXY', proxy.url);
     vi.stubEnv('https_proxy', proxy.url);
     const host = new URL(otlp.url).host;
-    const options = otelOptionsSchema.parse({
+    const options = otelOptionsSchema().parse({
       protocol: 'http/json',
       endpoint: `https://${host}`,
       timeoutMs: 3000,

@@ -17,7 +17,7 @@ describe('createCredential', () => {
   it('client-secret: a ClientSecretCredential from the tenant, client id and the secret', () => {
     process.env.SEF_TEST_CLIENT_SECRET = 'client-secret-for-the-test-42';
     try {
-      const options = azureCredentialSchema.parse({
+      const options = azureCredentialSchema().parse({
         kind: 'client-secret',
         tenantId: '72f988bf-0000-4000-8000-5157a7e0c0de',
         clientId: '0b8d6a4e-1111-4222-8333-444455556666',
@@ -31,8 +31,8 @@ describe('createCredential', () => {
   });
 
   it('managed-identity (the default) and workload-identity', () => {
-    expect(createCredential(azureCredentialSchema.parse({}))).toBeInstanceOf(ManagedIdentityCredential);
-    const workload = azureCredentialSchema.parse({
+    expect(createCredential(azureCredentialSchema().parse({}))).toBeInstanceOf(ManagedIdentityCredential);
+    const workload = azureCredentialSchema().parse({
       kind: 'workload-identity',
       tenantId: '72f988bf-0000-4000-8000-5157a7e0c0de',
       clientId: '0b8d6a4e-1111-4222-8333-444455556666',
@@ -52,7 +52,7 @@ describe('createCredential', () => {
       /tenantId is only valid with kind workload-identity or client-secret/,
     ],
   ])('refuses %j naming the problem', (input, message) => {
-    const result = azureCredentialSchema.safeParse(input);
+    const result = azureCredentialSchema().safeParse(input);
     expect(result.success).toBe(false);
     expect(result.error!.issues.map((i) => i.message).join('\n')).toMatch(message);
   });

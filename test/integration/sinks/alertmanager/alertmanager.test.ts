@@ -151,14 +151,14 @@ describe('configuration', () => {
   });
 
   it('rejects bad label names and reserved labels, and URL credentials together with a bearer token', () => {
-    const bad = alertmanagerOptionsSchema.safeParse({
+    const bad = alertmanagerOptionsSchema().safeParse({
       urls: ['http://127.0.0.1:9093'],
       labels: { 'team-name': 'x', vm: 'y' },
     });
     const text = JSON.stringify(bad.error?.issues);
     expect(text).toContain('a label name must match [a-zA-Z_][a-zA-Z0-9_]*');
     expect(text).toContain('the sink sets alertname, event_id');
-    const both = alertmanagerOptionsSchema.safeParse({
+    const both = alertmanagerOptionsSchema().safeParse({
       urls: ['https://u:secretpass@am.example'],
       bearerToken: 'tok',
     });
@@ -171,24 +171,24 @@ describe('configuration', () => {
   it("defaults to this VM's events, a re-send every minute and endsAt four intervals ahead; the sink's labels are reserved", () => {
     expect(alertmanagerSinkFactory.defaultFilter).toBe(ALERTMANAGER_DEFAULT_FILTER);
     expect(ALERTMANAGER_DEFAULT_FILTER).toEqual({ scope: 'this-vm' });
-    const options = alertmanagerOptionsSchema.parse({ urls: ['http://127.0.0.1:9093'] });
+    const options = alertmanagerOptionsSchema().parse({ urls: ['http://127.0.0.1:9093'] });
     expect(options).toMatchObject({ resendIntervalSeconds: 60, endsAtIntervals: 4, severityByEventType: {} });
     const sink = createAlertmanagerSink('am', options, context());
     expect(sink.refreshPending?.intervalMs).toBe(60_000);
     for (const label of ['severity', 'subscription', 'resource_group']) {
-      const parsed = alertmanagerOptionsSchema.safeParse({
+      const parsed = alertmanagerOptionsSchema().safeParse({
         urls: ['http://x:9093'],
         labels: { [label]: 'x' },
       });
       expect(JSON.stringify(parsed.error?.issues)).toContain('choose another label name');
     }
     expect(
-      alertmanagerOptionsSchema.safeParse({ urls: ['http://x:9093'], endsAtMarginSeconds: 3600 }).success,
+      alertmanagerOptionsSchema().safeParse({ urls: ['http://x:9093'], endsAtMarginSeconds: 3600 }).success,
     ).toBe(false);
   });
 
   it('warns about a URL that already ends in /api/v2/alerts and about credentials over plain http', () => {
-    const options = alertmanagerOptionsSchema.parse({
+    const options = alertmanagerOptionsSchema().parse({
       urls: ['http://am.example:9093/api/v2/alerts', 'http://sef:hunter22@am2.example:9093'],
     });
     const warnings = alertmanagerSinkFactory.warnings!('am', options);
@@ -213,7 +213,7 @@ describe('delivery to two Alertmanager doubles', () => {
   });
 
   it('sends one batch to every peer, with the bearer token; fire then resolve leaves one resolved alert per event', async () => {
-    const options = alertmanagerOptionsSchema.parse({
+    const options = alertmanagerOptionsSchema().parse({
       urls: [a.baseUrl, b.baseUrl],
       bearerToken: 'am-token-123',
     });
@@ -232,7 +232,7 @@ describe('delivery to two Alertmanager doubles', () => {
 
   it('re-sends the firing alert of every pending event (read when it is sent) to every peer, in batches; nothing when none is pending', async () => {
     const sentAt = Date.parse('2026-03-01T10:00:00Z');
-    const options = alertmanagerOptionsSchema.parse({
+    const options = alertmanagerOptionsSchema().parse({
       urls: [a.baseUrl, b.baseUrl],
       maxBatch: 2,
       resendIntervalSeconds: 30,
@@ -262,7 +262,7 @@ describe('delivery to two Alertmanager doubles', () => {
   });
 
   it('deliveries and re-sends take turns: a resolve committed while a re-send is in flight reaches Alertmanager after it', async () => {
-    const options = alertmanagerOptionsSchema.parse({ urls: [a.baseUrl] });
+    const options = alertmanagerOptionsSchema().parse({ urls: [a.baseUrl] });
     const sink = createAlertmanagerSink('am', options, context());
     sinks.push(sink);
     const eventId = 'E-RESOLVE-ORDER';
@@ -294,7 +294,7 @@ describe('delivery to two Alertmanager doubles', () => {
   });
 
   it('a re-send that comes after a delivery reads what is pending when its turn comes', async () => {
-    const options = alertmanagerOptionsSchema.parse({ urls: [a.baseUrl] });
+    const options = alertmanagerOptionsSchema().parse({ urls: [a.baseUrl] });
     const sink = createAlertmanagerSink('am', options, context());
     sinks.push(sink);
     const eventId = 'E-READ-IN-TURN';
@@ -313,7 +313,7 @@ describe('delivery to two Alertmanager doubles', () => {
   });
 
   it('a 400 from Alertmanager is permanent with its validation text, failedIndex unset (the engine isolates the record)', async () => {
-    const options = alertmanagerOptionsSchema.parse({ urls: [a.baseUrl] });
+    const options = alertmanagerOptionsSchema().parse({ urls: [a.baseUrl] });
     const sink = createAlertmanagerSink('am', options, context());
     sinks.push(sink);
     a.fault(() => ({

@@ -66,7 +66,7 @@ function capturedLogger() {
 }
 
 async function sink(extra: Record<string, unknown> = {}, logger = silentLogger()): Promise<Sink> {
-  const options = azureMonitorOptionsSchema.parse(setup.options(extra));
+  const options = azureMonitorOptionsSchema().parse(setup.options(extra));
   const created = await azureMonitorSinkFactory.create('azmon', options, {
     logger,
     vm: () => undefined,
@@ -316,7 +316,7 @@ describe('TLS', () => {
     delete options.tls;
     const untrusted = await azureMonitorSinkFactory.create(
       'azmon-no-ca',
-      azureMonitorOptionsSchema.parse(options),
+      azureMonitorOptionsSchema().parse(options),
       {
         logger: silentLogger(),
         vm: () => undefined,

@@ -42,7 +42,7 @@ describe('otel sink behind the delivery engine', () => {
   it('503, a hang and a 400: every record is delivered or dead-lettered, none lost; metrics and /readyz agree', async () => {
     const sink = createOtelSink(
       'otel',
-      otelOptionsSchema.parse({ endpoint: receiver.url, timeoutMs: 400, maxBatch: 1 }),
+      otelOptionsSchema().parse({ endpoint: receiver.url, timeoutMs: 400, maxBatch: 1 }),
       makeContext(),
       {},
     );

@@ -99,7 +99,7 @@ describe.each(['http/protobuf', 'http/json'] as const)('otel sink over %s', (pro
   const sinkFor = (extra: Record<string, unknown> = {}) =>
     createOtelSink(
       'otel-test',
-      otelOptionsSchema.parse({ protocol, endpoint: receiver.url, timeoutMs: 1500, ...extra }),
+      otelOptionsSchema().parse({ protocol, endpoint: receiver.url, timeoutMs: 1500, ...extra }),
       makeContext(),
       NO_ENV,
     );
@@ -140,7 +140,7 @@ describe.each(['http/protobuf', 'http/json'] as const)('otel sink over %s', (pro
   it('sends configured headers (secret values) and fills the resource from SinkContext.vm() when the record lacks it', async () => {
     const sink = createOtelSink(
       'otel-test',
-      otelOptionsSchema.parse({
+      otelOptionsSchema().parse({
         protocol,
         endpoint: receiver.url,
         // biome-ignore lint/suspicious/noTemplateCurlyInString: the config syntax for an env secret
@@ -241,7 +241,7 @@ describe('otel sink configuration', () => {
     await receiver.close();
     const sink = createOtelSink(
       'otel-test',
-      otelOptionsSchema.parse({ endpoint: url, timeoutMs: 300 }),
+      otelOptionsSchema().parse({ endpoint: url, timeoutMs: 300 }),
       makeContext(),
       NO_ENV,
     );
@@ -259,7 +259,7 @@ describe('otel sink configuration', () => {
     receiver.setDefault({ hang: true });
     const sink = createOtelSink(
       'otel-test',
-      otelOptionsSchema.parse({ endpoint: receiver.url, timeoutMs: 30_000 }),
+      otelOptionsSchema().parse({ endpoint: receiver.url, timeoutMs: 30_000 }),
       makeContext(),
       NO_ENV,
     );
@@ -287,7 +287,7 @@ describe('otel sink over grpc', () => {
   const sinkFor = () =>
     createOtelSink(
       'otel-grpc',
-      otelOptionsSchema.parse({
+      otelOptionsSchema().parse({
         protocol: 'grpc',
         endpoint: receiver.url,
         timeoutMs: 1000,

@@ -38,7 +38,7 @@ async function makeSink(
   extra: Record<string, unknown> = {},
   logger = capturingLogger().logger,
 ): Promise<Sink> {
-  const options = pagerdutyOptionsSchema.parse({
+  const options = pagerdutyOptionsSchema().parse({
     routingKey: ROUTING_KEY,
     url: double.url,
     minIntervalMs: 0,
@@ -181,7 +181,11 @@ describe('pagerduty sink', () => {
 
   it('an event PagerDuty finds invalid (a routing key of the wrong length) is permanent, with its validation error; warnings() says so first', async () => {
     const shortKey = 'short-key-0123456789';
-    const options = pagerdutyOptionsSchema.parse({ routingKey: shortKey, url: double.url, minIntervalMs: 0 });
+    const options = pagerdutyOptionsSchema().parse({
+      routingKey: shortKey,
+      url: double.url,
+      minIntervalMs: 0,
+    });
     const warnings = pagerdutySinkFactory.warnings!('pd', options);
     expect(warnings).toEqual([
       expect.stringContaining('routingKey (inline) is 20 characters, not the 32'),
@@ -243,8 +247,8 @@ describe('pagerduty sink', () => {
   });
 
   it('the default endpoint is the US region; the EU one is configurable; config validation names bad URLs', () => {
-    expect(pagerdutyOptionsSchema.parse({ routingKey: ROUTING_KEY }).url).toBe(PAGERDUTY_EVENTS_URL);
-    const bad = pagerdutyOptionsSchema.safeParse({
+    expect(pagerdutyOptionsSchema().parse({ routingKey: ROUTING_KEY }).url).toBe(PAGERDUTY_EVENTS_URL);
+    const bad = pagerdutyOptionsSchema().safeParse({
       routingKey: ROUTING_KEY,
       url: 'ftp://events.pagerduty.com/v2/enqueue',
     });

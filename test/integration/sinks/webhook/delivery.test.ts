@@ -28,7 +28,7 @@ afterAll(() => server.close());
 function slackSink(path: string, extra: Record<string, unknown> = {}, clock = fakeClock()) {
   return createSlackSink(
     'alerts',
-    slackOptionsSchema.parse({ url: server.url(path), minIntervalMs: 0, ...extra }),
+    slackOptionsSchema().parse({ url: server.url(path), minIntervalMs: 0, ...extra }),
     context(),
     {
       clock,
@@ -159,9 +159,14 @@ describe('Retry-After and rate limiting', () => {
 
   it('spaces Slack requests about 1 s apart by default (injected clock, no real waiting)', async () => {
     const clock = fakeClock();
-    const sink = createSlackSink('alerts', slackOptionsSchema.parse({ url: server.url('/rl') }), context(), {
-      clock,
-    });
+    const sink = createSlackSink(
+      'alerts',
+      slackOptionsSchema().parse({ url: server.url('/rl') }),
+      context(),
+      {
+        clock,
+      },
+    );
     const before = server.requests.length;
     const start = clock.now();
     const sentAt: number[] = [];
@@ -232,7 +237,7 @@ describe('transport failures', () => {
     const closed = await HttpSinkServer.start();
     const url = closed.url('/gone');
     await closed.close();
-    const sink2 = createSlackSink('alerts', slackOptionsSchema.parse({ url }), context());
+    const sink2 = createSlackSink('alerts', slackOptionsSchema().parse({ url }), context());
     await expect(sink2.deliver([makeRecord('scheduled')], signal())).rejects.toMatchObject({
       retryable: true,
       code: 'network',
@@ -258,7 +263,7 @@ describe('Standard Webhooks signature (verified by the standardwebhooks package)
     it(`${mode}: every rotation secret verifies; webhook-id = CloudEvent id and stays the same on retry`, async () => {
       const sink = createGenericWebhookSink(
         'events',
-        webhookOptionsSchema.parse({
+        webhookOptionsSchema().parse({
           url: server.url(`/sig/${mode}`),
           mode,
           signingSecrets: [SIGNING_SECRET, SIGNING_SECRET_2],
@@ -291,7 +296,7 @@ describe('Standard Webhooks signature (verified by the standardwebhooks package)
 
   it('rejects malformed signing secrets, reserved custom headers and non-http URLs in the options schema (config validate and run), naming only the origin', () => {
     const problems = (o: Record<string, unknown>) => {
-      const result = webhookOptionsSchema.safeParse({ url: server.url('/x'), ...o });
+      const result = webhookOptionsSchema().safeParse({ url: server.url('/x'), ...o });
       expect(result.success).toBe(false);
       // a reserved header is reported on the record key (its own issues carry the message)
       return JSON.stringify(

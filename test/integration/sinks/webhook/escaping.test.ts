@@ -297,13 +297,13 @@ describe('IMDS fields are escaped wherever they land in Slack and Teams messages
     );
     const slack = createSlackSink(
       's',
-      slackOptionsSchema.parse({ url: hooks.url('/raw-slack'), template: slackFile, minIntervalMs: 0 }),
+      slackOptionsSchema().parse({ url: hooks.url('/raw-slack'), template: slackFile, minIntervalMs: 0 }),
       context(),
       { clock: fakeClock() },
     );
     const teams = createTeamsSink(
       't',
-      teamsOptionsSchema.parse({ url: hooks.url('/raw-teams'), template: teamsFile, minIntervalMs: 0 }),
+      teamsOptionsSchema().parse({ url: hooks.url('/raw-teams'), template: teamsFile, minIntervalMs: 0 }),
       context(),
       { clock: fakeClock() },
     );

@@ -85,7 +85,7 @@ describe('Slack Block Kit limits', () => {
     const record = makeRecord('scheduled', { description: HUGE_DESCRIPTION, resources: MANY_RESOURCES });
     const sink = createSlackSink(
       's',
-      slackOptionsSchema.parse({ url: server.url('/limits'), minIntervalMs: 0 }),
+      slackOptionsSchema().parse({ url: server.url('/limits'), minIntervalMs: 0 }),
       context(),
       {
         clock: fakeClock(),
@@ -120,7 +120,7 @@ describe('Slack Block Kit limits', () => {
     const record = makeRecord('started', { description: HUGE_DESCRIPTION, resources: MANY_RESOURCES });
     const sink = createSlackSink(
       's',
-      slackOptionsSchema.parse({ url: server.url('/tpl'), template: file, minIntervalMs: 0 }),
+      slackOptionsSchema().parse({ url: server.url('/tpl'), template: file, minIntervalMs: 0 }),
       context(),
       {
         clock: fakeClock(),
@@ -172,7 +172,7 @@ describe('Teams Adaptive Card', () => {
     const record = makeRecord('scheduled', { description: HUGE_DESCRIPTION, resources: MANY_RESOURCES });
     const sink = createTeamsSink(
       't',
-      teamsOptionsSchema.parse({ url: server.url('/teams-big'), minIntervalMs: 0 }),
+      teamsOptionsSchema().parse({ url: server.url('/teams-big'), minIntervalMs: 0 }),
       context(),
       {
         clock: fakeClock(),
@@ -206,7 +206,7 @@ describe('Teams Adaptive Card', () => {
     const record = makeRecord('scheduled', { description: 'quotes " and \\ backslashes\nnewline' });
     const sink = createTeamsSink(
       't',
-      teamsOptionsSchema.parse({ url: server.url('/teams-tpl'), template: file, minIntervalMs: 0 }),
+      teamsOptionsSchema().parse({ url: server.url('/teams-tpl'), template: file, minIntervalMs: 0 }),
       context(),
       {
         clock: fakeClock(),
@@ -227,7 +227,7 @@ describe('Teams Adaptive Card', () => {
     writeFileSync(file, '{"type": "AdaptiveCard", "body": [{{{event.Description}}}]}');
     const sink = createTeamsSink(
       't',
-      teamsOptionsSchema.parse({ url: server.url('/teams-broken'), template: file }),
+      teamsOptionsSchema().parse({ url: server.url('/teams-broken'), template: file }),
       context(),
     );
     const before = server.requests.length;

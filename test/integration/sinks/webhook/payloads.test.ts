@@ -51,12 +51,12 @@ async function deliverOne(
   const url = server.url(`/${kind}/${transition}`);
   const sink =
     kind === 'slack'
-      ? createSlackSink('s', slackOptionsSchema.parse({ url, minIntervalMs: 0 }), context(), deps)
+      ? createSlackSink('s', slackOptionsSchema().parse({ url, minIntervalMs: 0 }), context(), deps)
       : kind === 'teams'
-        ? createTeamsSink('t', teamsOptionsSchema.parse({ url, minIntervalMs: 0 }), context(), deps)
+        ? createTeamsSink('t', teamsOptionsSchema().parse({ url, minIntervalMs: 0 }), context(), deps)
         : createGenericWebhookSink(
             'g',
-            webhookOptionsSchema.parse({
+            webhookOptionsSchema().parse({
               url,
               mode: kind,
               signingSecrets: [SIGNING_SECRET],

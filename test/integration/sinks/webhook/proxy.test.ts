@@ -40,7 +40,7 @@ describe('webhook requests honour the proxy environment', () => {
     useProxy();
     const sink = createSlackSink(
       'alerts',
-      slackOptionsSchema.parse({ url: server.url('/via-proxy') }),
+      slackOptionsSchema().parse({ url: server.url('/via-proxy') }),
       context(),
     );
     await sink.deliver([makeRecord('scheduled')], signal());
@@ -54,7 +54,7 @@ describe('webhook requests honour the proxy environment', () => {
     const target = `https://127.0.0.1:${server.port}/tls`;
     const sink = createTeamsSink(
       'teams',
-      teamsOptionsSchema.parse({ url: target, timeoutMs: 5000 }),
+      teamsOptionsSchema().parse({ url: target, timeoutMs: 5000 }),
       context(),
     );
     // The sink server speaks plain HTTP, so the TLS handshake through the tunnel fails: retryable network error.
@@ -70,7 +70,7 @@ describe('webhook requests honour the proxy environment', () => {
     const before = proxy.seen.length;
     const sink = createSlackSink(
       'alerts',
-      slackOptionsSchema.parse({ url: server.url('/direct') }),
+      slackOptionsSchema().parse({ url: server.url('/direct') }),
       context(),
     );
     await sink.deliver([makeRecord('scheduled')], signal());

@@ -68,10 +68,10 @@ describe('redaction', () => {
     };
     vi.stubEnv('SEF_TEST_SLACK_URL', env.SLACK_URL);
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the config syntax for an environment reference
-    const slackOptions = slackOptionsSchema.parse({ url: '${SEF_TEST_SLACK_URL}', minIntervalMs: 0 });
+    const slackOptions = slackOptionsSchema().parse({ url: '${SEF_TEST_SLACK_URL}', minIntervalMs: 0 });
     vi.unstubAllEnvs();
-    const teamsOptions = teamsOptionsSchema.parse({ url: env.TEAMS_URL, minIntervalMs: 0 });
-    const genericOptions = webhookOptionsSchema.parse({
+    const teamsOptions = teamsOptionsSchema().parse({ url: env.TEAMS_URL, minIntervalMs: 0 });
+    const genericOptions = webhookOptionsSchema().parse({
       url: server.url(SLACK_PATH),
       signingSecrets: [SIGNING_SECRET],
       headers: { Authorization: HEADER_SECRET },
@@ -133,14 +133,14 @@ describe('redaction', () => {
   it('warns clearly, without the URL, when a retired Office 365 connector URL is configured', () => {
     // The warning comes from the factory (config validate prints it, run logs it at start-up: configWarnings).
     const url = 'https://contoso.webhook.office.com/webhookb2/1111@2222/IncomingWebhook/SeCrEtPaRt42/3333';
-    const warnings = teamsSinkFactory.warnings?.('legacy', teamsOptionsSchema.parse({ url })) ?? [];
+    const warnings = teamsSinkFactory.warnings?.('legacy', teamsOptionsSchema().parse({ url })) ?? [];
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('retired Office 365 connector');
     expect(warnings[0]).toContain('contoso.webhook.office.com');
     expect(warnings[0]).not.toContain('SeCrEtPaRt42');
     const ok = teamsSinkFactory.warnings?.(
       'new',
-      teamsOptionsSchema.parse({ url: server.url('/workflows/x') }),
+      teamsOptionsSchema().parse({ url: server.url('/workflows/x') }),
     );
     expect(ok).toEqual([]);
   });
@@ -153,7 +153,7 @@ describe('DeliveryEngine + SQLite store + slack sink', () => {
     const store = openStore({ stateDir: tmp.dir, logger });
     const sink = createSlackSink(
       'alerts',
-      slackOptionsSchema.parse({ url: server.url(SLACK_PATH), minIntervalMs: 0 }),
+      slackOptionsSchema().parse({ url: server.url(SLACK_PATH), minIntervalMs: 0 }),
       context(logger),
     );
     const delivered: string[] = [];

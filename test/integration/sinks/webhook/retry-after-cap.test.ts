@@ -34,7 +34,7 @@ describe('Retry-After: 999999 from a webhook receiver', () => {
     const store = openStore({ stateDir: tmp.dir, logger, now: () => clock.now() });
     const sink = createGenericWebhookSink(
       'hook',
-      webhookOptionsSchema.parse({ url: server.url('/ra-huge') }),
+      webhookOptionsSchema().parse({ url: server.url('/ra-huge') }),
       context(logger),
       { clock },
     );

@@ -115,7 +115,7 @@ describe('options', () => {
   };
 
   it('defaults: the shipped stream, managed identity, the public cloud audience', () => {
-    expect(azureMonitorOptionsSchema.parse(valid)).toMatchObject({
+    expect(azureMonitorOptionsSchema().parse(valid)).toMatchObject({
       streamName: 'Custom-ScheduledEvents',
       credential: { kind: 'managed-identity' },
       audience: 'https://monitor.azure.com',
@@ -132,7 +132,7 @@ describe('options', () => {
       /credential.tenantId, credential.clientSecret/,
     ],
   ])('refuses %j, naming the problem and the fix', (change, message) => {
-    const result = azureMonitorOptionsSchema.safeParse({ ...valid, ...change });
+    const result = azureMonitorOptionsSchema().safeParse({ ...valid, ...change });
     expect(result.success).toBe(false);
     expect(result.error!.issues.map((i) => i.message).join('\n')).toMatch(message);
   });
@@ -140,7 +140,7 @@ describe('options', () => {
   it('takes a client secret through the secret forms', () => {
     process.env.SEF_TEST_AZMON_SECRET = 'client-secret-value-123';
     try {
-      const options = azureMonitorOptionsSchema.parse({
+      const options = azureMonitorOptionsSchema().parse({
         ...valid,
         credential: {
           kind: 'client-secret',

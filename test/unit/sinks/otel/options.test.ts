@@ -78,25 +78,25 @@ describe('resolveOtlpSettings', () => {
   });
 });
 
-describe('otelOptionsSchema', () => {
+describe('otelOptionsSchema()', () => {
   it('rejects unknown keys and bad values with a message naming them', () => {
-    expect(otelOptionsSchema.safeParse({ endpiont: 'http://x' }).error?.issues[0]?.message).toContain(
+    expect(otelOptionsSchema().safeParse({ endpiont: 'http://x' }).error?.issues[0]?.message).toContain(
       'endpiont',
     );
-    expect(otelOptionsSchema.safeParse({ protocol: 'udp' }).success).toBe(false);
-    expect(otelOptionsSchema.safeParse({ endpoint: 'ftp://x' }).error?.issues[0]?.message).toBe(
+    expect(otelOptionsSchema().safeParse({ protocol: 'udp' }).success).toBe(false);
+    expect(otelOptionsSchema().safeParse({ endpoint: 'ftp://x' }).error?.issues[0]?.message).toBe(
       'endpoint must be an http:// or https:// URL',
     );
   });
 
   it('turns header values into Secrets that never print; a missing variable is named', () => {
     process.env.SEF_UNIT_OTEL_TOKEN = 'super-secret-token';
-    const parsed = otelOptionsSchema.parse({ headers: { authorization: { env: 'SEF_UNIT_OTEL_TOKEN' } } });
+    const parsed = otelOptionsSchema().parse({ headers: { authorization: { env: 'SEF_UNIT_OTEL_TOKEN' } } });
     expect(parsed.headers?.authorization).toBeInstanceOf(Secret);
     expect(parsed.headers?.authorization?.reveal()).toBe('super-secret-token');
     expect(JSON.stringify(parsed)).not.toContain('super-secret-token');
     expect(String(resolveOtlpSettings(parsed, {}).headers.authorization)).toBe('[redacted]');
-    const missing = otelOptionsSchema.safeParse({
+    const missing = otelOptionsSchema().safeParse({
       headers: { authorization: { env: 'SEF_UNIT_OTEL_NOPE' } },
     });
     expect(missing.error?.issues[0]?.message).toContain('SEF_UNIT_OTEL_NOPE');
