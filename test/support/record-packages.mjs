@@ -10,6 +10,7 @@
 import { writeFileSync } from 'node:fs';
 import { registerHooks } from 'node:module';
 import { join } from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { getHeapSpaceStatistics } from 'node:v8';
 
@@ -19,6 +20,10 @@ const modules = new Set();
 const zodLocales = new Set();
 const newSpaceBytes = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size;
 let atRun;
+let max = 0;
+new PerformanceObserver(() => {
+  max = Math.max(max, newSpaceBytes() ?? 0);
+}).observe({ entryTypes: ['gc'] });
 registerHooks({
   resolve(specifier, context, next) {
     const result = next(specifier, context);
@@ -33,7 +38,8 @@ registerHooks({
 });
 process.on('exit', () => {
   const file = process.env.SEF_TEST_PACKAGES_FILE;
-  const youngGeneration = { atRun, atExit: newSpaceBytes() };
+  const atExit = newSpaceBytes();
+  const youngGeneration = { atRun, max: Math.max(max, atExit ?? 0), atExit };
   if (file) {
     const result = {
       packages: [...packages].sort(),

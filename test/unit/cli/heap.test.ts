@@ -4,13 +4,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  EXPOSE_GC_FLAGS,
   endStartup,
   inStartupPhase,
   JIT_FLAGS,
   operatorSet,
+  releaseStartupGarbage,
   YOUNG_GENERATION_FLAGS,
 } from '../../../src/cli/heap.ts';
 import { requestedCommand } from '../../../src/cli/main.ts';
+import { waitFor } from '../../support/wait.ts';
 
 describe('operator-set V8 options', () => {
   it('recognises young-generation sizing on the command line and in NODE_OPTIONS', () => {
@@ -34,6 +37,30 @@ describe('operator-set V8 options', () => {
     expect(inStartupPhase()).toBe(false);
     endStartup();
     expect(inStartupPhase()).toBe(false);
+  });
+
+  it('releaseStartupGarbage runs a full collection and leaves gc() unexposed (exposed for one context only)', async () => {
+    const { runInNewContext } = process.getBuiltinModule('node:vm');
+    const { constants, PerformanceObserver } = process.getBuiltinModule('node:perf_hooks');
+    expect(operatorSet(EXPOSE_GC_FLAGS)).toBe(false);
+    const majors: number[] = [];
+    const observer = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        const { detail } = entry as { detail?: { kind?: number } };
+        if (detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+          majors.push(entry.startTime);
+        }
+      }
+    });
+    observer.observe({ entryTypes: ['gc'] });
+    const before = performance.now();
+    releaseStartupGarbage();
+    await waitFor(() => majors.some((t) => t >= before), 'a major collection after the call');
+    observer.disconnect();
+    expect(runInNewContext('typeof gc')).toBe('undefined');
+    expect(typeof (globalThis as { gc?: unknown }).gc).toBe('undefined');
+    expect(operatorSet(EXPOSE_GC_FLAGS, ['--expose-gc'], undefined)).toBe(true);
+    expect(operatorSet(EXPOSE_GC_FLAGS, [], '--expose_gc')).toBe(true);
   });
 });
 
