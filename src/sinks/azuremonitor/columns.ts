@@ -4,9 +4,12 @@
  * shipped table and DCR (packaging/azure-monitor/) and the Logs Ingestion API test double follow it (a test
  * checks the shipped definitions against LOG_COLUMNS).
  *
- * The columns are those of the ADX table in docs/fleet-adx.md, with three differences: `TimeGenerated` (the
+ * The columns are those of the ADX table in docs/fleet-adx.md, with four differences: `TimeGenerated` (the
  * record time; every Log Analytics table needs it), `Id` and `Type` renamed `RecordId` and `RecordType` (both
- * names are reserved in Log Analytics), and no `EnqueuedTime` (an Event Hubs property).
+ * names are reserved in Log Analytics), no `EnqueuedTime` (an Event Hubs property), and `Data` holds only the
+ * fields of the record's `data` that have no column of their own (the Kubernetes node, IMDS fields Azure added,
+ * ResourceType, ...): every value is in the row once, so a row is about the size of the record (ingestion is
+ * billed by size), and nothing is lost (the record can be put back together from its row).
  */
 import type { LifecycleRecord } from '../../domain/index.ts';
 
@@ -79,12 +82,47 @@ export const LOG_COLUMNS: readonly LogColumn[] = [
   column('Approval', 'dynamic', '$.data.approval', (r) => field(r.data, 'approval')),
   column('Changed', 'dynamic', '$.data.changed', (r) => field(r.data, 'changed')),
   column('Previous', 'dynamic', '$.data.previous', (r) => field(r.data, 'previous')),
-  column('Data', 'dynamic', '$.data', (r) => r.data),
+  column('Data', 'dynamic', '$.data', (r) => dataRemainder(r.data)),
 ];
 
-/** The row for one record: every column of LOG_COLUMNS (null where the record does not carry the field). */
+/** The `$.data` paths the columns other than Data fill, as key paths (['vm', 'name'], ...). */
+const COVERED_DATA_PATHS: readonly string[][] = LOG_COLUMNS.filter((c) => c.from.startsWith('$.data.')).map(
+  (c) => c.from.slice('$.data.'.length).split('.'),
+);
+
+/**
+ * `data` without the fields a column of their own holds (Data's value): a copy, with objects that end up empty
+ * left out; null when nothing is left.
+ */
+export function dataRemainder(data: Data): Record<string, unknown> | null {
+  const rest = structuredClone(data) as Record<string, unknown>;
+  for (const path of COVERED_DATA_PATHS) deletePath(rest, path);
+  return Object.keys(rest).length === 0 ? null : rest;
+}
+
+function deletePath(target: Record<string, unknown>, path: readonly string[]): void {
+  const [key, ...more] = path;
+  if (key === undefined || !Object.hasOwn(target, key)) return;
+  if (more.length === 0) {
+    delete target[key];
+    return;
+  }
+  const inner = target[key];
+  if (typeof inner !== 'object' || inner === null || Array.isArray(inner)) return;
+  deletePath(inner as Record<string, unknown>, more);
+  if (Object.keys(inner).length === 0) delete target[key];
+}
+
+/**
+ * The row for one record: every column of LOG_COLUMNS the record has a value for, in table order. A column
+ * without a value (null) is left out of the row: Log Analytics stores it as empty all the same, and the row
+ * stays small.
+ */
 export function toLogRow(record: LifecycleRecord): Record<string, unknown> {
   const row: Record<string, unknown> = {};
-  for (const c of LOG_COLUMNS) row[c.name] = c.value(record);
+  for (const c of LOG_COLUMNS) {
+    const value = c.value(record);
+    if (value !== null && value !== undefined) row[c.name] = value;
+  }
   return row;
 }

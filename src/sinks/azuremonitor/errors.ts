@@ -64,15 +64,17 @@ function socketCode(error: ErrorLike): string | undefined {
 }
 
 /**
- * The DeliveryError for a failed upload request whose rows start at `firstIndex` (of the batch). Permanent failures name `firstIndex` (the rows before it were confirmed, none after it sent);
- * a 413 for one row is payload-too-large.
+ * The DeliveryError for a failed upload request whose first row is the batch's `first.index`, the row of record
+ * `first.recordId`. Permanent failures name that index (the rows before it were confirmed, none after it sent);
+ * a 413 for one row is payload-too-large, naming the record.
  */
 export function uploadError(
   error: unknown,
   target: UploadTarget,
-  firstIndex: number,
+  first: { index: number; recordId: string },
   nowMs: number = Date.now(),
 ): DeliveryError {
+  const firstIndex = first.index;
   if (error instanceof DeliveryError) return error;
   const e = (error ?? {}) as ErrorLike;
   const where = `Azure Monitor sink ${target.sink} (DCR ${target.ruleId}, stream ${target.streamName})`;
@@ -81,7 +83,7 @@ export function uploadError(
     const detail = describe(e);
     if (status === 413) {
       return payloadTooLargeError(
-        `${where}: HTTP 413 ${detail}: the log row of record ${firstIndex} alone is larger than the Logs Ingestion API takes in one call (1 MB)`,
+        `${where}: HTTP 413 ${detail}: the log row of record ${first.recordId} alone is larger than the Logs Ingestion API takes in one call (1 MB)`,
         { failedIndex: firstIndex, cause: error },
       );
     }

@@ -132,7 +132,10 @@ export class AzureMonitorSink implements Sink {
         from = at + failed.count;
         continue;
       }
-      const error = uploadError(failed.cause, this.#target, at);
+      const error = uploadError(failed.cause, this.#target, {
+        index: at,
+        recordId: String(rows[at]?.RecordId),
+      });
       if (signal.aborted) throw error; // deliver() reports the abort or the timeout
       this.#logFailure(error);
       // A permanent failure that is not about one row (TLS) still names the first unsent row, truthfully.

@@ -1,11 +1,13 @@
 /**
- * The azuremonitor sink's pure parts: the record → row mapping (src/sinks/azuremonitor/columns.ts), the options
+ * The azuremonitor sink's pure parts: the record → row mapping (src/sinks/azuremonitor/columns.ts: every value
+ * once, Data only what no column holds, the record recoverable from its row, a row at most 1.2× its record), the options
  * schema's messages, and the one-source-of-truth rule: the table and DCR shipped in packaging/azure-monitor/ and
  * the `az` command in docs/sinks-azure-monitor.md declare exactly the sink's columns, in its order.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { LOG_COLUMNS, toLogRow } from '../../../../src/sinks/azuremonitor/columns.ts';
+import type { LifecycleRecord } from '../../../../src/domain/index.ts';
+import { dataRemainder, LOG_COLUMNS, toLogRow } from '../../../../src/sinks/azuremonitor/columns.ts';
 import { azureMonitorOptionsSchema } from '../../../../src/sinks/azuremonitor/options.ts';
 import { makeRecord } from '../../../support/records.ts';
 
@@ -13,11 +15,40 @@ const root = new URL('../../../../', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, root), 'utf8');
 const declared = LOG_COLUMNS.map((c) => ({ name: c.name, type: c.type }));
 
+/** The record put back together from its row: the columns' values at their paths, over the row's Data. */
+function recordFromRow(row: Record<string, unknown>): Record<string, unknown> {
+  const record: Record<string, unknown> = { data: structuredClone(row.Data ?? {}) };
+  for (const c of LOG_COLUMNS) {
+    if (c.name === 'Data' || c.name === 'TimeGenerated' || !(c.name in row)) continue;
+    const path = c.from.slice(2).split('.');
+    let target = record;
+    for (const key of path.slice(0, -1)) {
+      target[key] ??= {};
+      target = target[key] as Record<string, unknown>;
+    }
+    target[path.at(-1)!] = row[c.name];
+  }
+  return record;
+}
+
+/**
+ * The record as a row can carry it: without specversion and datacontenttype (constants, no column holds them)
+ * and without null values (Log Analytics does not tell a null from a missing value).
+ */
+function asStored(record: LifecycleRecord): Record<string, unknown> {
+  const { specversion: _s, datacontenttype: _d, ...rest } = record;
+  return withoutNulls(rest);
+}
+
+function withoutNulls(value: object): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(value), (_key, v: unknown) => (v === null ? undefined : v));
+}
+
 describe('record → row', () => {
-  it('fills every column from the record, TimeGenerated = the record time, null where the record has no value', () => {
+  it('fills the columns from the record, TimeGenerated = the record time; a column without a value is left out', () => {
     const record = makeRecord('scheduled');
     const row = toLogRow(record);
-    expect(Object.keys(row)).toEqual(LOG_COLUMNS.map((c) => c.name));
+    expect(Object.keys(row)).toEqual(LOG_COLUMNS.map((c) => c.name).filter((name) => name in row));
     expect(row).toMatchObject({
       TimeGenerated: record.time,
       Time: record.time,
@@ -29,21 +60,57 @@ describe('record → row', () => {
       NotBeforeUtc: record.data.notBeforeUtc,
       VmName: record.data.vm.name,
       NoticeSeconds: record.data.timing.noticeSeconds,
-      StartedAt: null,
-      EndedAt: null,
-      Reason: null,
-      Approval: null,
-      Data: record.data,
     });
+    for (const empty of ['StartedAt', 'EndedAt', 'Reason', 'Approval']) expect(row).not.toHaveProperty(empty);
+  });
+
+  it('Data holds only what no other column holds: every value is in the row once, and the record can be put back together from it', () => {
+    const kubernetes = { nodeName: 'aks-pool-0', clusterName: 'prod', labels: { pool: 'system' } };
+    const records = [
+      ...(['scheduled', 'started', 'completed', 'canceled', 'updated', 'approved'] as const).map((t) =>
+        makeRecord(t),
+      ),
+      {
+        ...makeRecord('scheduled'),
+        data: { ...makeRecord('scheduled').data, kubernetes, imdsExtra: { Foo: 1 } },
+      },
+    ];
+    for (const record of records) {
+      const row = toLogRow(record);
+      expect(withoutNulls(recordFromRow(row))).toEqual(asStored(record));
+      const data = row.Data as Record<string, unknown>;
+      expect(Object.keys(data)).not.toContain('EventId');
+      expect(Object.keys(data)).not.toContain('Description');
+      expect(Object.keys(data.vm as object).sort()).toEqual(['computerName', 'vmId']);
+    }
+    expect(dataRemainder(records.at(-1)!.data)).toMatchObject({
+      kubernetes,
+      imdsExtra: { Foo: 1 },
+      ResourceType: 'VirtualMachine',
+    });
+  });
+
+  it('a row is no bigger than about 1.2 times its record, also with a 30 KB Description', () => {
+    const records = [
+      ...(['scheduled', 'started', 'completed', 'canceled', 'updated', 'approved'] as const).map((t) =>
+        makeRecord(t),
+      ),
+      makeRecord('scheduled', { description: 'x'.repeat(30_000) }),
+    ];
+    for (const record of records) {
+      const ratio =
+        Buffer.byteLength(JSON.stringify(toLogRow(record))) / Buffer.byteLength(JSON.stringify(record));
+      expect(ratio, record.transition).toBeLessThanOrEqual(1.2);
+    }
   });
 
   it('carries the completed fields (inferred, observed impact) on a completed record', () => {
     const record = makeRecord('completed');
     const row = toLogRow(record);
     expect(row.Transition).toBe('completed');
-    expect(row.Inferred).toBe(record.data.inferred ?? null);
+    expect(row.Inferred).toBe(record.data.inferred);
     expect(row.EndedAt).toBe(record.data.timing.endedAt);
-    expect(row.ObservedImpact).toEqual(record.data.observedImpact ?? null);
+    expect(row.ObservedImpact).toEqual(record.data.observedImpact);
   });
 
   it('uses no column name Log Analytics reserves', () => {
