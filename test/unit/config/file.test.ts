@@ -1,0 +1,60 @@
+/** Reading a YAML config file: a syntax error says where and shows the lines it points at (no secret among them). */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, readConfigFile } from '../../../src/config/index.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+
+const tmp = makeTempDir('sef-config-file-');
+afterAll(() => tmp.cleanup());
+
+let counter = 0;
+function problemsOf(text: string): { heading: string; problems: readonly string[] } {
+  const file = join(tmp.dir, `config-${++counter}.yaml`);
+  writeFileSync(file, text);
+  try {
+    readConfigFile(file);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    const e = error as ConfigError;
+    return { heading: e.message.split('\n')[0]!, problems: e.problems };
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('a YAML syntax error', () => {
+  it('ends in the lines it points at, with a caret under the column, not in a bare ":"', () => {
+    // The newcomer's file: a flow map opened on line 3 and never closed.
+    const { heading, problems } = problemsOf(
+      'imds:\n  pollIntervalMs: 1000\nsinks: [{ name: out, type: stdout\nlog: { level: info }\n',
+    );
+    expect(heading).toMatch(/is not valid YAML:$/);
+    const [first, ...others] = problems;
+    expect(first!.split('\n')).toEqual([
+      expect.stringMatching(/ at line 4, column 1:$/),
+      '    sinks: [{ name: out, type: stdout',
+      '    log: { level: info }',
+      '    ^',
+    ]);
+    // The errors that follow from the first one are one line each, ending at their position.
+    for (const other of others) expect(other).toMatch(/ at line \d+, column \d+$/);
+  });
+
+  it('shows the line of a duplicate key and where the second one starts', () => {
+    const { problems } = problemsOf('stateDir: /a\nstateDir: /b\n');
+    expect(problems).toEqual([
+      'Map keys must be unique at line 2, column 1:\n    stateDir: /a\n    stateDir: /b\n    ^',
+    ]);
+  });
+
+  it('masks an inline key or token in the quoted lines, keeping the caret in place', () => {
+    const key = 'R0123456789abcdef0123456789abcdef';
+    const { problems } = problemsOf(
+      `sinks:\n  - name: pd\n    type: pagerduty\n    routingKey: ${key}\n  oops: [\n`,
+    );
+    const text = problems.join('\n');
+    expect(text).not.toContain(key);
+    expect(text).toContain(`routingKey: ${'*'.repeat(key.length)}`);
+    expect(problems[0]!.split('\n').at(-1)).toBe('    ^');
+  });
+});
