@@ -95,6 +95,10 @@ describe('linux-x64 executable without Node.js', () => {
     expect(list.stdout).toMatch(/spot-preempt/);
     expect(list.status).toBe(0);
 
+    // Its help names no path (the demo scenario is embedded in the executable, not a file next to it).
+    const demoHelp = cli(['demo', '--help']);
+    expect(demoHelp.stdout).toMatch(/default: the built-in demo scenario/);
+    expect(demoHelp.stdout).not.toMatch(/demo\.scenario\.yaml|\/config\//);
     const demo = cli(['demo', '--time-scale', '120', '--poll-interval', '200']);
     expect(demo.stderr).toMatch(/scenario finished/);
     const records = demo.stdout

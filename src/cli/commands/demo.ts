@@ -30,10 +30,11 @@ export function register(program: Command): void {
     .description(
       'Start the IMDS simulator with a short scenario and run the forwarder against it, printing every record.',
     )
+    // No path as the shown default: in the release executable the demo scenario is embedded, not a file.
     .option(
       '--scenario <file-or-name>',
-      'scenario YAML file or bundled simulator scenario name',
-      DEMO_SCENARIO,
+      'scenario YAML file or bundled simulator scenario name (default: the built-in demo scenario; ' +
+        '`simulate --list-scenarios` lists the others)',
     )
     .option('--time-scale <x>', "simulated seconds per real second (default: the scenario's)")
     .option('--poll-interval <ms>', 'poll interval in milliseconds', '200')

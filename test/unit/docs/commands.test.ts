@@ -183,3 +183,23 @@ describe('defaults quoted in --help are the defaults run applies', () => {
     }
   });
 });
+
+describe('--help shows no path of this checkout', () => {
+  it('no option of any command defaults to a file of the package (the release executable embeds them)', async () => {
+    const program = await buildProgram();
+    const repoPaths: string[] = [];
+    const visit = (command: Command, path: string[]) => {
+      for (const option of command.options) {
+        const value = option.defaultValue as unknown;
+        const values = Array.isArray(value) ? value : [value];
+        for (const v of values) {
+          if (typeof v === 'string' && v.includes(repo))
+            repoPaths.push(`${[...path, option.long].join(' ')}: ${v}`);
+        }
+      }
+      for (const sub of command.commands) visit(sub, [...path, sub.name()]);
+    };
+    visit(program, []);
+    expect(repoPaths).toEqual([]);
+  });
+});
