@@ -179,15 +179,19 @@ export function reconcile(progress: readonly EventProgress[], facts: PlanFacts, 
     }
   });
 
+  // Without rules and hooks every decision is "never" and nothing runs: nothing worth a line per event.
+  const { rules, hooks } = facts.config;
+  const policy = rules.length > 0 || hooks.prepare.length > 0 || hooks.recover.length > 0;
   for (const [key, event] of facts.tracked) {
     if (p.progress.some((e) => e.key === key)) continue;
     const vm = facts.vm;
     if (vm?.name === undefined || vm.name === '') {
-      p.log('warn', 'VM identity unknown: approval decisions wait until it is known', undefined, true);
+      if (policy)
+        p.log('warn', 'VM identity unknown: approval decisions wait until it is known', undefined, true);
       continue;
     }
     const entry = newProgress(facts.config, event, vm);
-    if (isScheduled(event)) {
+    if (isScheduled(event) && policy) {
       p.log('info', 'approval decision', {
         eventId: entry.eventId,
         eventType: entry.eventType,

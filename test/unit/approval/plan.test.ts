@@ -164,6 +164,14 @@ describe('reconcile: a newly seen event', () => {
       ['persist'],
     ],
     [
+      'no policy (no rules, no hooks): never, and no line per event',
+      {},
+      {},
+      { action: 'never', post: 'none', prepare: 'none', recover: 'none', approval: null },
+      ['persist'],
+    ],
+    ['no policy and the identity unknown: nothing to warn about', {}, { vm: undefined }, null, []],
+    [
       'identity unknown: nothing decided yet (warned once)',
       { rules: approve('approve') },
       { vm: undefined },
