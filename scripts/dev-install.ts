@@ -10,9 +10,10 @@
  *    OpenTelemetry 2.x, which needs @opentelemetry/api < 1.10, while the forwarder uses OpenTelemetry 3.x on
  *    @opentelemetry/api 1.10; in one tree npm reported dozens of peer-dependency conflicts on every install
  *    (docs/dependencies.md). Does nothing when the installed servers match test-servers/package-lock.json.
- *    npm runs there on the Node.js that runs this script (Node 24 during npm scripts), so it has nothing to warn.
+ *    npm runs there on the Node.js that runs this script (Node 24 during npm scripts), so it has nothing to warn;
+ *    its output is shown only when it fails.
  */
-import { spawnSync } from 'node:child_process';
+import { type SpawnSyncOptionsWithStringEncoding, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,15 +39,25 @@ if (existsSync(lockfile)) {
     // npm_execpath is npm's own CLI when npm runs this script; run it on this Node.js (not the one npm ran on).
     const npmCli = process.env.npm_execpath ?? '';
     const args = ['ci', '--no-audit', '--no-fund'];
+    // Its output is kept and shown only when it fails: a good install adds nothing to `npm ci`'s own output
+    // (npm prints its "added N packages" summary at every log level but silent).
+    const captured: SpawnSyncOptionsWithStringEncoding = {
+      cwd: dir,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      maxBuffer: 64 << 20,
+    };
     const result = npmCli.endsWith('.js')
-      ? spawnSync(process.execPath, [npmCli, ...args], { cwd: dir, stdio: 'inherit' })
+      ? spawnSync(process.execPath, [npmCli, ...args], captured)
       : spawnSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', args, {
-          cwd: dir,
-          stdio: 'inherit',
+          ...captured,
           shell: process.platform === 'win32',
         });
     if (result.status !== 0) {
-      process.stderr.write(`installing the test servers in ${dir} failed (npm ci exited ${result.status})\n`);
+      process.stderr.write(`${result.stdout ?? ''}${result.stderr ?? ''}`);
+      process.stderr.write(
+        `installing the test servers in ${dir} failed (npm ci exited ${result.status}${result.error ? `: ${result.error.message}` : ''})\n`,
+      );
       process.exit(1);
     }
     writeFileSync(stamp, `${digest}\n`);
