@@ -82,7 +82,9 @@ function cell(text: string): string {
 function defaultOf(node: JsonSchema, required: boolean): string {
   if (node.default !== undefined) {
     if (typeof node.default === 'object' && node.default !== null && Object.keys(node.default).length === 0) {
-      return Array.isArray(node.default) ? '`[]`' : '(see below)';
+      if (Array.isArray(node.default)) return '`[]`';
+      // A section whose keys have their own rows below; a free mapping (env, headers) is simply empty.
+      return node.properties === undefined ? '`{}`' : '(see below)';
     }
     return `\`${JSON.stringify(node.default)}\``;
   }
@@ -98,8 +100,11 @@ function rows(node: JsonSchema, prefix: string, skip: readonly string[] = []): R
     if (skip.includes(key)) continue;
     const path = prefix === '' ? key : `${prefix}.${key}`;
     const nested = child.type === 'object' && child.properties !== undefined;
+    // A list of mappings (approval.rules, approval.hooks.prepare, ...): each entry's keys as `path[].key`.
+    const entries = child.type === 'array' && child.items?.properties !== undefined ? child.items : undefined;
     out.push([`\`${path}\``, typeOf(child), defaultOf(child, required.has(key)), child.description ?? '']);
     if (nested) out.push(...rows(child, path));
+    if (entries !== undefined) out.push(...rows(entries, `${path}[]`));
   }
   return out;
 }

@@ -125,8 +125,8 @@ export const webhookOptionsSchema = lazy(() =>
     .strict(),
 );
 
-/** Slack and Teams take the same options; only what a template renders differs. */
-function chatOptionsSchema(templateRenders: string) {
+/** Slack and Teams take the same options; only what a template renders and their rate limits differ. */
+function chatOptionsSchema(templateRenders: string, rateLimit: string) {
   return z
     .object({
       url: urlSchema(),
@@ -143,18 +143,24 @@ function chatOptionsSchema(templateRenders: string) {
         .optional()
         .describe(`Mustache template file rendering ${templateRenders} (logic-less: no code, no network)`),
       timeoutMs: timeoutMsSchema(),
-      minIntervalMs: minIntervalMsSchema(
-        1000,
-        'minimum milliseconds between messages (Slack allows about one per second per webhook)',
-      ),
+      minIntervalMs: minIntervalMsSchema(1000, `minimum milliseconds between messages (${rateLimit})`),
       tls: tlsOptionsSchema().optional(),
     })
     .strict();
 }
 
-export const slackOptionsSchema = lazy(() => chatOptionsSchema('the whole message JSON ({text, blocks})'));
+export const slackOptionsSchema = lazy(() =>
+  chatOptionsSchema(
+    'the whole message JSON ({text, blocks})',
+    'Slack allows about one per second per webhook',
+  ),
+);
 export const teamsOptionsSchema = lazy(() =>
-  chatOptionsSchema('the Adaptive Card JSON (the attachment content)'),
+  chatOptionsSchema(
+    'the Adaptive Card JSON (the attachment content)',
+    "a Teams Workflow publishes no per-webhook limit, but every run counts against the flow owner's Power " +
+      'Platform request limits and throttled runs answer 429: about one per second is safe',
+  ),
 );
 
 export type WebhookOptions = z.infer<ReturnType<typeof webhookOptionsSchema>>;

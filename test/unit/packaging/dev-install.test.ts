@@ -35,7 +35,7 @@ function layout(name: string, npmExitCode: number): { script: string; fakeNpm: s
 }
 
 function runInstall(script: string, fakeNpm: string) {
-  const env = { ...process.env, npm_execpath: fakeNpm };
+  const env: NodeJS.ProcessEnv = { ...process.env, npm_execpath: fakeNpm };
   delete env.npm_config_user_agent; // no "npm ran on an older Node" note
   return spawnSync(process.execPath, [script], { env, encoding: 'utf8' });
 }
