@@ -12,7 +12,9 @@ export const DELIVERY_ERROR_CODES = {
   closed: 'the sink was closed; retryable',
   timeout: 'no answer within the timeout (HTTP, OTLP, a command); retryable',
   network: 'no response: a connection/socket error (ECONNREFUSED, ECONNRESET, …); retryable',
-  tls: "TLS: the server's certificate failed verification (untrusted CA, wrong name, expired) or the server refused the client certificate with a TLS alert; permanent (fix tls.ca / tls.serverName / tls.cert)",
+  tls: "TLS: the server's certificate failed verification (untrusted CA, wrong name, expired) or the server refused the client certificate with a TLS alert; permanent for the destination: the sink pauses (fix tls.ca / tls.serverName / tls.cert)",
+  'name-not-resolved':
+    "the destination's host name does not resolve (DNS: no such name); permanent for the destination: the sink pauses (fix the host name or its DNS record)",
   'payload-too-large': 'the record cannot fit in one message/request (failedIndex names it); permanent',
   'invalid-input':
     'the record can never be handed to the destination (e.g. a command cannot start with it); permanent',
@@ -113,10 +115,15 @@ export function destinationError(
 
 /**
  * A TLS certificate problem (the server's certificate failed verification, or the server refused the client
- * certificate): a configuration problem that retrying cannot fix, so permanent (dead-lettered).
+ * certificate): a configuration problem of the destination that retrying cannot fix, so the sink pauses.
  */
 export function tlsError(message: string, extra: Extra = {}): DeliveryError {
-  return new DeliveryError(message, { retryable: false, code: 'tls', ...extra });
+  return destinationError(message, 'tls', extra);
+}
+
+/** The destination's host name does not exist (DNS NXDOMAIN, ENOTFOUND): the sink pauses until it resolves. */
+export function nameNotResolvedError(message: string, extra: Extra = {}): DeliveryError {
+  return destinationError(message, 'name-not-resolved', extra);
 }
 
 /**

@@ -5,8 +5,10 @@
  * summary of 1 to 1024 characters, source, severity critical/error/warning/info, an ISO 8601 timestamp,
  * string component/group/class, object custom_details; at most 512 KB) and answers like PagerDuty:
  * 202 {"status":"success","message":"Event processed","dedup_key":…}, or
- * 400 {"status":"invalid event","message":"Event object is invalid","errors":[…]}. Faults (429 with or without
- * Retry-After, 5xx, a hang, a rejection by content) are scripted with `fault`.
+ * 400 {"status":"invalid event","message":"Event object is invalid","errors":[…]}. With `integrationKeys` set,
+ * a well-formed routing key that is none of them is refused as PagerDuty refuses an unknown integration key:
+ * 400 with errors ["Invalid routing key"]. Faults (429 with or without Retry-After, 5xx, a hang, a rejection by
+ * content) are scripted with `fault`.
  */
 import { HttpSinkServer, type RecordedRequest, type ScriptedResponse } from './http-sink-server.ts';
 import type { ServerTls } from './tls-certs.ts';
@@ -95,6 +97,7 @@ export class PagerDutyEventsDouble {
   /** Events answered 202, in arrival order. */
   readonly accepted: PagerDutyEventRecord[] = [];
   #fault: ((request: RecordedRequest) => ScriptedResponse | undefined) | undefined;
+  #integrationKeys: ReadonlySet<string> | undefined;
   #generated = 0;
 
   private constructor(server: HttpSinkServer) {
@@ -126,6 +129,14 @@ export class PagerDutyEventsDouble {
     this.#fault = fault;
   }
 
+  /**
+   * The routing keys of the integrations that exist (undefined, the default: any well-formed key is accepted).
+   * An event with another key is refused with 400 "Invalid routing key".
+   */
+  integrationKeys(keys: readonly string[] | undefined): void {
+    this.#integrationKeys = keys === undefined ? undefined : new Set(keys);
+  }
+
   #answer(request: RecordedRequest): ScriptedResponse {
     const json = { 'content-type': 'application/json' };
     const faulted = this.#fault?.(request);
@@ -134,6 +145,10 @@ export class PagerDutyEventsDouble {
       return { status: 404, headers: json, body: JSON.stringify({ status: 'not found' }) };
     }
     const problems = pagerDutyEventProblems(request.body);
+    if (problems.length === 0 && this.#integrationKeys !== undefined) {
+      const key = (JSON.parse(request.body) as PagerDutyEventRecord).routing_key;
+      if (!this.#integrationKeys.has(key)) problems.push('Invalid routing key');
+    }
     if (problems.length > 0) {
       return {
         status: 400,

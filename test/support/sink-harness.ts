@@ -19,11 +19,22 @@ export interface Harness {
   create?(name: string): Promise<Sink>;
   /** Ids of the records that reached the receiver, in arrival order (duplicates included). */
   arrived(): string[];
-  /** Make every following delivery fail; 'permanent' only where the destination has a permanent failure. */
-  breakDestination(kind: 'retryable' | 'permanent'): void;
+  /**
+   * Make every following delivery fail: 'retryable' (a transient failure: busy, unavailable), 'record' (the
+   * destination refuses the records it is sent, as it refuses an invalid one: a permanent failure of the record)
+   * or 'destination' (it refuses everything, as a destination with revoked credentials, a missing role, a
+   * deleted endpoint or stream does: a permanent failure of the destination). Only the kinds the destination has:
+   * 'record' where `permanent`, 'destination' where `refusal` is set.
+   */
+  breakDestination(kind: 'retryable' | 'record' | 'destination'): void;
   repair(): void;
-  /** Whether the destination has a permanent failure mode (file and stdout only fail retryably). */
+  /** Whether the destination has a record failure mode (file and stdout only fail retryably). */
   permanent: boolean;
+  /**
+   * What breakDestination('destination') does, as an operator would meet it (e.g. "HTTP 401: the token was
+   * revoked"); undefined where the destination cannot refuse everything (file and stdout: a local write).
+   */
+  refusal?: string;
   /** Make the destination stop answering (undefined: a local write that cannot hang, file and stdout). */
   hang?(): void;
   /**

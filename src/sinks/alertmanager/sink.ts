@@ -60,9 +60,12 @@ export function alertmanagerErrorText(body: string): string | undefined {
 
 /**
  * Combines the outcome of every peer into the batch's outcome (null: delivered). `any`: delivered when one
- * peer accepted; failed permanently only when every peer failed permanently. `all`: delivered when every peer
- * accepted; failed permanently when one failed permanently (that peer will never accept the batch). Otherwise
- * retryable, with the server-requested delay: the shortest under `any`, the longest under `all`.
+ * peer accepted; failed permanently only when every peer failed permanently, and then for the destination when
+ * one peer refused as a destination (credentials, a wrong URL, TLS: fixing that peer delivers the batch), else
+ * for the record. `all`: delivered when every peer accepted; failed permanently when one failed permanently (that
+ * peer will never accept the batch): for the record when one peer refused the record, else for the
+ * destination. Otherwise retryable, with the server-requested delay: the shortest under `any`, the longest under
+ * `all`.
  */
 export function combinePeerOutcomes(
   failures: readonly (DeliveryError | undefined)[],
@@ -80,8 +83,17 @@ export function combinePeerOutcomes(
       ? `no Alertmanager accepted the alerts (${failed.length} of ${failures.length} failed)`
       : `${failed.length} of ${failures.length} Alertmanagers did not accept the alerts (acknowledgeWhen: all)`;
   if (permanent) {
-    const first = failed.find((f) => !f.retryable)!;
-    return new DeliveryError(`${where}: ${summary}: ${detail}`, { retryable: false, code: first.code });
+    const refusals = failed.filter((f) => !f.retryable);
+    const destination =
+      acknowledgeWhen === 'any'
+        ? refusals.some((f) => f.scope === 'destination')
+        : refusals.every((f) => f.scope === 'destination');
+    const decisive = refusals.find((f) => (f.scope === 'destination') === destination)!;
+    return new DeliveryError(`${where}: ${summary}: ${detail}`, {
+      retryable: false,
+      code: decisive.code,
+      scope: destination ? 'destination' : 'record',
+    });
   }
   const retryable = failed.filter((f) => f.retryable);
   const delays = retryable.map((f) => f.retryAfterMs).filter((d): d is number => d !== undefined);
@@ -195,8 +207,10 @@ export class AlertmanagerSink implements Sink {
     const failure = combinePeerOutcomes(failures, this.#acknowledgeWhen, this.#where);
     for (const f of failures) {
       if (f === undefined) continue;
-      // Each failed peer is logged, also when the batch counts as delivered (acknowledgeWhen: any).
-      this.#logger.warn(
+      // Each failed peer is logged: at warn when the batch counts as delivered all the same (acknowledgeWhen:
+      // any), where nothing else would show it; else at debug, as the engine logs the batch's failure (a paused
+      // sink's cause once, not at every probe).
+      this.#logger[failure === null ? 'warn' : 'debug'](
         { sink: this.name, code: f.code, retryable: f.retryable, records: batch.length },
         `alertmanager peer failed: ${f.message}`,
       );

@@ -143,6 +143,7 @@ export class AzureMonitorSink implements Sink {
         throw new DeliveryError(error.message, {
           retryable: false,
           code: error.code,
+          ...(error.scope === undefined ? {} : { scope: error.scope }),
           failedIndex: at,
           cause: failed.cause,
         });

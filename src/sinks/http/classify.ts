@@ -1,12 +1,19 @@
 /**
- * Pure classification of webhook HTTP outcomes into delivered / retryable / permanent, with the service's
- * error string (Slack's "channel_not_found", …) and the server's Retry-After. Messages name the endpoint
- * only by scheme and host: the path and query of Slack/Teams URLs are credentials.
+ * Pure classification of webhook HTTP outcomes into delivered / retryable / permanent for the record /
+ * permanent for the destination (src/sinks/http-status.ts), with the service's error string (Slack's
+ * "channel_not_found", …) and the server's Retry-After. Messages name the endpoint only by scheme and host: the
+ * path and query of Slack/Teams URLs are credentials.
  */
 import { redactText } from '../../redact.ts';
-import { httpStatusError, networkError, timeoutError, tlsError } from '../delivery-errors.ts';
-import { isRetryableHttpStatus } from '../http-status.ts';
-import type { DeliveryError } from '../types.ts';
+import {
+  httpStatusError,
+  nameNotResolvedError,
+  networkError,
+  timeoutError,
+  tlsError,
+} from '../delivery-errors.ts';
+import { httpFailureScope, isRetryableHttpStatus } from '../http-status.ts';
+import type { DeliveryError, FailureScope } from '../types.ts';
 
 /** "https://hooks.slack.com" — the only part of a webhook URL that may appear in logs and errors. */
 export function safeOrigin(url: URL | string): string {
@@ -20,23 +27,44 @@ export function safeOrigin(url: URL | string): string {
 
 /**
  * Error strings whose meaning does not depend on the status (Slack sends channel_is_archived as 410 or 403,
- * rollup_error as 500): key on the body first, status second.
+ * rollup_error as 500): key on the body first, status second. Each is permanent, for the destination (the
+ * webhook, its channel or its app: every message fails alike) or for the record (this message's content).
  */
-const PERMANENT_BODIES = new Set([
-  'invalid_payload',
-  'user_not_found',
-  'action_prohibited',
-  'channel_not_found',
-  'channel_is_archived',
-  'invalid_token',
-  'no_service',
-  'no_team',
-  'invalid_blocks',
-  'invalid_blocks_format',
-  'too_many_attachments',
-  'no_text',
-  'missing_text_or_fallback_or_attachments',
-  'posting_to_general_channel_denied',
+const PERMANENT_BODIES = new Map<string, FailureScope>([
+  ['invalid_payload', 'record'],
+  ['invalid_blocks', 'record'],
+  ['invalid_blocks_format', 'record'],
+  ['too_many_attachments', 'record'],
+  ['no_text', 'record'],
+  ['missing_text_or_fallback_or_attachments', 'record'],
+  ['user_not_found', 'destination'],
+  ['action_prohibited', 'destination'],
+  ['channel_not_found', 'destination'],
+  ['channel_is_archived', 'destination'],
+  ['invalid_token', 'destination'],
+  ['no_service', 'destination'],
+  ['no_team', 'destination'],
+  ['team_disabled', 'destination'],
+  ['posting_to_general_channel_denied', 'destination'],
+]);
+
+/** What a destination-refusing status means, and the fix (said once when the sink pauses). */
+const DESTINATION_STATUS_FIXES = new Map<number, string>([
+  [
+    401,
+    'the destination refused the credentials; fix: check the credentials the sink sends (URL, headers, token), for example a rotated token or a revoked webhook',
+  ],
+  [
+    403,
+    'the destination refuses this client; fix: give the credentials the sink sends permission to post there',
+  ],
+  [404, 'no such endpoint at this URL; fix: check the URL (a deleted webhook, a wrong path or host)'],
+  [405, "the URL does not take POST requests; fix: check the URL's path"],
+  [
+    407,
+    'the proxy requires authentication; fix: put its credentials in HTTPS_PROXY (http://user:password@proxy:port)',
+  ],
+  [410, 'the endpoint was removed; fix: create a new one and update the URL'],
 ]);
 
 /**
@@ -65,24 +93,50 @@ export interface HttpOutcome {
 
 /**
  * Null when delivered (2xx); otherwise the DeliveryError to throw. `where` names the endpoint safely
- * (sink name and scheme+host).
+ * (sink name and scheme+host). `refusesDestination`: set by a sink whose service answers a refusal of the
+ * destination with a status that usually refuses the record (PagerDuty: 400 "Invalid routing key"): what it
+ * means and the fix; the failure is then permanent for the destination.
  */
-export function classifyResponse(outcome: HttpOutcome, where: string): DeliveryError | null {
+export function classifyResponse(
+  outcome: HttpOutcome,
+  where: string,
+  refusesDestination?: string,
+): DeliveryError | null {
   const { status, body, retryAfterMs } = outcome;
   if (status >= 200 && status < 300) return null;
   const detail = body === '' ? '' : ` ${body}`;
   if (status >= 300 && status < 400) {
     return httpStatusError(
-      `${where}: HTTP ${status} redirect not followed (webhook URLs must be final; update the URL)`,
+      `${where}: HTTP ${status} redirect not followed (permanent for the destination; fix: the URL must be final, update it to where it redirects)`,
       status,
-      { retryable: false },
+      { retryable: false, scope: 'destination' },
     );
   }
   const firstWord = body.split(/\s/, 1)[0] ?? '';
-  const permanentBody = PERMANENT_BODIES.has(firstWord);
-  const retryable = !permanentBody && isRetryableHttpStatus(status);
-  const kind = retryable ? 'retryable' : 'permanent';
-  return httpStatusError(`${where}: HTTP ${status}${detail} (${kind})`, status, { retryable, retryAfterMs });
+  const bodyScope = refusesDestination === undefined ? PERMANENT_BODIES.get(firstWord) : 'destination';
+  if (bodyScope === undefined && isRetryableHttpStatus(status)) {
+    return httpStatusError(`${where}: HTTP ${status}${detail} (retryable)`, status, {
+      retryable: true,
+      retryAfterMs,
+    });
+  }
+  const scope = bodyScope ?? httpFailureScope(status);
+  if (scope === 'record') {
+    return httpStatusError(`${where}: HTTP ${status}${detail} (permanent for this record)`, status, {
+      retryable: false,
+      scope,
+    });
+  }
+  const meaning =
+    refusesDestination ??
+    (bodyScope === undefined
+      ? (DESTINATION_STATUS_FIXES.get(status) ?? 'the destination refuses every request')
+      : `the service refuses every message (${firstWord}); fix: check that the webhook, its channel and its app still exist and may post`);
+  return httpStatusError(
+    `${where}: HTTP ${status}${detail} (permanent for the destination: ${meaning})`,
+    status,
+    { retryable: false, scope },
+  );
 }
 
 /**
@@ -99,6 +153,8 @@ export function classifyNetworkError(
   if (timedOut) return timeoutError(`${where}: no response within the timeout`);
   const tls = classifyTlsFailure(error, where);
   if (tls !== undefined) return tls;
+  const unresolved = classifyNameNotResolved(error, where);
+  if (unresolved !== undefined) return unresolved;
   const code = errorCode(error) ?? '';
   const name = error instanceof Error ? error.name : 'Error';
   const label = code || name;
@@ -114,6 +170,26 @@ export function classifyNetworkError(
 const CLOSED_BEFORE_ANSWER_HINT =
   'the server closed the connection before answering (if it requires a client certificate, check that ' +
   'tls.cert and tls.key are set and issued by a CA the server trusts)';
+
+/**
+ * The destination's host name does not exist (Node.js ENOTFOUND: DNS answered NXDOMAIN, or no record): permanent
+ * for the destination (`name-not-resolved`), naming the fix. A DNS server that does not answer (EAI_AGAIN) is a
+ * retryable network error instead. SDKs that keep only the text are matched on Node's and gRPC's wording
+ * ("getaddrinfo ENOTFOUND host", "Name resolution failed for target dns:host").
+ */
+export function classifyNameNotResolved(error: unknown, where: string): DeliveryError | undefined {
+  const code = errorCode(error);
+  const text = messageChain(error);
+  const host =
+    /getaddrinfo enotfound (\S+)/.exec(text)?.[1] ??
+    /name resolution failed for target (?:dns:)?(?:\/\/\/)?([^\s:]+)/.exec(text)?.[1];
+  if (code !== 'ENOTFOUND' && host === undefined) return undefined;
+  const which = host === undefined ? 'the host name' : `the host name ${host}`;
+  return nameNotResolvedError(
+    `${where}: ${which} does not resolve (DNS: no such name); fix: correct the host name in the URL or endpoint, or add its DNS record (this machine's resolver must know it)`,
+    { cause: error },
+  );
+}
 
 /** ECONNRESET, or undici's "other side closed" with no response byte read. */
 function closedBeforeAnswer(error: unknown): boolean {

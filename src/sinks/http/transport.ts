@@ -60,6 +60,12 @@ export interface OutgoingRequest {
    * message), when the body is more than that; undefined: the body as is. Sanitised like any body (classify.ts).
    */
   errorText?: (body: string) => string | undefined;
+  /**
+   * For a service that refuses the destination with a status that usually refuses the record (PagerDuty's 400
+   * "Invalid routing key"): given the failed status and the service's error text, what the refusal means and
+   * its fix, or undefined (src/sinks/http/classify.ts, classifyResponse).
+   */
+  refusesDestination?: (status: number, errorText: string) => string | undefined;
 }
 
 /** Test seams of every HTTP sink: a fake clock and an explicit undici dispatcher. */
@@ -178,7 +184,12 @@ export class HttpTransport {
     }
     const retryAfterMs = parseRetryAfter(retryAfterHeader, this.#clock.now());
     const text = status >= 200 && status < 300 ? bodyText : (outgoing.errorText?.(bodyText) ?? bodyText);
-    const failure = classifyResponse({ status, body: sanitizeBody(text), retryAfterMs }, this.#where);
+    const refusal = status >= 200 && status < 300 ? undefined : outgoing.refusesDestination?.(status, text);
+    const failure = classifyResponse(
+      { status, body: sanitizeBody(text), retryAfterMs },
+      this.#where,
+      refusal,
+    );
     if (failure === null) {
       this.#logger.debug({ status }, 'http request delivered');
       return;

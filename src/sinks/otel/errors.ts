@@ -8,12 +8,15 @@
  * problem (src/sinks/http/classify.ts, classifyTlsFailure) is the permanent `tls` for every protocol.
  */
 import { httpStatusError, isSocketErrorCode, networkError, timeoutError } from '../delivery-errors.ts';
-import { classifyTlsFailure } from '../http/classify.ts';
-import { isRetryableHttpStatus } from '../http-status.ts';
-import { DeliveryError } from '../types.ts';
+import { classifyNameNotResolved, classifyTlsFailure } from '../http/classify.ts';
+import { httpFailureScope, isRetryableHttpStatus } from '../http-status.ts';
+import { DeliveryError, type FailureScope } from '../types.ts';
 import type { OtlpProtocol } from './options.ts';
 
-/** gRPC status codes that mean "the request itself is wrong": retrying cannot help (OTLP spec). */
+/**
+ * gRPC status codes that retrying cannot help (OTLP spec), and what they refuse: the request (its records) or
+ * every request (the collector's credentials, authorization, or a collector without the logs service).
+ */
 const PERMANENT_GRPC_CODES = new Map<number, string>([
   [3, 'INVALID_ARGUMENT'],
   [5, 'NOT_FOUND'],
@@ -22,6 +25,21 @@ const PERMANENT_GRPC_CODES = new Map<number, string>([
   [9, 'FAILED_PRECONDITION'],
   [12, 'UNIMPLEMENTED'],
   [16, 'UNAUTHENTICATED'],
+]);
+const DESTINATION_GRPC_FIXES = new Map<number, string>([
+  [5, 'the collector has no such service or endpoint; fix: check endpoint (host, port, path)'],
+  [7, 'the collector refuses this client; fix: check the credentials in headers and what they may write'],
+  [
+    12,
+    'the collector does not take OTLP logs; fix: enable a logs pipeline with an OTLP receiver, or point endpoint at one',
+  ],
+  [16, 'the collector refused the credentials; fix: check the headers the sink sends (a rotated token)'],
+]);
+/** What an OTLP/HTTP destination status means, and the fix. */
+const DESTINATION_HTTP_FIXES = new Map<number, string>([
+  [401, 'the collector refused the credentials; fix: check the headers the sink sends (a rotated token)'],
+  [403, 'the collector refuses this client; fix: check the credentials in headers and what they may write'],
+  [404, 'no OTLP logs endpoint at this URL; fix: check endpoint (an OTLP/HTTP logs URL ends in /v1/logs)'],
 ]);
 const GRPC_CODE_NAMES = new Map<number, string>([
   [1, 'CANCELLED'],
@@ -45,11 +63,21 @@ function describe(error: unknown): string {
   return String(error).slice(0, 200);
 }
 
+/** " (permanent for this record)" or " (permanent for the destination: <fix>)"; nothing when retryable. */
+function permanentNote(permanent: boolean, destinationFix: string | undefined): string {
+  if (!permanent) return '';
+  return destinationFix === undefined
+    ? ' (permanent for this record)'
+    : ` (permanent for the destination: ${destinationFix})`;
+}
+
 /**
- * Classify an export failure. HTTP: 4xx other than 408/425/429 (src/sinks/http-status.ts) → permanent (dead letter), everything else
- * (5xx, retryable statuses, timeouts, network errors, unknown) → retryable. gRPC: INVALID_ARGUMENT,
- * NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, FAILED_PRECONDITION, UNIMPLEMENTED, UNAUTHENTICATED →
- * permanent; other statuses → retryable.
+ * Classify an export failure. HTTP: 4xx other than 408/425/429 (src/sinks/http-status.ts) → permanent, for the
+ * destination (401, 403, 404, …: the sink pauses) or the records (400, 413, …: dead letter); everything else (5xx,
+ * retryable statuses, timeouts, network errors, unknown) → retryable. gRPC: UNAUTHENTICATED, PERMISSION_DENIED,
+ * NOT_FOUND, UNIMPLEMENTED → permanent for the destination; INVALID_ARGUMENT, ALREADY_EXISTS,
+ * FAILED_PRECONDITION → permanent for the records; other statuses → retryable. TLS trust and a host name that
+ * does not resolve → permanent for the destination.
  */
 export function exportFailureToDeliveryError(
   error: unknown,
@@ -61,23 +89,33 @@ export function exportFailureToDeliveryError(
   const code = (error as { code?: unknown } | undefined)?.code;
   const message = describe(error);
 
-  // A TLS certificate problem (the gRPC exporter reports it as UNAVAILABLE with OpenSSL's wording): permanent.
-  const tls = classifyTlsFailure(error, what);
-  if (tls !== undefined) return tls;
+  // A TLS certificate problem (the gRPC exporter reports it as UNAVAILABLE with OpenSSL's wording), or a host
+  // name that does not resolve: the destination's, so the sink pauses.
+  const refused = classifyTlsFailure(error, what) ?? classifyNameNotResolved(error, what);
+  if (refused !== undefined) return refused;
 
   if (protocol === 'grpc' && typeof code === 'number') {
     const name = GRPC_CODE_NAMES.get(code) ?? `code-${code}`;
     const permanent = PERMANENT_GRPC_CODES.has(code);
-    return new DeliveryError(`${what}: gRPC ${name}: ${message}`, {
+    const fix = DESTINATION_GRPC_FIXES.get(code);
+    const scope: FailureScope = fix === undefined ? 'record' : 'destination';
+    return new DeliveryError(`${what}: gRPC ${name}: ${message}${permanentNote(permanent, fix)}`, {
       retryable: !permanent,
+      ...(permanent ? { scope } : {}),
       code: `grpc-${name}`,
       cause: error,
     });
   }
   if (typeof code === 'number') {
     const permanent = code >= 400 && code < 500 && !isRetryableHttpStatus(code);
-    return httpStatusError(`${what}: HTTP ${code} ${message}`.trim(), code, {
+    const scope = httpFailureScope(code);
+    const fix =
+      scope === 'destination'
+        ? (DESTINATION_HTTP_FIXES.get(code) ?? 'the collector refuses every request; fix: check endpoint')
+        : undefined;
+    return httpStatusError(`${what}: HTTP ${code} ${message}`.trim() + permanentNote(permanent, fix), code, {
       retryable: !permanent,
+      scope,
       cause: error,
     });
   }

@@ -87,6 +87,16 @@ export function toPagerDutyEvent(
 }
 
 /**
+ * A 400 whose errors are about the routing key ("Invalid routing key", "Length of 'routing_key' is incorrect",
+ * "'routing_key' cannot contain non-alphanumeric characters"): PagerDuty refuses every event sent with this key,
+ * so the sink pauses instead of dead-lettering them. What it means and the fix, or undefined.
+ */
+export function pagerDutyRefusal(status: number, errorText: string): string | undefined {
+  if (status !== 400 || !/\binvalid routing key\b|'routing_key'/i.test(errorText)) return undefined;
+  return 'PagerDuty refuses the routing key; fix: set routingKey to the Integration Key of an Events API v2 integration (Service → Integrations), not a REST API key';
+}
+
+/**
  * PagerDuty's error text of a failed response (`{"status":"invalid event","message":"Event object is invalid",
  * "errors":["…"]}`): "invalid event: Event object is invalid: …"; undefined when the body is not such JSON.
  */

@@ -3,14 +3,21 @@
  * (proxy rule, timeout, TLS, rate limiter, Retry-After). The Events API has no batch request: a batch is sent
  * record by record and a permanent failure names the first failing record (failedIndex).
  *
- * Responses: 202 accepted; 400 permanent, with PagerDuty's `errors` in the message (redacted like any body);
- * 429 and 5xx retryable, honouring Retry-After when PagerDuty sends one (src/sinks/http-status.ts).
+ * Responses: 202 accepted; 400 permanent, with PagerDuty's `errors` in the message (redacted like any body): for
+ * the record, except a refused routing key (for the destination: the sink pauses); 429 and 5xx retryable,
+ * honouring Retry-After when PagerDuty sends one (src/sinks/http-status.ts).
  */
 import type { LifecycleRecord } from '../../domain/index.ts';
 import { abortedError, closedError, payloadTooLargeError, withFailedIndex } from '../delivery-errors.ts';
 import { type HttpSinkDeps, type HttpTransport, httpSinkTransport } from '../http/transport.ts';
 import type { Sink, SinkContext } from '../types.ts';
-import { PAGERDUTY_LIMITS, pagerDutyErrorText, type SeverityMap, toPagerDutyEvent } from './mapping.ts';
+import {
+  PAGERDUTY_LIMITS,
+  pagerDutyErrorText,
+  pagerDutyRefusal,
+  type SeverityMap,
+  toPagerDutyEvent,
+} from './mapping.ts';
 import type { PagerDutyOptions } from './options.ts';
 
 export class PagerDutySink implements Sink {
@@ -55,6 +62,7 @@ export class PagerDutySink implements Sink {
         body,
         headers: () => ({ 'content-type': 'application/json' }),
         errorText: pagerDutyErrorText,
+        refusesDestination: pagerDutyRefusal,
       },
       signal,
     );

@@ -1,8 +1,8 @@
 /**
  * TLS trust through the real CLI, as child processes: `config validate` prints the insecureSkipVerify warning
  * (exit 0) and names a file that is not PEM (exit 2); `run` against the IMDS simulator logs the same warning at
- * start, delivers over HTTPS with tls.ca + a client certificate and with insecureSkipVerify, dead-letters the
- * sink without tls.ca as the permanent `tls`, and never prints certificate or key contents.
+ * start, delivers over HTTPS with tls.ca + a client certificate and with insecureSkipVerify, pauses the
+ * sink without tls.ca (the destination's permanent `tls`), and never prints certificate or key contents.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../../src/simulator/index.ts';
@@ -98,7 +98,7 @@ describe('config validate', () => {
 });
 
 describe('run', () => {
-  it('warns at start, delivers with tls.ca + client certificate and with insecureSkipVerify, dead-letters without tls.ca', async () => {
+  it('warns at start, delivers with tls.ca + client certificate and with insecureSkipVerify, pauses the sink without tls.ca (the record kept pending)', async () => {
     const sim = await startSimulator({ vmName: 'vm-tls', timeScale: 0 });
     cleanups.push(() => sim.close());
     const mtls = await HttpSinkServer.start(undefined, {
@@ -151,15 +151,17 @@ describe('run', () => {
     await untrusted.waitForRequests(1);
     expect(mtls.requests.map((r) => r.url)).toEqual(['/trusted']);
     expect(untrusted.requests.map((r) => r.url)).toEqual(['/insecure']);
-    const deadLettered = await waitFor(
+    const paused = await waitFor(
       () =>
         fwd
           .stderr()
           .split('\n')
-          .find((l) => l.includes('permanent delivery failure') && l.includes('"code":"tls"')),
-      'the no-ca sink dead-letters the record as tls',
+          .find((l) => l.includes('sink paused') && l.includes('"code":"tls"')),
+      'the no-ca sink to pause on tls',
     );
-    expect(deadLettered).toMatch(/not issued by a trusted CA \(SELF_SIGNED_CERT_IN_CHAIN\)/);
+    expect(paused).toMatch(/not issued by a trusted CA \(SELF_SIGNED_CERT_IN_CHAIN\); fix: add the CA/);
+    expect(paused).toContain('"level":50');
+    expect(fwd.stderr()).not.toContain('permanent delivery failure');
     expectNoPemIn(fwd.stderr() + fwd.stdout());
   });
 });

@@ -5,7 +5,10 @@
  * a registered type without a harness fails the suite, so a new sink cannot skip it.
  *
  * Rules checked for each type: ordered at-least-once delivery across a retryable outage; retryable failures
- * retried, permanent ones dead-lettered (where the destination has a permanent failure); a permanent failure of
+ * retried; the two classes of permanent failure (docs/delivery.md): a failure of the record dead-lettered (where
+ * the destination has one), a refusal of the destination (revoked credentials, a deleted endpoint or stream,
+ * untrusted TLS; every type except the local file and stdout) pausing the sink with every record kept pending,
+ * probed one record at a time, and resumed by itself once the destination accepts again; a permanent failure of
  * the k-th record of a batch reported with failedIndex k (records before it acknowledged, it dead-lettered, the
  * rest delivered in order; one-record-per-request sinks: the first failing record's index; a sink whose protocol
  * is all-or-nothing declares it and the engine isolates the record); a delivery that hangs
@@ -13,11 +16,11 @@
  * aborted signal rejects; close() twice is fine; configured secrets appear in no retry message and no
  * dead-letter error, even when the receiver echoes them back. Every type with a `tls` option (the HTTP sinks) also
  * runs once over TLS: its harness's receiver over HTTPS with a private CA (HarnessContext.tls), delivered with
- * tls.ca, and the permanent `tls` without it.
+ * tls.ca, and the destination's permanent `tls` without it.
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryEngine } from '../../../src/delivery/index.ts';
+import { DeliveryEngine, type PausedEvent, type ResumedEvent } from '../../../src/delivery/index.ts';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import {
@@ -95,16 +98,28 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
   function engineFor(sink: Sink, deliveryTimeoutMs?: number) {
     const messages: string[] = [];
     const codes: string[] = [];
+    const paused: PausedEvent[] = [];
+    const resumed: ResumedEvent[] = [];
     const engine = new DeliveryEngine({
       store,
       sinks: [
-        { sink, backoff: { initialMs: 5, maxMs: 20 }, ...(deliveryTimeoutMs ? { deliveryTimeoutMs } : {}) },
+        {
+          sink,
+          backoff: { initialMs: 5, maxMs: 20 },
+          probeBackoff: { initialMs: 20, maxMs: 50 },
+          ...(deliveryTimeoutMs ? { deliveryTimeoutMs } : {}),
+        },
       ],
       logger: silentLogger(),
       rescanIntervalMs: 50,
       observer: {
         delivery: (e) => {
           if (e.type === 'deadLettered' && e.code !== undefined) producedCodes.add(e.code);
+          if (e.type === 'paused') {
+            producedCodes.add(e.code);
+            paused.push(e);
+          }
+          if (e.type === 'resumed') resumed.push(e);
           if (e.type !== 'retry') return;
           producedCodes.add(e.code);
           messages.push(e.message);
@@ -113,7 +128,7 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
       },
     });
     cleanups.push(() => engine.stop(1000));
-    return { engine, messages, codes };
+    return { engine, messages, codes, paused, resumed };
   }
 
   beforeAll(async () => {
@@ -161,11 +176,11 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     for (const m of messages) for (const s of harness.secrets) expect(m).not.toContain(s);
   });
 
-  it('dead-letters a permanently rejected record (retried never), with no secret in the error', async () => {
+  it('dead-letters a record the destination refuses (a failure of the record: retried never, the sink not paused), with no secret in the error', async () => {
     freshStore();
     const sink = await build(`p-${type}`);
     const [record] = records(1);
-    const { engine, messages } = engineFor(sink);
+    const { engine, messages, paused } = engineFor(sink);
     if (!harness.permanent) {
       // this destination only fails retryably: a failure is retried and the record is never dead-lettered
       harness.breakDestination('retryable');
@@ -178,7 +193,7 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
       await waitFor(() => (store.stats().find((s) => s.sink === sink.name)?.pending ?? 0) === 0, 'drain');
       return;
     }
-    harness.breakDestination('permanent');
+    harness.breakDestination('record');
     store.commit({ v: 1 }, [{ record: record!, sinks: [sink.name] }]);
     engine.start();
     engine.notify();
@@ -190,7 +205,73 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     expect(dead.map((d) => d.recordId)).toEqual([record!.id]);
     expect(dead[0]!.reason).toBe('permanent');
     expect(messages).toEqual([]);
+    expect(paused).toEqual([]);
+    expect(engine.paused()).toEqual([]);
     for (const s of harness.secrets) expect(dead[0]!.error).not.toContain(s);
+  });
+
+  it('pauses on a refusal of the destination (a failure of the destination): nothing dead-lettered, every record pending, one record per probe; resumes by itself once the destination accepts, in order', async () => {
+    freshStore();
+    if (harness.refusal === undefined) {
+      // A local write (file, stdout) has no destination that could refuse everything: it only fails retryably.
+      // Not sorted yet (next steps): azuremonitor, eventhubs, exec.
+      expect(['file', 'stdout', 'azuremonitor', 'eventhubs', 'exec']).toContain(type);
+      return;
+    }
+    const real = await build(`r-${type}`);
+    const probeSizes: number[] = [];
+    const failures: DeliveryError[] = [];
+    const observed: Sink = {
+      name: real.name,
+      maxBatch: real.maxBatch,
+      async deliver(batch, signal) {
+        try {
+          await real.deliver(batch, signal);
+        } catch (e) {
+          noteCode(e);
+          if (e instanceof DeliveryError) failures.push(e);
+          if (engine.paused().length > 0) probeSizes.push(batch.length);
+          throw e;
+        }
+      },
+    };
+    const batch = records(4);
+    const { engine, messages, paused, resumed } = engineFor(observed);
+    harness.breakDestination('destination');
+    store.commit(
+      { v: 1 },
+      batch.map((record) => ({ record, sinks: [observed.name] })),
+    );
+    engine.start();
+    engine.notify();
+    await waitFor(() => paused.length >= 3, `the sink paused by "${harness.refusal}", and two probes`);
+
+    // Sorted as a failure of the destination: the sink paused, nothing dead-lettered, nothing retried as transient.
+    expect(failures[0]).toMatchObject({ retryable: false, scope: 'destination' });
+    expect(engine.paused()).toEqual([
+      expect.objectContaining({ sink: observed.name, code: failures[0]!.code }),
+    ]);
+    expect(store.listDeadLetters({ sink: observed.name })).toEqual([]);
+    expect(messages).toEqual([]);
+    expect(store.pending(observed.name, 100).map((r) => r.recordId)).toEqual(batch.map((r) => r.id));
+    expect(probeSizes.every((n) => n === 1)).toBe(true); // each probe is the head record alone
+    for (const p of paused) for (const s of harness.secrets) expect(p.message).not.toContain(s);
+    for (const s of harness.secrets) {
+      expect(store.pending(observed.name, 1)[0]!.lastError).not.toContain(s);
+      expect(engine.paused()[0]!.message).not.toContain(s);
+    }
+
+    harness.repair(); // the credentials fixed, the endpoint back
+    await waitFor(
+      () => (store.stats().find((s) => s.sink === observed.name)?.pending ?? 0) === 0,
+      'the paused sink to resume by itself and drain',
+    );
+    const mine = new Set(batch.map((r) => r.id));
+    const arrived = harness.arrived().filter((id) => mine.has(id));
+    expect(arrived.filter((id, i) => arrived.indexOf(id) === i)).toEqual(batch.map((r) => r.id));
+    expect(resumed).toEqual([expect.objectContaining({ sink: observed.name, code: failures[0]!.code })]);
+    expect(engine.paused()).toEqual([]);
+    expect(store.listDeadLetters({ sink: observed.name })).toEqual([]);
   });
 
   it('a permanent failure of the k-th record of a batch names it (failedIndex): records before it acknowledged, it dead-lettered, the rest retried in order', async () => {
@@ -265,7 +346,7 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     const batch = records(5);
     batch[K] = harness.poison(batch[K]!);
     const ids = batch.map((r) => r.id);
-    const { engine, messages } = engineFor(observed);
+    const { engine, messages, paused } = engineFor(observed);
     store.commit(
       { v: 1 },
       batch.map((record) => ({ record, sinks: [observed.name] })),
@@ -278,6 +359,7 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
         store.listDeadLetters({ sink: observed.name }).length > 0,
       'the outbox to drain around the dead letter',
     );
+    expect(paused).toEqual([]); // a failure of one record never pauses the sink
     harness.repair();
 
     const dead = store.listDeadLetters({ sink: observed.name });
@@ -414,7 +496,7 @@ describe.each(TLS_FACTORIES.map((f) => [f.type, f] as const))('sink type %s over
     );
     await untrusting.close?.();
     expect(error).toBeInstanceOf(DeliveryError);
-    expect(error).toMatchObject({ code: 'tls', retryable: false });
+    expect(error).toMatchObject({ code: 'tls', retryable: false, scope: 'destination' });
     const message = (error as DeliveryError).message;
     expect(message).toMatch(/TLS: the server's certificate is not issued by a trusted CA/);
     for (const secret of harness.secrets) expect(message).not.toContain(secret);

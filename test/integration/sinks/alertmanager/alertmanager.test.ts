@@ -141,6 +141,25 @@ describe('peers (acknowledgeWhen)', () => {
     });
     expect(combinePeerOutcomes([busy, busier], 'all', where)?.retryAfterMs).toBe(9000);
   });
+
+  it('sorts the combined refusal into the two classes of permanent failure', () => {
+    const unauthorized = httpStatusError('peer refuses the credentials', 401, {
+      retryable: false,
+      scope: 'destination',
+    });
+    // any: a peer that refuses as a destination could take the alert once fixed: pause, keep the record
+    expect(combinePeerOutcomes([rejected, unauthorized], 'any', where)).toMatchObject({
+      scope: 'destination',
+      code: 'http-401',
+    });
+    expect(combinePeerOutcomes([rejected, rejected], 'any', where)?.scope).toBe('record');
+    // all: a peer that refuses the record will never take it: dead letter
+    expect(combinePeerOutcomes([rejected, unauthorized], 'all', where)).toMatchObject({
+      scope: 'record',
+      code: 'http-400',
+    });
+    expect(combinePeerOutcomes([busy, unauthorized], 'all', where)?.scope).toBe('destination');
+  });
 });
 
 describe('configuration', () => {
@@ -329,7 +348,7 @@ describe('delivery to two Alertmanager doubles', () => {
     expect(error).toBeInstanceOf(DeliveryError);
     expect(error).toMatchObject({ retryable: false, code: 'http-400', failedIndex: undefined });
     expect((error as DeliveryError).message).toContain(
-      'HTTP 400 start time must be before end time (permanent)',
+      'HTTP 400 start time must be before end time (permanent for this record)',
     );
   });
 });

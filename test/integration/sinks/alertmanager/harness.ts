@@ -32,7 +32,9 @@ export const alertmanagerHarness: HarnessFactory = async (context): Promise<Harn
       double.fault(() =>
         kind === 'retryable'
           ? { status: 503, body: `cluster not ready for sef:${SECRET}` }
-          : rejected(`invalid label set from ${url}`),
+          : kind === 'record'
+            ? rejected(`invalid label set from ${url}`)
+            : { status: 401, body: `Unauthorized: bad credentials sef:${SECRET}` },
       );
     },
     repair: () => double.fault(undefined),
@@ -47,6 +49,7 @@ export const alertmanagerHarness: HarnessFactory = async (context): Promise<Harn
     failedIndexUnknown:
       'Alertmanager answers a batch of alerts with one status and does not say which alert it rejected',
     permanent: true,
+    refusal: 'HTTP 401 from the basic-auth proxy in front of Alertmanager: the password was changed',
     hang: () => double.fault(() => ({ hang: true })),
     close: () => double.close(),
   };

@@ -88,7 +88,7 @@ export async function execHarness(context: HarnessContext): Promise<Harness> {
     "process.stdin.on('end', () => {",
     "  const mode = fs.readFileSync(control, 'utf8');",
     "  if (mode === 'retryable') { process.stderr.write('busy'); process.exit(3); }",
-    "  if (mode === 'permanent') { process.stderr.write('rejected'); process.exit(4); }",
+    "  if (mode === 'record') { process.stderr.write('rejected'); process.exit(4); }",
     "  if (mode === 'hang') { setTimeout(() => {}, 600000); return; }",
     "  if (JSON.parse(input).id === fs.readFileSync(reject, 'utf8')) { process.stderr.write('rejected'); process.exit(4); }",
     "  fs.appendFileSync(out, JSON.parse(input).id + '\\n');",

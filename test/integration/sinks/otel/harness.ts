@@ -22,7 +22,11 @@ export async function otelHarness(context: HarnessContext): Promise<Harness> {
     arrived: () => receiver.acceptedRecords().map((r) => String(r.attributes['cloudevents.event_id'])),
     breakDestination(kind) {
       receiver.setDefault(
-        kind === 'retryable' ? { status: 503, body: SECRET } : { status: 400, body: `bad token ${SECRET}` },
+        kind === 'retryable'
+          ? { status: 503, body: SECRET }
+          : kind === 'record'
+            ? { status: 400, body: `bad log record ${SECRET}` }
+            : { status: 401, body: `bad token ${SECRET}` },
       );
     },
     repair() {
@@ -39,6 +43,7 @@ export async function otelHarness(context: HarnessContext): Promise<Harness> {
     },
     failedIndexUnknown: 'an OTLP export request is accepted or rejected as a whole',
     permanent: true,
+    refusal: 'HTTP 401: the collector refuses the authorization header',
     hang: () => receiver.setDefault({ hang: true }),
     close: () => receiver.close(),
   };

@@ -30,13 +30,21 @@ export const pagerdutyHarness: HarnessFactory = async (context): Promise<Harness
     secrets: [SECRET],
     arrived: () => double.accepted.map((e) => String(e.payload?.custom_details?.recordId)),
     breakDestination(kind) {
+      if (kind === 'destination') {
+        // The integration was deleted: PagerDuty knows the key no more and refuses every event sent with it.
+        double.integrationKeys(['0'.repeat(32)]);
+        return;
+      }
       double.fault(() =>
         kind === 'retryable'
           ? { status: 503, body: `unavailable for routing_key ${SECRET}` }
-          : invalidEvent(`routing_key ${SECRET} is not enabled`),
+          : invalidEvent(`'payload.summary' is invalid for routing_key ${SECRET}`),
       );
     },
-    repair: () => double.fault(undefined),
+    repair: () => {
+      double.fault(undefined);
+      double.integrationKeys(undefined);
+    },
     poison(record) {
       double.fault((request) =>
         request.body.includes(record.data.EventId)
@@ -46,6 +54,7 @@ export const pagerdutyHarness: HarnessFactory = async (context): Promise<Harness
       return record;
     },
     permanent: true,
+    refusal: 'HTTP 400 "Invalid routing key": the Events API v2 integration was deleted',
     hang: () => double.fault(() => ({ hang: true })),
     close: () => double.close(),
   };

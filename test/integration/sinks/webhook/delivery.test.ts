@@ -83,27 +83,30 @@ describe('status-code matrix', () => {
     });
   }
 
-  const permanent: Array<[number, string]> = [
-    [400, 'invalid_payload'],
-    [400, 'invalid_blocks'],
-    [403, 'action_prohibited'],
-    [403, 'invalid_token'],
-    [403, 'channel_is_archived'], // some Slack clients see 403 for this one
-    [404, 'channel_not_found'],
-    [404, 'no_service'],
-    [410, 'channel_is_archived'],
-    [401, 'Unauthorized'],
-    [413, 'Request Entity Too Large'],
-    [301, ''],
-    [302, ''],
+  const permanent: Array<[number, string, 'record' | 'destination']> = [
+    [400, 'invalid_payload', 'record'],
+    [400, 'invalid_blocks', 'record'],
+    [413, 'Request Entity Too Large', 'record'],
+    [403, 'action_prohibited', 'destination'],
+    [403, 'invalid_token', 'destination'],
+    [403, 'channel_is_archived', 'destination'], // some Slack clients see 403 for this one
+    [404, 'channel_not_found', 'destination'],
+    [404, 'no_service', 'destination'],
+    [410, 'channel_is_archived', 'destination'],
+    [401, 'Unauthorized', 'destination'],
+    [301, '', 'destination'],
+    [302, '', 'destination'],
   ];
-  for (const [status, body] of permanent) {
-    it(`${status} ${body || '(empty)'} → dead letter with the service's error string`, async () => {
+  for (const [status, body, scope] of permanent) {
+    const outcomeText = scope === 'record' ? 'dead letter' : 'the sink pauses';
+    it(`${status} ${body || '(empty)'} → permanent for the ${scope} (${outcomeText}) with the service's error string`, async () => {
       const error = await outcome(status, body, status < 400 ? { location: server.url('/elsewhere') } : {});
       const e = error as DeliveryError;
       expect(e.retryable).toBe(false);
+      expect(e.scope).toBe(scope);
       expect(e.code).toBe(`http-${status}`);
       if (body) expect(e.message).toContain(body);
+      if (scope === 'destination') expect(e.message).toContain('fix: ');
       expect(e.message).not.toContain('/matrix/');
     });
   }

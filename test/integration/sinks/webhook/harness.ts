@@ -13,6 +13,18 @@ import {
   SECRET,
 } from '../../../support/sink-harness.ts';
 
+/** How each service refuses every message (the webhook deleted, its token revoked), echoing the secret. */
+const REFUSALS = {
+  webhook: { status: 401, body: `{"error":"invalid token ${SECRET}"}` },
+  slack: { status: 404, body: 'no_service' },
+  teams: { status: 403, body: `Forbidden: the flow behind /hook/${SECRET} is turned off` },
+} as const;
+const REFUSAL_TEXT = {
+  webhook: 'HTTP 401: the token in X-Api-Key was revoked',
+  slack: 'HTTP 404 no_service: the incoming webhook was removed',
+  teams: 'HTTP 403: the Workflows flow was turned off',
+} as const;
+
 export function httpHarness(type: 'webhook' | 'slack' | 'teams'): HarnessFactory {
   return async (context): Promise<Harness> => {
     const pki = context.tls;
@@ -36,7 +48,9 @@ export function httpHarness(type: 'webhook' | 'slack' | 'teams'): HarnessFactory
         server.setDefault(
           kind === 'retryable'
             ? { status: 503, body: `busy, retry ${SECRET}` }
-            : { status: 400, body: `rejected request to ${server.url(`/hook/${SECRET}`)}` },
+            : kind === 'record'
+              ? { status: 400, body: `rejected request to ${server.url(`/hook/${SECRET}`)}` }
+              : REFUSALS[type],
         );
       },
       repair() {
@@ -57,6 +71,7 @@ export function httpHarness(type: 'webhook' | 'slack' | 'teams'): HarnessFactory
         return record;
       },
       permanent: true,
+      refusal: REFUSAL_TEXT[type],
       hang() {
         broken = true;
         server.setDefault({ hang: true });

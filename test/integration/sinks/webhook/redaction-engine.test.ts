@@ -190,7 +190,7 @@ describe('DeliveryEngine + SQLite store + slack sink', () => {
       expect(server.requests.length - before).toBe(4);
       expect(retries.map((r) => r.split(' ')[0])).toEqual(['http-503', 'network', 'http-429']);
 
-      server.enqueue({ status: 404, body: 'channel_not_found' });
+      server.enqueue({ status: 400, body: 'invalid_blocks' }); // refuses this record (not the channel)
       const second = makeRecord('started');
       store.commit({ n: 2 }, [{ record: second, sinks: ['alerts'] }]);
       engine.notify();
@@ -198,7 +198,7 @@ describe('DeliveryEngine + SQLite store + slack sink', () => {
       const rows = store.listDeadLetters({ sink: 'alerts' });
       expect(rows).toHaveLength(1);
       expect(rows[0]!.recordId).toBe(second.id);
-      expect(rows[0]!.error).toContain('channel_not_found');
+      expect(rows[0]!.error).toContain('invalid_blocks');
       expect(rows[0]!.error).toContain('http://127.0.0.1:');
       const shown = JSON.stringify(rows) + retries.join('\n');
       expect(secretsIn(shown)).toEqual([]);
