@@ -7,10 +7,13 @@
  * - Every src/ module's `import.meta.url|dirname|filename` is rewritten to a virtual path
  *   `<dir of the executable>/.scheduled-events-forwarder/<package-relative path>`, so code that finds package
  *   files relative to itself keeps working; src/package-files.ts serves those paths from the SEA assets.
+ * - The dashboard's browser assets are built from src/fleet/dashboard/web/ (web-build.ts) into the bundle as
+ *   `__SEF_DASHBOARD__` (read by src/fleet/dashboard/page.ts).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { build, type Plugin } from 'esbuild';
+import { buildDashboardAssets } from '../../src/fleet/dashboard/web-build.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -194,6 +197,8 @@ export async function bundle(options: {
     define: {
       __SEF_VERSION__: JSON.stringify(options.version),
       __SEF_ASSETS__: JSON.stringify(options.assets),
+      // The dashboard's page, script and stylesheet (src/fleet/dashboard/page.ts), built from web/ now.
+      __SEF_DASHBOARD__: JSON.stringify(await buildDashboardAssets()),
     },
     banner: { js: '' },
     plugins: options.recordPackages

@@ -2,8 +2,8 @@
  * `fleet` from the linux-x64 single executable, as released, with no Node.js on PATH: the executable's `run`
  * sends a VM's lifecycle records to the project's Event Hubs AMQP double, the executable's `fleet run` consumes
  * them (consumer group, Blob checkpoints and ownership in Azurite) into its SQLite history and serves the
- * dashboard, and the executable's `fleet report` reads the maintenance history back. This proves the fleet's
- * Azure Storage packages (optional peers of the npm package) are inside the executable. Then the executable's
+ * dashboard (its page, script and stylesheet built into the executable), and the executable's `fleet report`
+ * reads the maintenance history back. This proves the fleet's Azure Storage packages (optional peers of the npm package) are inside the executable. Then the executable's
  * `fleet migrate` copies that history into a real PostgreSQL server (test/support/postgres.ts) and its
  * `fleet report --database postgres://…` reads the same summary back: node-postgres (a chunk of the bundle,
  * scripts/package/bundle.ts) and the lazily imported PostgreSQL store work inside the executable.
@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FleetHistory, openHistory } from '../../src/fleet/history/index.ts';
 import { type RunningSimulator, startSimulator } from '../../src/simulator/index.ts';
 import { type RunningAzurite, startAzurite } from '../integration/fleet/helpers.ts';
+import { expectDashboardAssets } from '../support/dashboard-assets.ts';
 import { type EventHubsDouble, startEventHubsDouble } from '../support/event-hubs-double/index.ts';
 import { writeFleetConfig } from '../support/fleet-config.ts';
 import { createTestDatabase, type PostgresServer, startPostgresServer } from '../support/postgres.ts';
@@ -106,6 +107,8 @@ describe('fleet from the linux-x64 executable without Node.js', () => {
     });
     const ready = JSON.parse(fleet.stdout().split('\n')[0]!) as { dashboard: string; consumerGroup: string };
     expect(ready.consumerGroup).toBe(GROUP);
+    // The dashboard's page, script and stylesheet are built into the executable.
+    await expectDashboardAssets(ready.dashboard);
     await waitFor(
       async () => {
         const status = (await (await fetch(`${ready.dashboard}/api/status`)).json()) as {

@@ -1,5 +1,6 @@
 /**
- * The fleet dashboard: a small HTTP server (127.0.0.1 by default) serving one page with bundled assets (no CDN)
+ * The fleet dashboard: a small HTTP server (127.0.0.1 by default) serving one page with bundled assets (no CDN;
+ * page.ts, sources in web/)
  * and a read-only JSON API over the fleet history (`FleetHistory`, SQLite or PostgreSQL): summary, pending now,
  * maintenance events, per-VM observations, one event's detail, per-VM timelines, distinct filter values, and
  * CSV/JSON exports streamed page by page.
@@ -39,8 +40,8 @@ import {
   type DashboardAccess,
   hostAllowed,
 } from './access.ts';
-import { APP_CSS, APP_JS, INDEX_HTML } from './assets.ts';
 import { ClientGoneError, EXPORT_VIEWS, type ExportView, streamExport } from './export.ts';
+import { type DashboardAssets, dashboardAssets } from './page.ts';
 import { sendView } from './views.ts';
 
 const { createServer } = process.getBuiltinModule('node:http');
@@ -112,11 +113,12 @@ export interface RunningDashboard {
   close(): Promise<void>;
 }
 
-const ASSETS: Record<string, { type: string; body: string }> = {
-  '/': { type: 'text/html; charset=utf-8', body: INDEX_HTML },
-  '/index.html': { type: 'text/html; charset=utf-8', body: INDEX_HTML },
-  '/assets/app.js': { type: 'text/javascript; charset=utf-8', body: APP_JS },
-  '/assets/app.css': { type: 'text/css; charset=utf-8', body: APP_CSS },
+/** The page's paths: its content type and which asset (page.ts) answers. */
+const ASSETS: Record<string, { type: string; asset: keyof DashboardAssets }> = {
+  '/': { type: 'text/html; charset=utf-8', asset: 'html' },
+  '/index.html': { type: 'text/html; charset=utf-8', asset: 'html' },
+  '/assets/app.js': { type: 'text/javascript; charset=utf-8', asset: 'js' },
+  '/assets/app.css': { type: 'text/css; charset=utf-8', asset: 'css' },
 };
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -267,7 +269,7 @@ async function route(
   const url = new URL(req.url ?? '/', 'http://dashboard.invalid');
   const asset = ASSETS[url.pathname];
   if (asset) {
-    send(res, 200, asset.type, asset.body);
+    send(res, 200, asset.type, (await dashboardAssets())[asset.asset]);
     return;
   }
   const params = url.searchParams;

@@ -2,7 +2,8 @@
  * The npm package works when installed from its tarball into an empty directory, and the Linux install
  * script installs it (into a DESTDIR, with a recording stand-in for systemctl).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import {
   chmodSync,
   existsSync,
@@ -13,7 +14,10 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openHistory } from '../../../src/fleet/history/index.ts';
+import { expectDashboardAssets } from '../../support/dashboard-assets.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 
 const repo = join(import.meta.dirname, '..', '..', '..');
@@ -39,6 +43,23 @@ beforeAll(() => {
 // Three npm installs (node_modules trees) to remove: on a loaded machine that takes longer than the default hook timeout.
 afterAll(() => tmp.cleanup(), 180_000);
 
+let installed: string | undefined;
+
+/** The package installed from its tarball into an empty directory (once): the path of its bin. */
+function installedBin(): string {
+  if (installed !== undefined) return installed;
+  const dir = join(tmp.dir, 'empty');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'package.json'), '{"name":"consumer","private":true}\n');
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=dev', tarball], {
+    cwd: dir,
+    env,
+    stdio: 'pipe',
+  });
+  installed = join(dir, 'node_modules', '.bin', 'scheduled-events-forwarder');
+  return installed;
+}
+
 describe('npm package', () => {
   it('ships the built CLI, config examples, schemas and packaging, and no tests or sources', () => {
     const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n');
@@ -50,15 +71,7 @@ describe('npm package', () => {
   });
 
   it('installs into an empty directory and its bin answers --help and --version', () => {
-    const dir = join(tmp.dir, 'empty');
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'package.json'), '{"name":"consumer","private":true}\n');
-    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--omit=dev', tarball], {
-      cwd: dir,
-      env,
-      stdio: 'pipe',
-    });
-    const bin = join(dir, 'node_modules', '.bin', 'scheduled-events-forwarder');
+    const bin = installedBin();
     const help = execFileSync(bin, ['--help'], { env, encoding: 'utf8' });
     expect(help).toContain('Usage: scheduled-events-forwarder');
     expect(help).toMatch(/\brun\b/);
@@ -125,6 +138,33 @@ describe('npm package', () => {
     expect(fixed.stderr).toMatch(/ECONNREFUSED 127\.0\.0\.1:9/);
     expect(fixed.status).toBe(1);
   }, 300_000);
+
+  it("serves the dashboard's page, script and stylesheet built at pack time (dist/fleet/dashboard/web/)", async () => {
+    const bin = installedBin();
+    const database = join(tmp.dir, 'dashboard.db');
+    const history = await openHistory({ database });
+    await history.close();
+    const child = spawn(bin, ['fleet', 'dashboard', '--database', database, '--port', '0'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    const exited = once(child, 'close');
+    try {
+      const [line] = (await Promise.race([
+        once(createInterface({ input: child.stdout }), 'line'),
+        exited.then(([code]) => Promise.reject(new Error(`fleet dashboard exited ${code}: ${stderr}`))),
+      ])) as [string];
+      const { dashboard } = JSON.parse(line) as { dashboard: string };
+      await expectDashboardAssets(dashboard);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  }, 180_000);
 
   it('installs with packaging/linux/install.sh into a DESTDIR and enables the unit', () => {
     const dest = join(tmp.dir, 'root');
