@@ -5,16 +5,18 @@
  * only after redaction and never the token: a server that echoes the request's Authorization header or a bare
  * token (eyJ…) gets "[redacted]".
  */
+import { IDENTITY_REFUSED, identityRefused } from '../../azure/credential-errors.ts';
 import { parseRetryAfter } from '../../backoff.ts';
 import {
   abortedError,
+  destinationError,
   httpStatusError,
   isSocketErrorCode,
   networkError,
   payloadTooLargeError,
 } from '../delivery-errors.ts';
-import { classifyTlsFailure, sanitizeBody } from '../http/classify.ts';
-import { isRetryableHttpStatus } from '../http-status.ts';
+import { classifyNameNotResolved, classifyTlsFailure, sanitizeBody } from '../http/classify.ts';
+import { httpFailureScope, isRetryableHttpStatus } from '../http-status.ts';
 import { DeliveryError } from '../types.ts';
 
 /** The parts of a RestError (or any SDK error) this module reads. */
@@ -65,8 +67,10 @@ function socketCode(error: ErrorLike): string | undefined {
 
 /**
  * The DeliveryError for a failed upload request whose first row is the batch's `first.index`, the row of record
- * `first.recordId`. Permanent failures name that index (the rows before it were confirmed, none after it sent);
- * a 413 for one row is payload-too-large, naming the record.
+ * `first.recordId`. Permanent failures name that index (the rows before it were confirmed, none after it sent).
+ * A 413 for one row is payload-too-large, naming the record, and any other 4xx but 401, 403, 404 and the other
+ * destination statuses (src/sinks/http-status.ts) is permanent for the record; those, TLS trust, a name that does
+ * not resolve and a credential the identity provider refuses are permanent for the destination: the sink pauses.
  */
 export function uploadError(
   error: unknown,
@@ -100,25 +104,28 @@ export function uploadError(
       new DeliveryError(message, {
         retryable: false,
         code: `http-${status}`,
+        scope: httpFailureScope(status),
         failedIndex: firstIndex,
         cause: error,
       });
     if (status === 401) {
       return permanent(
-        `${where}: HTTP 401 ${detail}: the token was refused. Check that the credential signs in to the tenant the DCR is in (a wrong tenantId or an identity from another tenant) and that audience matches the cloud (permanent; replay the dead letters once fixed)`,
+        `${where}: HTTP 401 ${detail}: the token was refused (permanent for the destination; fix: check that the credential signs in to the tenant the DCR is in (a wrong tenantId or an identity from another tenant) and that audience matches the cloud)`,
       );
     }
     if (status === 403) {
       return permanent(
-        `${where}: HTTP 403 ${detail}: the identity may not send to this DCR. Give it the role "Monitoring Metrics Publisher" on the data collection rule (az role assignment create --role "Monitoring Metrics Publisher" --assignee <principal id> --scope <DCR resource id>; it takes effect within about 30 minutes) and check it signs in to the DCR's tenant (permanent; replay the dead letters once fixed)`,
+        `${where}: HTTP 403 ${detail}: the identity may not send to this DCR (permanent for the destination; fix: give it the role "Monitoring Metrics Publisher" on the data collection rule (az role assignment create --role "Monitoring Metrics Publisher" --assignee <principal id> --scope <DCR resource id>; it takes effect within about 30 minutes) and check it signs in to the DCR's tenant)`,
       );
     }
     if (status === 404) {
       return permanent(
-        `${where}: HTTP 404 ${detail}: no such DCR or stream at this endpoint. Check ruleId (the DCR's immutableId), streamName (one of its streamDeclarations) and that endpoint is a DCE or the DCR's logs ingestion endpoint in the DCR's region (permanent)`,
+        `${where}: HTTP 404 ${detail}: no such DCR or stream at this endpoint (permanent for the destination; fix: check ruleId (the DCR's immutableId), streamName (one of its streamDeclarations) and that endpoint is a DCE or the DCR's logs ingestion endpoint in the DCR's region)`,
       );
     }
-    return permanent(`${where}: HTTP ${status} ${detail} (permanent)`);
+    return permanent(
+      `${where}: HTTP ${status} ${detail} (${httpFailureScope(status) === 'record' ? 'permanent for these rows' : 'permanent for the destination; fix: check endpoint'})`,
+    );
   }
   if (e.name === 'AbortError') return abortedError(`${where}: delivery aborted`, { cause: error });
   // @azure/identity: no credential yet (managed identity endpoint not answering) or the token request failed.
@@ -128,6 +135,13 @@ export function uploadError(
       code: 'CredentialUnavailable',
       cause: error,
     });
+  }
+  if (identityRefused(error)) {
+    return destinationError(
+      `${where}: the token request was refused: ${describe(e)} (permanent for the destination: ${IDENTITY_REFUSED})`,
+      'AuthenticationFailed',
+      { failedIndex: firstIndex, cause: error },
+    );
   }
   if (e.name === 'AuthenticationError' || e.name === 'AuthenticationRequiredError') {
     return new DeliveryError(`${where}: the token request failed: ${describe(e)}`, {
@@ -139,6 +153,8 @@ export function uploadError(
   // A certificate problem (untrusted CA, wrong name, refused client certificate): permanent, naming the fix.
   const tls = classifyTlsFailure(e.cause ?? error, where) ?? classifyTlsFailure(error, where);
   if (tls !== undefined) return tls;
+  const unresolved = classifyNameNotResolved(error, where);
+  if (unresolved !== undefined) return unresolved;
   const socket = socketCode(e);
   if (socket !== undefined || e.code === 'REQUEST_SEND_ERROR') {
     return networkError(`${where}: network error ${socket ?? describe(e)}`, { cause: error });

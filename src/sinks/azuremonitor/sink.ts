@@ -177,10 +177,10 @@ export class AzureMonitorSink implements Sink {
     }
   }
 
+  /** A refusal of the destination at debug: the engine pauses the sink and logs its cause and fix once. */
   #logFailure(error: DeliveryError): void {
     const fields = { sink: this.name, code: error.code, retryable: error.retryable };
-    if (error.code === 'http-401' || error.code === 'http-403' || error.code === 'http-404') {
-      this.#logger.error(fields, error.message);
-    } else this.#logger.warn(fields, error.message);
+    if (error.scope === 'destination') this.#logger.debug(fields, error.message);
+    else this.#logger.warn(fields, error.message);
   }
 }

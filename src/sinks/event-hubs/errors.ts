@@ -1,35 +1,57 @@
 /**
- * Maps errors from @azure/event-hubs / @azure/core-amqp / @azure/identity to the delivery engine's
- * retryable/permanent decision. The table (and why) is documented in docs/sinks-event-hubs.md.
+ * Maps errors from @azure/event-hubs / @azure/core-amqp / @azure/identity to the delivery engine's decision:
+ * retryable, permanent for the record (dead letter) or permanent for the destination (the sink pauses; docs/
+ * delivery.md, "Two classes of permanent failure"). The table (and why) is documented in docs/sinks-event-hubs.md.
  */
+import { IDENTITY_REFUSED, identityRefused } from '../../azure/credential-errors.ts';
 import { isSocketErrorCode } from '../delivery-errors.ts';
+import type { FailureScope } from '../types.ts';
 
-/** SDK error codes that mean "this record (or this configuration) will never be accepted": dead-letter. */
-export const PERMANENT_CODES: ReadonlySet<string> = new Set([
-  'MessagingEntityNotFoundError',
+/** SDK error codes that mean "this record will never be accepted": dead-letter it. */
+export const RECORD_CODES: ReadonlySet<string> = new Set([
   'MessageTooLargeError',
   'ArgumentOutOfRangeError',
   'ArgumentError',
   'InvalidOperationError',
-  'MessagingEntityDisabledError',
   'NotImplementedError',
 ]);
 
 /**
+ * SDK error codes that mean "this hub refuses everything until it or the configuration is fixed", with what
+ * each means and its fix: the sink pauses and keeps the records (a role assignment takes minutes to propagate;
+ * dead-lettering every record meanwhile would need a replay of each).
+ */
+export const DESTINATION_CODES: ReadonlyMap<string, string> = new Map([
+  [
+    'UnauthorizedError',
+    'Event Hubs refuses the credentials or what they may do; fix: give the identity the role "Azure Event Hubs Data Sender" on the event hub or its namespace (a new assignment takes effect within minutes), or check the connection string\'s key and its Send claim',
+  ],
+  [
+    'MessagingEntityNotFoundError',
+    "no such event hub in this namespace; fix: check eventHubName (or the connection string's EntityPath) and the namespace",
+  ],
+  [
+    'MessagingEntityDisabledError',
+    'the event hub is disabled; fix: make it Active again (az eventhubs eventhub update --status Active)',
+  ],
+]);
+
+/**
  * SDK codes the SDK itself does not retry but the delivery engine should (with its long backoff):
- * - UnauthorizedError: role assignments and managed identities take minutes to propagate, and tokens can be
- *   rejected during rotation; dead-lettering would turn a fixable configuration delay into data loss.
  * - QuotaExceededError: throughput units / connection quota exhausted — a capacity condition that clears.
  * - SendOperationFailedError: the service released the message (not processed) — safe to send again.
  */
 export const ENGINE_RETRIES_CODES: ReadonlySet<string> = new Set([
-  'UnauthorizedError',
   'QuotaExceededError',
   'SendOperationFailedError',
 ]);
 
 export interface ErrorClassification {
   retryable: boolean;
+  /** For a permanent failure: the record's or the destination's. */
+  scope?: FailureScope;
+  /** For a failure of the destination: what it means and its fix. */
+  refusal?: string;
   /**
    * Low-cardinality code for metrics and dead-letter rows (src/sinks/delivery-errors.ts): a shared code
    * (aborted, network, payload-too-large) or the SDK code without the "Error" suffix.
@@ -50,8 +72,9 @@ function shortCode(code: string): string {
 }
 
 /**
- * Decides whether a failed send is retryable. An AggregateError (every SDK try failed) is decided by its last
- * inner error; errors without a known permanent code are retryable (the engine retries with backoff).
+ * Decides whether a failed send is retryable, or permanent for the record or for the destination. An
+ * AggregateError (every SDK try failed) is decided by its last inner error; errors without a known permanent
+ * code are retryable (the engine retries with backoff).
  */
 export function classifyEventHubsError(error: unknown): ErrorClassification {
   let decisive = error;
@@ -62,14 +85,38 @@ export function classifyEventHubsError(error: unknown): ErrorClassification {
   if (name === 'CredentialUnavailableError')
     return { retryable: true, code: 'CredentialUnavailable', decisive };
   if (name === 'AuthenticationError' || name === 'AuthenticationRequiredError') {
+    // A 4xx from the token endpoint refuses the credential itself; anything else (5xx, no answer) may pass.
+    if (identityRefused(decisive)) {
+      return {
+        retryable: false,
+        scope: 'destination',
+        refusal: IDENTITY_REFUSED,
+        code: 'AuthenticationFailed',
+        decisive,
+      };
+    }
     return { retryable: true, code: 'AuthenticationFailed', decisive };
   }
   const code = codeOf(decisive);
   if (code === undefined) return { retryable: true, code: 'unknown', decisive };
   // The shared codes of src/sinks/delivery-errors.ts where the SDK's code means the same.
-  if (code === 'MessageTooLargeError') return { retryable: false, code: 'payload-too-large', decisive };
+  if (code === 'MessageTooLargeError')
+    return { retryable: false, scope: 'record', code: 'payload-too-large', decisive };
+  if (code === 'ENOTFOUND') {
+    return {
+      retryable: false,
+      scope: 'destination',
+      refusal:
+        "the namespace's host name does not resolve (DNS: no such name); fix: check fullyQualifiedNamespace (or the connection string's Endpoint)",
+      code: 'name-not-resolved',
+      decisive,
+    };
+  }
   if (isSocketErrorCode(code)) return { retryable: true, code: 'network', decisive };
-  if (PERMANENT_CODES.has(code)) return { retryable: false, code: shortCode(code), decisive };
+  const refusal = DESTINATION_CODES.get(code);
+  if (refusal !== undefined)
+    return { retryable: false, scope: 'destination', refusal, code: shortCode(code), decisive };
+  if (RECORD_CODES.has(code)) return { retryable: false, scope: 'record', code: shortCode(code), decisive };
   return { retryable: true, code: shortCode(code), decisive };
 }
 

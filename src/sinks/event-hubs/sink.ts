@@ -175,9 +175,14 @@ export class EventHubsSink implements Sink {
 
   #toDeliveryError(error: unknown, firstIndex: number, count: number): DeliveryError {
     if (error instanceof DeliveryError) return error;
-    const { retryable, code } = classifyEventHubsError(error);
-    const message = `Event Hubs ${this.#hubLabel()}: ${describeError(error)}`;
-    if (code === 'Unauthorized' || code === 'CredentialUnavailable' || code === 'AuthenticationFailed') {
+    const { retryable, scope, refusal, code } = classifyEventHubsError(error);
+    const described = `Event Hubs ${this.#hubLabel()}: ${describeError(error)}`;
+    const message =
+      refusal === undefined ? described : `${described} (permanent for the destination: ${refusal})`;
+    if (scope === 'destination') {
+      // The engine pauses the sink and logs this cause and its fix once, at error level.
+      this.#logger.debug({ sink: this.name, code }, message);
+    } else if (code === 'CredentialUnavailable' || code === 'AuthenticationFailed') {
       this.#logger.error(
         { sink: this.name, code },
         `${message} (check the identity's Azure Event Hubs Data Sender role)`,
@@ -191,6 +196,7 @@ export class EventHubsSink implements Sink {
     return new DeliveryError(message, {
       retryable,
       code,
+      ...(scope === undefined ? {} : { scope }),
       cause: error,
       ...(failedIndex === undefined ? {} : { failedIndex }),
     });

@@ -20,16 +20,22 @@ export async function azureMonitorHarness(): Promise<Harness> {
       double.setResponder((request) =>
         kind === 'retryable'
           ? { status: 503, body: azureError('ServiceUnavailable', `busy; token ${request.token}`) }
-          : {
-              status: 403,
-              body: azureError('OperationFailed', `no access for Bearer ${request.token}`),
-            },
+          : kind === 'record'
+            ? {
+                status: 400,
+                body: azureError('InvalidContent', `the row is not valid for the stream (${request.token})`),
+              }
+            : {
+                status: 403,
+                body: azureError('OperationFailed', `no access for Bearer ${request.token}`),
+              },
       );
     },
     repair: () => double.reset(),
     // A row of 1 MB or more: the sink sends the rows before it, then reports the oversized one's index.
     poison: (record) => ({ ...record, data: { ...record.data, Description: 'x'.repeat(1_100_000) } }),
     permanent: true,
+    refusal: 'HTTP 403: the identity lost "Monitoring Metrics Publisher" on the DCR',
     hang: () => double.setDefault({ hang: true }),
     close: () => setup.close(),
   };

@@ -244,7 +244,7 @@ describe('failures', () => {
     expect(refused).toMatchObject({ retryable: true, code: 'network' });
   });
 
-  it('401 and 403 are permanent, name the likely fix, and are dead-lettered; the token appears nowhere', async () => {
+  it('401 and 403 refuse the destination and name the fix; through the engine the sink pauses (nothing dead-lettered) and resumes by itself once the role is granted; the token appears nowhere', async () => {
     const { logger, lines } = capturedLogger();
     const s = await sink({}, logger);
     // A server that echoes the request's credentials back: the Authorization header and the bare token.
@@ -256,7 +256,12 @@ describe('failures', () => {
       ),
     }));
     const forbidden = await deliveryFailure(s.deliver(records(2), new AbortController().signal));
-    expect(forbidden).toMatchObject({ retryable: false, code: 'http-403', failedIndex: 0 });
+    expect(forbidden).toMatchObject({
+      retryable: false,
+      scope: 'destination',
+      code: 'http-403',
+      failedIndex: 0,
+    });
     expect(forbidden.message).toContain('Monitoring Metrics Publisher');
     expect(forbidden.message).toContain('OperationFailed');
 
@@ -265,38 +270,68 @@ describe('failures', () => {
       body: azureError('InvalidToken', `token ${request.token} is not valid for this tenant`),
     }));
     const unauthorized = await deliveryFailure(s.deliver(records(1), new AbortController().signal));
-    expect(unauthorized).toMatchObject({ retryable: false, code: 'http-401' });
+    expect(unauthorized).toMatchObject({ retryable: false, scope: 'destination', code: 'http-401' });
     expect(unauthorized.message).toMatch(/tenant/);
 
-    // Through the engine and outbox: dead-lettered, never retried.
-    const store = openStore({ stateDir: join(tmp.dir, 'state-dead-letters'), logger: silentLogger() });
+    // Through the engine and outbox, with the role assignment still propagating: the sink pauses, both
+    // records stay pending (nothing dead-lettered, nothing retried as transient) and one record probes.
+    const store = openStore({ stateDir: join(tmp.dir, 'state-paused'), logger: silentLogger() });
     const retries: string[] = [];
+    const pausedCodes: string[] = [];
+    const resumed: string[] = [];
     const engine = new DeliveryEngine({
       store,
-      sinks: [{ sink: s, backoff: { initialMs: 5, maxMs: 20 } }],
+      sinks: [{ sink: s, backoff: { initialMs: 5, maxMs: 20 }, probeBackoff: { initialMs: 20, maxMs: 50 } }],
       logger,
       rescanIntervalMs: 50,
-      observer: { delivery: (e) => void (e.type === 'retry' && retries.push(e.message)) },
+      observer: {
+        delivery: (e) => {
+          if (e.type === 'retry') retries.push(e.message);
+          if (e.type === 'paused') pausedCodes.push(e.code);
+          if (e.type === 'resumed') resumed.push(e.code);
+        },
+      },
     });
+    setup.double.setResponder((request) => ({
+      status: 403,
+      body: azureError('OperationFailed', `no access for Authorization: Bearer ${request.token}`),
+    }));
     const batch = records(2);
-    store.commit(
-      { n: 1 },
-      batch.map((record) => ({ record, sinks: [s.name] })),
-    );
-    engine.start();
-    engine.notify();
-    const dead = await waitFor(() => {
-      const rows = store.listDeadLetters({ sink: s.name });
-      return rows.length === 2 ? rows : undefined;
-    }, 'both records dead-lettered');
-    await engine.stop(1000);
+    const pending: string[] = [];
+    try {
+      store.commit(
+        { n: 1 },
+        batch.map((record) => ({ record, sinks: [s.name] })),
+      );
+      engine.start();
+      engine.notify();
+      await waitFor(() => pausedCodes.length >= 3, 'the sink paused, and two refused probes');
+      expect(engine.paused()).toEqual([expect.objectContaining({ sink: s.name, code: 'http-403' })]);
+      pending.push(...store.pending(s.name, 10).map((r) => r.lastError ?? ''));
+      expect(store.pending(s.name, 10).map((r) => r.recordId)).toEqual(batch.map((r) => r.id));
+      expect(store.listDeadLetters({ sink: s.name })).toEqual([]);
+
+      setup.double.reset(); // the role assignment took effect
+      await waitFor(() => store.pending(s.name, 1).length === 0, 'the sink to resume by itself and drain');
+    } finally {
+      await engine.stop(1000);
+    }
+    expect(store.listDeadLetters({ sink: s.name })).toEqual([]); // zero dead letters for this cause
     store.close();
     expect(retries).toEqual([]);
+    expect(resumed).toEqual(['http-403']);
+    expect(setup.double.rows().map((row) => String(row.RecordId))).toEqual(
+      expect.arrayContaining(batch.map((r) => r.id)),
+    );
+    // The cause and its fix: logged once at error level by the engine, the sink's own lines at debug.
+    const errorLines = lines.filter((l) => l.includes('"level":50'));
+    expect(errorLines).toHaveLength(1);
+    expect(errorLines[0]).toMatch(/sink paused: .*Monitoring Metrics Publisher/);
+    expect(lines.filter((l) => l.includes('sink resumed'))).toHaveLength(1);
 
     const tokens = setup.double.tokens();
     expect(tokens.length).toBeGreaterThan(0);
-    const texts = [forbidden.message, unauthorized.message, ...dead.map((d) => d.error ?? ''), ...lines];
-    expect(lines.some((l) => l.includes('Monitoring Metrics Publisher'))).toBe(true);
+    const texts = [forbidden.message, unauthorized.message, ...pending, ...lines];
     for (const token of tokens) {
       for (const text of texts) expect(text).not.toContain(token);
       // nor any of its three parts (a server may echo the payload alone)
@@ -309,7 +344,7 @@ describe('failures', () => {
   it('404 (unknown DCR or stream) is permanent and names ruleId, streamName and endpoint', async () => {
     const s = await sink({ ruleId: 'dcr-ffffffffffffffffffffffffffffffff' });
     const error = await deliveryFailure(s.deliver(records(1), new AbortController().signal));
-    expect(error).toMatchObject({ retryable: false, code: 'http-404' });
+    expect(error).toMatchObject({ retryable: false, scope: 'destination', code: 'http-404' });
     expect(error.message).toMatch(/ruleId.*streamName.*endpoint/);
   });
 });

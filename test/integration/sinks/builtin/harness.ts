@@ -1,9 +1,10 @@
 /**
  * Compliance harnesses (test/support/sink-harness.ts) for the built-in local sinks: file (a real file whose
  * directory can be made unusable), stdout (a captured stream that can fail a write) and exec (a real child
- * process steered by a control file).
+ * process steered by a control file; its command is a link to node that breakDestination('destination') removes,
+ * as an uninstalled hook would be).
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { LifecycleRecord } from '../../../../src/domain/index.ts';
@@ -78,6 +79,11 @@ export async function execHarness(context: HarnessContext): Promise<Harness> {
   const control = join(context.dir, `mode-${Math.random().toString(36).slice(2)}`);
   const out = `${control}.out`;
   const reject = `${control}.reject`;
+  const command = `${control}.node`; // the installed hook: removing it makes every start fail with ENOENT
+  const install = () => {
+    if (!existsSync(command)) symlinkSync(process.execPath, command);
+  };
+  install();
   writeFileSync(control, 'ok');
   writeFileSync(out, '');
   writeFileSync(reject, '');
@@ -96,14 +102,18 @@ export async function execHarness(context: HarnessContext): Promise<Harness> {
   ].join('\n');
   return {
     options: {
-      command: process.execPath,
+      command,
       args: ['-e', script, control, out, reject],
       permanentExitCodes: [4],
     },
     secrets: [],
     arrived: () => readFileSync(out, 'utf8').split('\n').filter(Boolean),
-    breakDestination: (kind) => writeFileSync(control, kind),
+    breakDestination(kind) {
+      if (kind === 'destination') rmSync(command);
+      else writeFileSync(control, kind);
+    },
     repair() {
+      install();
       writeFileSync(control, 'ok');
       writeFileSync(reject, '');
     },

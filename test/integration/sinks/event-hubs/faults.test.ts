@@ -1,6 +1,7 @@
 /**
  * Fault matrix: every fault the double injects ends either in delivery (retryable DeliveryError, then deliver()
- * again as the engine would) or in a permanent DeliveryError that carries the SDK's error — never silent loss.
+ * again as the engine would) or in a permanent DeliveryError, for the record or the destination, that carries the
+ * SDK's error — never silent loss.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../../src/domain/index.ts';
@@ -57,7 +58,6 @@ const RETRYABLE: Array<{ kind: EventHubsFaultKind; sdkCode: string; code: string
   { kind: 'server-busy', sdkCode: 'ServerBusyError', code: 'ServerBusy' },
   { kind: 'timeout', sdkCode: 'ServiceUnavailableError', code: 'ServiceUnavailable' },
   { kind: 'internal-error', sdkCode: 'InternalServerError', code: 'InternalServer' },
-  { kind: 'unauthorized', sdkCode: 'UnauthorizedError', code: 'Unauthorized' },
   { kind: 'quota-exceeded', sdkCode: 'QuotaExceededError', code: 'QuotaExceeded' },
   { kind: 'released', sdkCode: 'SendOperationFailedError', code: 'SendOperationFailed' },
   { kind: 'never-settle', sdkCode: 'OperationTimeoutError', code: 'OperationTimeout' },
@@ -99,12 +99,18 @@ describe('retryable faults end in delivery when the engine calls deliver() again
     expect(copiesOf(records[0]!.id)).toHaveLength(1);
   });
 
-  it('a put-token refused as unauthorized is retryable and recovers', async () => {
+  it('a put-token refused as unauthorized refuses the destination (the engine pauses the sink) and recovers once accepted', async () => {
     const s = sink();
     const records = fresh(1);
     double.setFault({ kind: 'unauthorized', stage: 'cbs', times: 1 });
     const error = await deliveryFailure(s.deliver(records, live()));
-    expect(error).toMatchObject({ retryable: true, code: 'Unauthorized' });
+    expect(error).toMatchObject({
+      retryable: false,
+      scope: 'destination',
+      code: 'Unauthorized',
+      failedIndex: 0,
+    });
+    expect(error.message).toContain('fix: give the identity the role "Azure Event Hubs Data Sender"');
     expect(double.tokens().some((t) => !t.accepted && t.reason === 'injected unauthorized')).toBe(true);
     await s.deliver(records, live());
     expect(copiesOf(records[0]!.id)).toHaveLength(1);
@@ -132,25 +138,48 @@ describe('retryable faults end in delivery when the engine calls deliver() again
   });
 });
 
-describe('permanent faults carry the SDK error and the failed index', () => {
-  it('not-found → permanent MessagingEntityNotFound', async () => {
+describe('permanent faults carry the SDK error, the class and the failed index', () => {
+  it('unauthorized on a send (a role removed from a running sender) → permanent for the destination, then delivered once', async () => {
+    const s = sink();
+    const records = fresh();
+    await s.deliver(records.slice(0, 1), live());
+    double.setFault({ kind: 'unauthorized', times: 1 });
+    const error = await deliveryFailure(s.deliver(records.slice(1), live()));
+    expect(error).toMatchObject({ retryable: false, scope: 'destination', code: 'Unauthorized' });
+    expect((error.cause as { code?: string }).code).toBe('UnauthorizedError');
+    await s.deliver(records.slice(1), live());
+    for (const r of records) expect(copiesOf(r.id), r.id).toHaveLength(1);
+  });
+
+  it('not-found → permanent MessagingEntityNotFound, for the destination', async () => {
     const s = sink();
     const records = fresh(1);
     await s.deliver(records, live());
     double.setFault({ kind: 'not-found', times: 1 });
     const batch = [vmRecord(counter + 50)];
     const error = await deliveryFailure(s.deliver(batch, live()));
-    expect(error).toMatchObject({ retryable: false, code: 'MessagingEntityNotFound', failedIndex: 0 });
+    expect(error).toMatchObject({
+      retryable: false,
+      scope: 'destination',
+      code: 'MessagingEntityNotFound',
+      failedIndex: 0,
+    });
     expect((error.cause as { code?: string }).code).toBe('MessagingEntityNotFoundError');
   });
 
-  it('an event hub that does not exist → permanent MessagingEntityNotFound', async () => {
+  it('an event hub that does not exist → permanent MessagingEntityNotFound, for the destination', async () => {
     const s = doubleSink(double, 'no-such-hub', {
       retry: { maxRetries: 0, retryDelayMs: 10, maxRetryDelayMs: 20, timeoutMs: 1000 },
     });
     sinks.push(s);
     const error = await deliveryFailure(s.deliver(fresh(1), live()));
-    expect(error).toMatchObject({ retryable: false, code: 'MessagingEntityNotFound', failedIndex: 0 });
+    expect(error).toMatchObject({
+      retryable: false,
+      scope: 'destination',
+      code: 'MessagingEntityNotFound',
+      failedIndex: 0,
+    });
+    expect(error.message).toContain('fix: check eventHubName');
   });
 
   it('message-too-large from the service on a multi-event batch lets the engine isolate the record', async () => {
@@ -159,7 +188,12 @@ describe('permanent faults carry the SDK error and the failed index', () => {
     await s.deliver(fresh(1), live());
     double.setFault({ kind: 'message-too-large', times: 1 });
     const error = await deliveryFailure(s.deliver(records, live()));
-    expect(error).toMatchObject({ retryable: false, code: 'payload-too-large', failedIndex: undefined });
+    expect(error).toMatchObject({
+      retryable: false,
+      scope: 'record',
+      code: 'payload-too-large',
+      failedIndex: undefined,
+    });
     expect((error.cause as { code?: string }).code).toBe('MessageTooLargeError');
     // the engine then re-delivers one at a time: both arrive
     await s.deliver(records.slice(0, 1), live());
@@ -169,7 +203,7 @@ describe('permanent faults carry the SDK error and the failed index', () => {
 });
 
 describe('authentication', () => {
-  it('a wrong SAS key is refused by the double and reported as retryable Unauthorized', async () => {
+  it('a wrong SAS key is refused by the double and reported as Unauthorized, permanent for the destination', async () => {
     const wrong = double
       .connectionString('lifecycle')
       .replace(double.sasKey, Buffer.from('wrong key').toString('base64'));
@@ -180,7 +214,7 @@ describe('authentication', () => {
     const s = new EventHubsSink('eh-wrong-key', options, silentLogger());
     sinks.push(s);
     const error = await deliveryFailure(s.deliver(fresh(1), live()));
-    expect(error).toMatchObject({ retryable: true, code: 'Unauthorized' });
+    expect(error).toMatchObject({ retryable: false, scope: 'destination', code: 'Unauthorized' });
     expect(error.message).not.toContain(double.sasKey);
     expect(double.tokens().some((t) => t.reason === 'SAS signature does not match the key')).toBe(true);
   });

@@ -20,6 +20,11 @@ export async function eventHubsHarness(): Promise<Harness> {
     secrets: [double.sasKey, double.connectionString(hub)],
     arrived: () => double.received(hub).map((e) => String(e.messageId)),
     breakDestination(kind) {
+      if (kind === 'destination') {
+        // The identity lost its "Azure Event Hubs Data Sender" role: the hub refuses the token for every link.
+        double.setFault({ kind: 'unauthorized', stage: 'cbs', hub });
+        return;
+      }
       double.setFault({ kind: kind === 'retryable' ? 'server-busy' : 'message-too-large', hub });
     },
     repair: () => double.clearFaults(),
@@ -27,6 +32,7 @@ export async function eventHubsHarness(): Promise<Harness> {
     // their own batch, then reports the oversized one's index.
     poison: (record) => ({ ...record, data: { ...record.data, Description: 'x'.repeat(1_100_000) } }),
     permanent: true,
+    refusal: 'amqp:unauthorized-access on the token (put-token): the Data Sender role was removed',
     hang: () => double.setFault({ kind: 'never-settle', hub }),
     close: async () => {
       delete process.env[ENV_HUB];

@@ -106,7 +106,7 @@ describe('managed identity → IMDS simulator token → Event Hubs double over T
     expect(jwts.every((t) => t.accepted && t.jwtClaims?.appid === clientId)).toBe(true);
   });
 
-  it('a token for another audience is refused: retryable Unauthorized, nothing stored', async () => {
+  it('a token for another audience is refused: Unauthorized, permanent for the destination (the sink pauses), nothing stored', async () => {
     const strict = await startEventHubsDouble({
       hubs: { lifecycle: 1 },
       tls: { key: cert.key, cert: cert.cert },
@@ -131,7 +131,7 @@ describe('managed identity → IMDS simulator token → Event Hubs double over T
         timeout: 45_000,
       });
       const result = JSON.parse(stdout.trim()) as ChildResult;
-      expect(result).toMatchObject({ ok: false, code: 'Unauthorized', retryable: true });
+      expect(result).toMatchObject({ ok: false, code: 'Unauthorized', retryable: false });
       expect(strict.received()).toHaveLength(0);
       expect(strict.tokens().some((t) => !t.accepted && /audience/.test(t.reason ?? ''))).toBe(true);
     } finally {

@@ -19,20 +19,44 @@ function sdkError(code: string, retryable: boolean): MessagingError {
 
 describe('classifyEventHubsError', () => {
   it.each([
-    ['ServerBusyError', true, true, 'ServerBusy'],
-    ['ServiceUnavailableError', true, true, 'ServiceUnavailable'],
-    ['OperationTimeoutError', true, true, 'OperationTimeout'],
-    ['ConnectionForcedError', true, true, 'ConnectionForced'],
-    ['ECONNREFUSED', true, true, 'network'],
-    ['UnauthorizedError', true, true, 'Unauthorized'],
-    ['QuotaExceededError', false, true, 'QuotaExceeded'],
-    ['SendOperationFailedError', false, true, 'SendOperationFailed'],
-    ['MessagingEntityNotFoundError', false, false, 'MessagingEntityNotFound'],
-    ['MessageTooLargeError', false, false, 'payload-too-large'],
-    ['ArgumentOutOfRangeError', false, false, 'ArgumentOutOfRange'],
-    ['MessagingEntityDisabledError', false, false, 'MessagingEntityDisabled'],
-  ])('%s (SDK retryable %s) → retryable %s', (code, sdkRetryable, retryable, short) => {
-    expect(classifyEventHubsError(sdkError(code, sdkRetryable))).toMatchObject({ retryable, code: short });
+    ['ServerBusyError', true, true, undefined, 'ServerBusy'],
+    ['ServiceUnavailableError', true, true, undefined, 'ServiceUnavailable'],
+    ['OperationTimeoutError', true, true, undefined, 'OperationTimeout'],
+    ['ConnectionForcedError', true, true, undefined, 'ConnectionForced'],
+    ['ECONNREFUSED', true, true, undefined, 'network'],
+    ['ENOTFOUND', true, false, 'destination', 'name-not-resolved'],
+    ['UnauthorizedError', true, false, 'destination', 'Unauthorized'],
+    ['QuotaExceededError', false, true, undefined, 'QuotaExceeded'],
+    ['SendOperationFailedError', false, true, undefined, 'SendOperationFailed'],
+    ['MessagingEntityNotFoundError', false, false, 'destination', 'MessagingEntityNotFound'],
+    ['MessagingEntityDisabledError', false, false, 'destination', 'MessagingEntityDisabled'],
+    ['MessageTooLargeError', false, false, 'record', 'payload-too-large'],
+    ['ArgumentOutOfRangeError', false, false, 'record', 'ArgumentOutOfRange'],
+  ])(
+    '%s (SDK retryable %s) → retryable %s, permanent for %s',
+    (code, sdkRetryable, retryable, scope, short) => {
+      const classified = classifyEventHubsError(sdkError(code, sdkRetryable));
+      expect(classified).toMatchObject({ retryable, code: short });
+      expect(classified.scope).toBe(scope);
+      if (scope === 'destination') expect(classified.refusal).toMatch(/; fix: /);
+    },
+  );
+
+  it('a token endpoint that refuses the credential (4xx) refuses the destination; one that fails (5xx) is retried', () => {
+    const refused = Object.assign(new Error('AADSTS7000215: Invalid client secret provided'), {
+      name: 'AuthenticationError',
+      statusCode: 401,
+    });
+    const failing = Object.assign(new Error('server error'), {
+      name: 'AuthenticationError',
+      statusCode: 503,
+    });
+    expect(classifyEventHubsError(refused)).toMatchObject({
+      retryable: false,
+      scope: 'destination',
+      code: 'AuthenticationFailed',
+    });
+    expect(classifyEventHubsError(failing)).toMatchObject({ retryable: true, code: 'AuthenticationFailed' });
   });
 
   it('decides an AggregateError by its last attempt', () => {
