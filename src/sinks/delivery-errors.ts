@@ -19,7 +19,10 @@ export const DELIVERY_ERROR_CODES = {
   'invalid-input':
     'the record can never be handed to the destination (e.g. a command cannot start with it); permanent',
   'template-invalid-json': 'the configured template did not render to a JSON object; permanent',
-  'exec-start-failed': 'the command could not be started (not found, not executable); retryable',
+  'exec-start-failed':
+    'the command could not be started (not found, not executable, its cwd missing); permanent for the destination: the sink pauses (install or fix the command)',
+  'exec-start-transient':
+    'the command could not be started for lack of resources (EAGAIN, EMFILE, ENOMEM); retryable',
   'exec-signal': 'the command was killed by a signal',
   'stdout-write': 'writing to standard output failed (e.g. the reader went away); retryable',
   'otlp-retryable-status': 'the OTLP collector kept answering 429/502/503/504; retryable',

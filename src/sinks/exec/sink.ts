@@ -5,7 +5,13 @@
  */
 import type { LifecycleRecord } from '../../domain/index.ts';
 import { CommandStartError, runCommand } from '../../process/run-command.ts';
-import { abortedError, invalidInputError, timeoutError, withFailedIndex } from '../delivery-errors.ts';
+import {
+  abortedError,
+  destinationError,
+  invalidInputError,
+  timeoutError,
+  withFailedIndex,
+} from '../delivery-errors.ts';
 import { DeliveryError, type Sink } from '../types.ts';
 import type { ExecSinkOptions } from './options.ts';
 
@@ -35,6 +41,19 @@ export function recordEnvironment(record: LifecycleRecord, sinkName: string): Re
     SEF_SINK_NAME: sinkName,
   };
 }
+
+/**
+ * Start failures no record can get past (the command or its working directory missing, not executable): the
+ * destination's. Others (EAGAIN, EMFILE, ENOMEM: out of resources for now) are retried.
+ */
+const NOT_STARTABLE: ReadonlySet<string> = new Set([
+  'ENOENT',
+  'EACCES',
+  'EPERM',
+  'ENOEXEC',
+  'ENOTDIR',
+  'EISDIR',
+]);
 
 /** Create an exec sink (exported for tests and reuse). */
 export function createExecSink(name: string, options: ExecSinkOptions): Sink {
@@ -76,9 +95,18 @@ async function runOne(name: string, options: ExecSinkOptions, record: LifecycleR
         { cause: error },
       );
     }
+    if (error instanceof CommandStartError && NOT_STARTABLE.has(error.code ?? '')) {
+      // No record can start it: the operator installs or fixes the command; the sink pauses meanwhile and keeps
+      // every record (nothing is lost, nothing to replay).
+      throw destinationError(
+        `${error.message} (${error.code}; permanent for the destination: fix: install the command or correct \`command\`/\`cwd\` — a full path, or a program on the service's PATH — and make it executable)`,
+        'exec-start-failed',
+        { cause: error },
+      );
+    }
     if (error instanceof CommandStartError) {
-      // Retryable: the operator can install or fix the command; nothing is lost meanwhile.
-      throw new DeliveryError(error.message, { retryable: true, code: 'exec-start-failed', cause: error });
+      // Out of processes, file descriptors or memory for now: retry.
+      throw new DeliveryError(error.message, { retryable: true, code: 'exec-start-transient', cause: error });
     }
     throw error;
   }

@@ -163,13 +163,18 @@ describe('exec sink', () => {
     expect(Date.now() - started).toBeLessThan(20_000);
   });
 
-  it('reports a missing command as retryable with a clear message', async () => {
+  it('reports a missing command as a refusal of the destination (the sink pauses) with a clear message and the fix', async () => {
     await expect(
       createExecSink(
         'h',
         execSinkFactory.optionsSchema.parse({ command: join(tmp.dir, 'no-such-hook') }),
       ).deliver([makeRecord(1)], signal()),
-    ).rejects.toMatchObject({ retryable: true, code: 'exec-start-failed', message: /not found/ });
+    ).rejects.toMatchObject({
+      retryable: false,
+      scope: 'destination',
+      code: 'exec-start-failed',
+      message: expect.stringMatching(/not found \(ENOENT; .*fix: install the command/),
+    });
   });
 
   it('rejects unknown options (no shell option exists)', () => {

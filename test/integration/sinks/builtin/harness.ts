@@ -122,6 +122,7 @@ export async function execHarness(context: HarnessContext): Promise<Harness> {
       return record;
     },
     permanent: true,
+    refusal: 'the command was uninstalled (ENOENT)',
     hang: () => writeFileSync(control, 'hang'),
     close: async () => {},
   };
