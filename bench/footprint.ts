@@ -107,11 +107,16 @@ poll();
 setInterval(poll, 1000);
 `;
 
-/** The targets of the issue that asked for this benchmark (ratios to the poller; bytes absolute). */
+/**
+ * The targets (ratios to the poller; bytes absolute): those of the issue that asked for this benchmark, RSS and
+ * anonymous RSS tightened by #32 item 8 (every feature costs nothing where it is not configured; an idle
+ * configured sink little): RSS ≤ 1.10×, anonymous ≤ 1.4×, for every subject.
+ */
 export const FOOTPRINT_TARGETS = {
-  rssStdout: 1.15,
-  anonStdout: 1.5,
-  rssAllSinks: 1.35,
+  rssStdout: 1.1,
+  anonStdout: 1.4,
+  rssAllSinks: 1.1,
+  anonAllSinks: 1.4,
   cpuPerPoll: 1.5,
   firstGet: 1.5,
   writtenKiBPerMinute: 4,
@@ -423,7 +428,9 @@ export const footprint: Benchmark = {
                 s.rss,
                 a.rss,
                 e.rss,
-                `stdout and executable ≤ ${t.rssStdout}, every sink ≤ ${t.rssAllSinks}`,
+                t.rssStdout === t.rssAllSinks
+                  ? `≤ ${t.rssStdout}`
+                  : `stdout and executable ≤ ${t.rssStdout}, every sink ≤ ${t.rssAllSinks}`,
                 `${verdict(s.rss, t.rssStdout)} / ${verdict(a.rss, t.rssAllSinks)} / ${verdict(e.rss, t.rssStdout)}`,
               ],
               [
@@ -431,8 +438,10 @@ export const footprint: Benchmark = {
                 s.anon,
                 a.anon,
                 e.anon,
-                `stdout and executable ≤ ${t.anonStdout}`,
-                `${verdict(s.anon, t.anonStdout)} / – / ${verdict(e.anon, t.anonStdout)}`,
+                t.anonStdout === t.anonAllSinks
+                  ? `≤ ${t.anonStdout}`
+                  : `stdout and executable ≤ ${t.anonStdout}, every sink ≤ ${t.anonAllSinks}`,
+                `${verdict(s.anon, t.anonStdout)} / ${verdict(a.anon, t.anonAllSinks)} / ${verdict(e.anon, t.anonStdout)}`,
               ],
               ['RSS file-backed', s.file, a.file, e.file, '–', '–'],
               [
