@@ -1,7 +1,8 @@
 /**
  * Reading a YAML config file into a raw object, without validation. Light on purpose (no schema, no zod):
  * the entry point also reads the file this way to find where `run` will poll before the rest loads
- * (src/cli/first-poll.ts); yaml itself loads only when there is a file to parse.
+ * (src/cli/first-poll.ts); yaml itself loads only when there is a file to parse, and is let go afterwards
+ * (withYaml).
  */
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
@@ -18,9 +19,7 @@ export function readConfigFile(file: string): Record<string, unknown> {
     const code = (error as NodeJS.ErrnoException).code ?? 'error';
     throw new ConfigError(`cannot read config file ${file}: ${code}`, []);
   }
-  // yaml loads only when there is a file to parse: `run --sink stdout` without --config never pays for it.
-  const { parseDocument } = createRequire(import.meta.url)('yaml') as typeof Yaml;
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  const doc = withYaml((yaml) => yaml.parseDocument(text, { prettyErrors: true, uniqueKeys: true }));
   if (doc.errors.length > 0) {
     // The first error is where the file goes wrong (those after it usually follow from it): it gets the lines it
     // points at, the others their one-line message.
@@ -35,6 +34,29 @@ export function readConfigFile(file: string): Record<string, unknown> {
     throw new ConfigError(`config file ${file}: the top level must be a mapping of keys`, []);
   }
   return value as Record<string, unknown>;
+}
+
+/** yaml's modules, as the CommonJS loader caches them. */
+const YAML_MODULE = /[\\/]node_modules[\\/]yaml[\\/]/;
+
+/**
+ * Runs `use` with the yaml package, which is needed when a file is read (at start-up, at each reload, by the
+ * config commands) and never in between. It loads only then (`run --sink stdout` without --config never pays
+ * for it), as CommonJS, and the modules this call loaded leave the require cache afterwards, so the next
+ * collection frees them: kept, its ~290 KB of source and its objects held about 0.5 MiB of an idle `run`'s
+ * heap for the life of the process (the footprint note in docs/performance.md). A reload loads it again.
+ * The bundled executable has yaml inside its one script (nothing to let go; the cache has no entry for it).
+ */
+export function withYaml<T>(use: (yaml: typeof Yaml) => T): T {
+  const require = createRequire(import.meta.url);
+  const cachedBefore = new Set(Object.keys(require.cache));
+  try {
+    return use(require('yaml') as typeof Yaml);
+  } finally {
+    for (const id of Object.keys(require.cache)) {
+      if (!cachedBefore.has(id) && YAML_MODULE.test(id)) delete require.cache[id];
+    }
+  }
 }
 
 /**

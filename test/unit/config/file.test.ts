@@ -1,8 +1,11 @@
 /** Reading a YAML config file: a syntax error says where and shows the lines it points at (no secret among them). */
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, readConfigFile } from '../../../src/config/index.ts';
+import { REPO } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 
 const tmp = makeTempDir('sef-config-file-');
@@ -56,5 +59,42 @@ describe('a YAML syntax error', () => {
     expect(text).not.toContain(key);
     expect(text).toContain(`routingKey: ${'*'.repeat(key.length)}`);
     expect(problems[0]!.split('\n').at(-1)).toBe('    ^');
+  });
+});
+
+describe('the YAML parser is let go after reading (start-up footprint)', () => {
+  it('readConfigFile parses, and afterwards no module of the yaml package stays in the require cache', () => {
+    const file = join(tmp.dir, 'let-go.yaml');
+    writeFileSync(file, 'sinks:\n  - { name: out, type: stdout }\n');
+    const bad = join(tmp.dir, 'let-go-bad.yaml');
+    writeFileSync(bad, 'sinks: [{ name: out\n');
+    // A fresh process: the test runner's own cache would say nothing about the forwarder's.
+    const module = pathToFileURL(join(REPO, 'src', 'config', 'file.ts')).href;
+    const script = `
+      import { createRequire } from 'node:module';
+      const { readConfigFile } = await import(${JSON.stringify(module)});
+      const yamlModules = () => Object.keys(createRequire(import.meta.url).cache).filter((id) => /[\\\\/]node_modules[\\\\/]yaml[\\\\/]/.test(id));
+      const config = readConfigFile(${JSON.stringify(file)});
+      const afterGood = yamlModules().length;
+      let error = '';
+      try { readConfigFile(${JSON.stringify(bad)}); } catch (e) { error = e.message; }
+      process.stdout.write(JSON.stringify({ config, afterGood, afterBad: yamlModules().length, error }));
+    `;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: REPO,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(child.stderr).toBe('');
+    const result = JSON.parse(child.stdout) as {
+      config: unknown;
+      afterGood: number;
+      afterBad: number;
+      error: string;
+    };
+    expect(result.config).toEqual({ sinks: [{ name: 'out', type: 'stdout' }] });
+    expect(result.error).toMatch(/is not valid YAML/);
+    expect(result.afterGood).toBe(0);
+    expect(result.afterBad).toBe(0);
   });
 });
