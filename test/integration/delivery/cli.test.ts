@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -26,18 +26,30 @@ beforeEach(() => {
 afterEach(() => tmp.cleanup());
 
 describe('outbox and deadletters commands', () => {
-  it('answers "nothing pending" with exit 0 on a missing state directory and creates nothing', async () => {
-    const dir = join(tmp.dir, 'never-used');
-    expect(await cli('outbox', 'status', '--state-dir', dir)).toMatchObject({
-      code: 0,
-      stdout: 'nothing pending\n',
-    });
-    expect(await cli('deadletters', 'list', '--state-dir', dir)).toMatchObject({
-      code: 0,
-      stdout: 'no dead letters\n',
-    });
-    expect(await cli('deadletters', 'replay', '--state-dir', dir)).toMatchObject({ code: 0 });
-    expect(existsSync(dir)).toBe(false);
+  it('on a missing or empty state directory, each says what README.md and docs/delivery.md quote (exit 0, creates nothing)', async () => {
+    const answers = {
+      'outbox status': 'nothing pending',
+      'deadletters list': 'no dead letters',
+      'deadletters replay': 'nothing to replay: there are no dead letters',
+    };
+    const empty = join(tmp.dir, 'empty');
+    mkdirSync(empty, { mode: 0o700 });
+    for (const dir of [join(tmp.dir, 'never-used'), empty]) {
+      for (const [command, answer] of Object.entries(answers)) {
+        expect(await cli(...command.split(' '), '--state-dir', dir), command).toMatchObject({
+          code: 0,
+          stdout: `${answer}\n`,
+        });
+      }
+    }
+    expect(existsSync(join(tmp.dir, 'never-used'))).toBe(false);
+    expect(readdirSync(empty)).toEqual([]);
+    for (const doc of ['README.md', 'docs/delivery.md']) {
+      const text = readFileSync(join(import.meta.dirname, '../../..', doc), 'utf8').replace(/\s+/g, ' ');
+      for (const [command, answer] of Object.entries(answers)) {
+        expect(text, doc).toContain(`\`${command}\` prints \`${answer}\``);
+      }
+    }
   });
 
   it('shows pending and dead letters and replays them while the forwarder holds the store', async () => {
