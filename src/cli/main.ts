@@ -6,7 +6,8 @@
  * parsing the other eight); otherwise (`--help`, `--version`, `help`, a typo) every module is loaded so help and
  * suggestions list them all. A command module imports only light modules at the top (commander types, option
  * helpers) and loads everything else inside its action (`await import(...)`): `--version` and `--help` stay
- * fast, and `run` loads what the configuration needs (test/integration/cli/startup-imports.test.ts).
+ * fast, and `run` loads what the configuration needs (test/integration/cli/startup-imports.test.ts). The top-level
+ * help also loads the sink registry (light factories), to list every sink type.
  * `run` also sizes V8's heap for a long-lived small process (./heap.ts) and sends its first Scheduled Events GET
  * (./first-poll.ts) before anything else is loaded: this file's static imports are light on purpose, and
  * commander itself loads after that.
@@ -50,16 +51,31 @@ export function requestedCommand(argv: readonly string[]): string | undefined {
   return first !== undefined && Object.hasOwn(COMMANDS, first) ? first : undefined;
 }
 
+/**
+ * The program's description: what it does and, when `sinkTypes` are given (the top-level help: see main), every
+ * sink type of the registry.
+ */
+export function programDescription(sinkTypes?: readonly string[]): string {
+  const to =
+    sinkTypes === undefined
+      ? 'its sinks'
+      : `its sinks (types: ${sinkTypes.join(', ')}; docs/configuration.md)`;
+  return (
+    'Polls Azure Scheduled Events (IMDS), turns every change into a CloudEvents lifecycle record, commits it ' +
+    `to a durable local outbox and delivers it at-least-once to ${to}.`
+  );
+}
+
 /** The program with `only` these commands registered (default: every command). */
-export async function buildProgram(only?: readonly string[]): Promise<Command> {
+export async function buildProgram(
+  only?: readonly string[],
+  sinkTypes?: readonly string[],
+): Promise<Command> {
   const { Command } = await import('commander');
   const program = new Command();
   program
     .name('scheduled-events-forwarder')
-    .description(
-      'Polls Azure Scheduled Events (IMDS), turns every change into a CloudEvents lifecycle record, commits it ' +
-        'to a durable local outbox and delivers it at-least-once to Event Hubs, webhooks and OpenTelemetry.',
-    )
+    .description(programDescription(sinkTypes))
     .version(readVersion(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
@@ -101,7 +117,15 @@ export async function main(argv: string[]): Promise<number> {
     await sendFirstPoll(argv.slice(3));
   }
   if (!isService(argv)) exitQuietlyWhenStdoutCloses();
-  const program = await buildProgram(command === undefined ? undefined : [command]);
+  // The top-level help lists every sink type: the registry (light factories) loads for it, not for --version.
+  const args = argv.slice(2);
+  const topLevelHelp =
+    command === undefined &&
+    (args.length === 0 || args[0] === 'help' || args.includes('--help') || args.includes('-h'));
+  const sinkTypes = topLevelHelp
+    ? (await import('../sinks/registry.ts')).SINK_FACTORIES.map((f) => f.type)
+    : undefined;
+  const program = await buildProgram(command === undefined ? undefined : [command], sinkTypes);
   const { CommanderError } = await import('commander');
   try {
     await program.parseAsync(argv);

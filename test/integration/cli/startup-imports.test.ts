@@ -11,6 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../../src/simulator/index.ts';
+import { SINK_FACTORIES } from '../../../src/sinks/registry.ts';
 import { MAIN, REPO } from '../../support/child.ts';
 import { heavyIn } from '../../support/heavy-packages.ts';
 import { makeTempDir } from '../../support/tmp.ts';
@@ -77,6 +78,9 @@ describe('start-up imports', () => {
     ]) {
       expect(stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
     }
+    // Every sink type of the registry, in the description (wrapped by commander).
+    const description = stdout.slice(0, stdout.indexOf('Options:')).replace(/\s+/g, ' ');
+    expect(description).toContain(`(types: ${SINK_FACTORIES.map((f) => f.type).join(', ')};`);
     expect(heavyIn(packages)).toEqual([]);
   });
 
