@@ -6,6 +6,7 @@
 import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { LIVENESS_BODY } from '../probes.ts';
 import { sendPrometheusMetrics } from '../prometheus.ts';
 import { redactText } from '../redact.ts';
 import type { HealthState } from './health.ts';
@@ -46,7 +47,7 @@ async function handle(
   }
   switch (path) {
     case '/healthz':
-      sendJson(res, 200, { status: 'alive' });
+      sendJson(res, 200, LIVENESS_BODY);
       return;
     case '/readyz': {
       const state = options.health();

@@ -19,6 +19,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../log.ts';
+import { LIVENESS_BODY } from '../../probes.ts';
 import { sendPrometheusMetrics } from '../../prometheus.ts';
 import { redactText } from '../../redact.ts';
 import {
@@ -343,7 +344,7 @@ async function route(
 /** /healthz and /readyz: open to probes (no Host check, no credential); true when answered. */
 async function probe(res: ServerResponse, options: DashboardOptions, path: string): Promise<boolean> {
   if (path === '/healthz') {
-    json(res, { ok: true });
+    json(res, LIVENESS_BODY);
     return true;
   }
   if (path === '/readyz') {

@@ -369,7 +369,7 @@ describe('streamed exports of a history larger than one page', () => {
     expect(first?.done).toBe(false);
     abort.abort();
     await reader?.cancel().catch(() => undefined);
-    expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ ok: true });
+    expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ status: 'alive' });
     expect((await (await fetch(`${server.url}/api/summary`)).json()) as FleetSummary).toMatchObject({
       events: BULK_EVENTS,
     });

@@ -127,7 +127,7 @@ describe('fleet run metrics (a real consumer child, the AMQP double, Azurite, SQ
     expect(value(first, 'sef_fleet_process_resident_memory_bytes')).toBeGreaterThan(0);
 
     // Probes: alive, and ready once subscribed with the history reachable.
-    expect(await (await fetch(`${base}/healthz`)).json()).toEqual({ ok: true });
+    expect(await (await fetch(`${base}/healthz`)).json()).toEqual({ status: 'alive' });
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({
