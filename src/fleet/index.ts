@@ -4,7 +4,6 @@
  * and `fleet report`. See docs/fleet.md.
  */
 import type { Logger } from '../log.ts';
-import { parseDuration } from '../simulator/clock.ts';
 import type { FleetConfig } from './config.ts';
 import { FleetConsumer, type FleetConsumerOptions } from './consumer.ts';
 import { assertDashboardAccess } from './dashboard/access.ts';
@@ -17,6 +16,7 @@ import {
 import type { FleetHistory } from './history/index.ts';
 import { createFleetMetrics, type FleetMetrics } from './metrics.ts';
 import { openConfiguredHistory } from './open.ts';
+import { startRetention } from './retention.ts';
 
 export { type FleetConfig, FleetConfigError, fleetConfigSchema, loadFleetConfig } from './config.ts';
 export { createBlobCheckpointStore, FleetConsumer, type FleetConsumerStats } from './consumer.ts';
@@ -38,10 +38,8 @@ export * from './history/index.ts';
 export { createFleetMetrics, type FleetMetrics, readHistoryGauges } from './metrics.ts';
 export { openConfiguredHistory } from './open.ts';
 export { formatReport } from './report.ts';
+export { applyRetention, startRetention } from './retention.ts';
 export { parseRecord } from './validate.ts';
-
-/** How often a running consumer prunes history older than the retention. */
-const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 /** A running fleet consumer with its dashboard. */
 export interface RunningFleet {
@@ -65,34 +63,6 @@ async function fleetReadiness(history: FleetHistory, consumer: FleetConsumer): P
     ...(reasons.length === 0 ? {} : { reason: reasons.join('; ') }),
     history: reachable,
     consumer: { subscribed, partitions: consumer.stats.partitions },
-  };
-}
-
-/** Prunes history older than the retention now and then every hour; returns the stop function. */
-export function startRetention(
-  history: FleetHistory,
-  retention: string,
-  logger: Logger,
-): () => Promise<void> {
-  const keepMs = parseDuration(retention, 'retention');
-  let running: Promise<void> = Promise.resolve();
-  const prune = () => {
-    running = running.then(async () => {
-      try {
-        const removed = await history.prune(new Date(Date.now() - keepMs));
-        if (removed.events + removed.rejected + removed.vms > 0)
-          logger.info({ retention, ...removed }, 'pruned fleet history older than the retention');
-      } catch (error) {
-        logger.warn({ err: (error as Error).message }, 'pruning the fleet history failed; will try again');
-      }
-    });
-  };
-  prune();
-  const timer = setInterval(prune, PRUNE_INTERVAL_MS);
-  timer.unref();
-  return async () => {
-    clearInterval(timer);
-    await running;
   };
 }
 

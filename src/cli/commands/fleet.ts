@@ -38,6 +38,10 @@ interface HistoryOptions {
   database?: string;
 }
 
+interface ImportOptions extends HistoryOptions {
+  retention?: string;
+}
+
 interface FleetReportOptions extends HistoryOptions {
   since?: string;
   until?: string;
@@ -170,14 +174,17 @@ async function runFleet(opts: FleetRunOptions): Promise<number> {
   });
 }
 
-/** The history settings of --config / --database, without the consumer's secrets. */
-async function historyConfig(opts: HistoryOptions) {
+/** The history settings of --config / --database (/ --retention), without the consumer's secrets. */
+async function historyConfig(opts: ImportOptions) {
   const [{ FleetConfigError, loadHistoryConfig }, { SecretResolutionError }] = await Promise.all([
     import('../../fleet/config.ts'),
     import('../../secret.ts'),
   ]);
   try {
-    return loadHistoryConfig({ file: opts.config, overrides: { database: opts.database } });
+    return loadHistoryConfig({
+      file: opts.config,
+      overrides: { database: opts.database, retention: opts.retention },
+    });
   } catch (error) {
     if (error instanceof FleetConfigError || error instanceof SecretResolutionError) {
       throw new UsageError(error.message);
@@ -209,8 +216,12 @@ async function isLegacySqliteHistory(database: string): Promise<boolean> {
 }
 
 /** Opens the history of --config / --database; a missing file or an outdated schema is a usage error. */
-async function openHistoryFor(opts: HistoryOptions, readOnly: boolean) {
-  const config = await historyConfig(opts);
+async function openHistoryFor(
+  opts: HistoryOptions,
+  readOnly: boolean,
+  loaded?: Awaited<ReturnType<typeof historyConfig>>,
+) {
+  const config = loaded ?? (await historyConfig(opts));
   // Not the fleet/index.ts barrel: reading the history needs neither the Event Hubs nor the Storage SDKs.
   const [
     { openConfiguredHistory },
@@ -260,12 +271,28 @@ async function report(opts: FleetReportOptions): Promise<void> {
   }
 }
 
-async function importFiles(files: string[], opts: HistoryOptions): Promise<number> {
-  const { importJsonLines } = await import('../../fleet/import.ts');
-  const history = await openHistoryFor(opts, false);
+/**
+ * `fleet import`: the files, then, when a retention is given (--retention, or `retention` in --config), that
+ * retention as `fleet run` applies it: recorded for the report and the dashboard, and older events pruned; both
+ * in the JSON line. Without one the history's settings stay as they are (a backfill of old records keeps them).
+ */
+async function importFiles(files: string[], opts: ImportOptions): Promise<number> {
+  const [{ importJsonLines }, { applyRetention }, { readConfigFile }] = await Promise.all([
+    import('../../fleet/import.ts'),
+    import('../../fleet/retention.ts'),
+    import('../../config/file.ts'),
+  ]);
+  const config = await historyConfig(opts);
+  const retentionGiven =
+    opts.retention !== undefined ||
+    (opts.config !== undefined && readConfigFile(opts.config).retention !== undefined);
+  const history = await openHistoryFor(opts, false, config);
   try {
     const result = await importJsonLines(history, files, (line) => process.stderr.write(`${line}\n`));
-    process.stdout.write(`${JSON.stringify(result)}\n`);
+    const applied = retentionGiven
+      ? { retention: config.retention, pruned: await applyRetention(history, config.retention) }
+      : {};
+    process.stdout.write(`${JSON.stringify({ ...result, ...applied })}\n`);
     return 0;
   } finally {
     await history.close();
@@ -355,12 +382,15 @@ async function migrateHistory(opts: { from?: string; to?: string; config?: strin
 export function register(program: Command): void {
   const fleet = program
     .command('fleet')
-    .description('Fleet maintenance history: Event Hubs consumer, SQLite history, dashboard and reports.');
+    .description(
+      'Fleet maintenance history: Event Hubs consumer, history in SQLite (one host) or PostgreSQL (shared by ' +
+        'several consumers), dashboard and reports.',
+    );
   fleet
     .command('run', { isDefault: true })
     .description(
       'Consume lifecycle records from Event Hubs (consumer group, Blob checkpoints, shared partitions) into the ' +
-        'SQLite history and serve the dashboard.',
+        'history (a SQLite file, or a PostgreSQL database that several consumers share) and serve the dashboard.',
     )
     .option('-c, --config <file>', 'fleet YAML config (options below override it)')
     .option('--connection-string-env <name>', 'environment variable holding the Event Hubs connection string')
@@ -421,8 +451,13 @@ export function register(program: Command): void {
       '--database <path|url>',
       'SQLite history file or postgres:// URL (default: from --config, else fleet.db)',
     )
-    .option('-c, --config <file>', 'fleet YAML config (for database and postgres settings)')
-    .action(async (files: string[], opts: HistoryOptions) => {
+    .option('-c, --config <file>', 'fleet YAML config (for database, postgres and retention settings)')
+    .option(
+      '--retention <duration>',
+      'what the history keeps, applied as fleet run applies it: recorded (fleet report, dashboard) and older ' +
+        "events pruned after the import (default: --config's retention; without either, nothing is pruned)",
+    )
+    .action(async (files: string[], opts: ImportOptions) => {
       process.exitCode = await importFiles(files, opts);
     });
   fleet

@@ -13,6 +13,7 @@
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
+import { createPrivateFile } from '../../platform.ts';
 import type { SqlDatabase, SqlExecutor, SqlRow, SqlValue } from './sql.ts';
 
 const { mkdirSync, existsSync } = process.getBuiltinModule('node:fs');
@@ -168,6 +169,9 @@ export function openSqliteDatabase(options: OpenSqliteOptions): SqlDatabase {
   const readOnly = options.readOnly ?? false;
   if (readOnly && !existsSync(path)) throw new MissingDatabaseError(path);
   if (!readOnly) mkdirSync(dirname(path), { recursive: true });
+  // A new history is readable by its owner only (0600, like the forwarder's state; SQLite gives its -wal and -shm
+  // files the same mode). An existing file keeps the mode its operator gave it.
+  if (!readOnly && !existsSync(path)) createPrivateFile(path);
   const db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS, readOnly });
   if (!readOnly) {
     db.exec('PRAGMA journal_mode=WAL');

@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
@@ -493,11 +493,90 @@ describe('fleet import', () => {
     expect(summary).toMatchObject({ events: truth.maintenanceEvents, records: lines });
   });
 
+  it('applies a retention given in --config (or --retention): recorded for the report, older events pruned', async () => {
+    // The generated window ends now (simulate fleet's default), so 400d keeps everything and 10d keeps part.
+    const database = tmpFile('retention.db');
+    const config = tmpFile('fleet.yaml');
+    writeFileSync(config, `database: ${JSON.stringify(database)}\nretention: 400d\n`);
+    const kept = await cli(['fleet', 'import', fleetFile, '--config', config]);
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(JSON.parse(kept.stdout)).toEqual({
+      files: 1,
+      lines,
+      accepted: lines,
+      duplicates: 0,
+      rejected: 0,
+      retention: '400d',
+      pruned: { events: 0, observations: 0, records: 0, rejected: 0, vms: 0 },
+    });
+    const report = await cli(['fleet', 'report', '--config', config]);
+    expect(report.stdout).toMatch(/^Window kept: the history keeps 400d, oldest event first seen \d{4}-/m);
+    expect(report.stdout).not.toContain('keeps everything');
+
+    const shorter = await cli(['fleet', 'import', fleetFile, '--config', config, '--retention', '10d']);
+    expect(shorter.code, shorter.stderr).toBe(0);
+    const { retention, pruned } = JSON.parse(shorter.stdout) as {
+      retention: string;
+      pruned: { events: number };
+    };
+    expect(retention).toBe('10d');
+    expect(pruned.events).toBeGreaterThan(0);
+    const after = JSON.parse((await cli(['fleet', 'report', '--config', config, '--json'])).stdout) as {
+      events: number;
+      retention: string;
+      oldestEventAt: string;
+    };
+    expect(after).toMatchObject({ retention: '10d', events: truth.maintenanceEvents - pruned.events });
+
+    // Without a retention, an import leaves the history's settings alone (a backfill of old records keeps them).
+    const plain = await cli(['fleet', 'import', '-', '--database', tmpFile('no-retention.db')], {
+      stdin: jsonLines(smallFleet()),
+    });
+    expect(Object.keys(JSON.parse(plain.stdout))).toEqual([
+      'files',
+      'lines',
+      'accepted',
+      'duplicates',
+      'rejected',
+    ]);
+  });
+
+  it('creates a new SQLite history readable by its owner only; an existing file keeps its mode', async () => {
+    const database = tmpFile('private.db');
+    const r = await cli(['fleet', 'import', '-', '--database', database], { stdin: jsonLines(smallFleet()) });
+    expect(r.code, r.stderr).toBe(0);
+    expect(statSync(database).mode & 0o777).toBe(0o600);
+    for (const suffix of ['-wal', '-shm']) {
+      if (existsSync(`${database}${suffix}`))
+        expect(statSync(`${database}${suffix}`).mode & 0o777).toBe(0o600);
+    }
+    chmodSync(database, 0o640); // the operator shares it with a group
+    const again = await cli(['fleet', 'import', '-', '--database', database], {
+      stdin: jsonLines(smallFleet()),
+    });
+    expect(again.code, again.stderr).toBe(0);
+    expect(statSync(database).mode & 0o777).toBe(0o640);
+  });
+
   it('a missing input file is an error naming it', async () => {
     const missing = join(tmp.dir, 'no-such.jsonl');
     const r = await cli(['fleet', 'import', missing, '--database', tmpFile('x.db')]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(`${missing} does not exist`);
+  });
+});
+
+describe('fleet --help', () => {
+  it('fleet --help and fleet run --help name both stores, SQLite and PostgreSQL', async () => {
+    for (const args of [
+      ['fleet', '--help'],
+      ['fleet', 'run', '--help'],
+    ]) {
+      const r = await cli(args);
+      expect(r.code, args.join(' ')).toBe(0);
+      expect(r.stdout, args.join(' ')).toMatch(/SQLite/);
+      expect(r.stdout, args.join(' ')).toMatch(/PostgreSQL/);
+    }
   });
 });
 
