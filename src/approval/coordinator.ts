@@ -50,6 +50,7 @@ export class ApprovalCoordinator {
   /** Loads the persisted progress and resumes it against the last committed state. */
   start(state: ForwarderState): void {
     this.#started = true;
+    this.#runner.track(state); // the resumed entries' events (a notice names the event's NotBefore)
     this.#runner.apply(resume(this.#runner.load(), this.#config));
     this.#reconcile(state, { records: [], approvals: [] });
     this.#observer?.observe({ state, records: [], approvals: [] });

@@ -5,7 +5,7 @@
  * StartRequests and logs.
  */
 import type { VmIdentity } from '../domain/index.ts';
-import { affectsVm, type TrackedEvent } from '../transform/index.ts';
+import { type ApprovalHookResult, affectsVm, type TrackedEvent } from '../transform/index.ts';
 import type { ApprovalConfig, HookConfig } from './config.ts';
 import { decide, hookApplies, isLeader } from './policy.ts';
 import { type EventProgress, progressKey } from './progress.ts';
@@ -97,4 +97,20 @@ export function cannotPost(
   if (nb !== null && nowMs >= nb) return 'NotBefore passed before the approval was accepted';
   if (!hasClient) return 'no IMDS client (replay source): cannot POST';
   return null;
+}
+
+/**
+ * Why a failed preparation keeps the event from being approved, from the first hook that did not succeed (its
+ * name, how it ended, what a built-in said): the `notPostedReason` of the record and the node Event.
+ */
+export function hookFailureReason(hooks: readonly ApprovalHookResult[]): string | undefined {
+  const failed = hooks.find((h) => !h.ok);
+  if (failed === undefined) return undefined;
+  const how =
+    failed.timedOut === true
+      ? 'timed out'
+      : failed.exitCode === null
+        ? 'failed'
+        : `failed (exit ${failed.exitCode})`;
+  return `prepare hook "${failed.name}" ${how}${failed.detail === undefined ? '' : `: ${failed.detail}`}`;
 }

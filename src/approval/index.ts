@@ -31,7 +31,7 @@ export {
   hookEnvironment,
   runHook,
 } from './hooks.ts';
-export type { Plan, PlanAction, PlanFacts } from './plan.ts';
+export type { ApprovalNotice, Plan, PlanAction, PlanFacts } from './plan.ts';
 export {
   DEFAULT_RULE,
   type Decision,

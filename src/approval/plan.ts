@@ -10,13 +10,36 @@
 import type { LifecycleRecord, VmIdentity } from '../domain/index.ts';
 import type { ApprovalHookResult, ApprovalInput, TrackedEvent } from '../transform/index.ts';
 import type { ApprovalConfig, HookConfig } from './config.ts';
-import { cannotPost, isScheduled, newProgress, notBeforeMs, prepareHooks, settle } from './decision.ts';
+import {
+  cannotPost,
+  hookFailureReason,
+  isScheduled,
+  newProgress,
+  notBeforeMs,
+  prepareHooks,
+  settle,
+} from './decision.ts';
 import { approvalRecordKind, type EventProgress, progressKey } from './progress.ts';
+
+/**
+ * Something an operator looking at this VM's node should see (through ApprovalRunnerOptions.notify: on
+ * Kubernetes, a node Event): a restart interrupted a prepare hook — counted as failed, or (`rerun`) run again.
+ */
+export interface ApprovalNotice {
+  kind: 'prepare-interrupted';
+  key: string;
+  eventId: string;
+  eventType: string;
+  hook: string;
+  rerun: boolean;
+}
 
 /** What the runner does, in order. */
 export type PlanAction =
   /** `once`: logged at most once per process (the runner remembers the message). */
   | { kind: 'log'; level: 'info' | 'warn'; message: string; fields?: Record<string, unknown>; once?: true }
+  /** Tell the operator (ApprovalRunnerOptions.notify). */
+  | { kind: 'notice'; notice: ApprovalNotice }
   /** Write the whole progress to the store (after the plan's changes; before the jobs below start). */
   | { kind: 'persist' }
   /** Run the event's remaining prepare hooks (the plan already marked it `running`). */
@@ -82,6 +105,10 @@ class Planner {
     });
   }
 
+  notice(notice: ApprovalNotice): void {
+    this.#logs.push({ kind: 'notice', notice });
+  }
+
   job(action: PlanAction): void {
     this.#jobs.push(action);
   }
@@ -122,13 +149,27 @@ export function resume(progress: readonly EventProgress[], config: ApprovalConfi
   const rerun = config.rerunHooksAfterRestart;
   for (const entry of progress) {
     const undecided = entry.approval === null && entry.post !== 'posted';
+    const interrupted =
+      entry.prepare === 'running'
+        ? prepareHooks(config, entry.eventType, entry.affectsThisVm)[entry.hooks.length]
+        : undefined;
+    if (interrupted !== undefined) {
+      const { key, eventId, eventType } = entry;
+      p.notice({ kind: 'prepare-interrupted', key, eventId, eventType, hook: interrupted.name, rerun });
+    }
     if (entry.prepare === 'running' && rerun) {
       p.progress.push({ ...entry, prepare: 'pending', hooks: [] });
     } else if (entry.prepare === 'running') {
-      const interrupted = prepareHooks(config, entry.eventType, entry.affectsThisVm)[entry.hooks.length];
       const hooks = [...entry.hooks];
       if (interrupted !== undefined) {
-        hooks.push({ name: interrupted.name, ok: false, exitCode: null, durationMs: 0, timedOut: false });
+        hooks.push({
+          name: interrupted.name,
+          ok: false,
+          exitCode: null,
+          durationMs: 0,
+          timedOut: false,
+          detail: 'interrupted by a restart of the forwarder: its outcome is unknown',
+        });
         p.log(
           'warn',
           'a prepare hook was interrupted by a restart; counted as failed (set approval.rerunHooksAfterRestart to run it again)',
@@ -276,12 +317,26 @@ function settleEntry(p: Planner, i: number, nowMs: number): EventProgress {
   switch (settle(entry)) {
     case 'wait':
       return entry;
-    case 'record-not-leader':
+    case 'record-not-leader': {
       // An affected non-leader did its own preparation: record it (leader false, never posted).
-      return p.update(i, { approval: { ...base, leader: false, posted: false }, recorded: false });
+      const failed = hookFailureReason(entry.hooks);
+      const approval = { ...base, leader: false, posted: false };
+      return p.update(i, {
+        approval: failed === undefined ? approval : { ...approval, notPostedReason: failed },
+        recorded: false,
+      });
+    }
     case 'record-hook-failed':
       p.log('warn', 'not approving: a prepare hook failed', { eventId: entry.eventId, hooks: entry.hooks });
-      return p.update(i, { approval: { ...base, leader: true, posted: false }, recorded: false });
+      return p.update(i, {
+        approval: {
+          ...base,
+          leader: true,
+          posted: false,
+          notPostedReason: hookFailureReason(entry.hooks) ?? 'a prepare hook failed',
+        },
+        recorded: false,
+      });
     case 'approve':
       if (!entry.dryRun) return p.update(i, { post: 'pending' });
       p.log('info', 'dry-run: would approve (not POSTed)', { eventId: entry.eventId, rule: entry.rule });
@@ -296,7 +351,11 @@ function settleEntry(p: Planner, i: number, nowMs: number): EventProgress {
 function notPosted(p: Planner, i: number, why: string, nowMs: number): void {
   const entry = p.progress[i]!;
   p.log('warn', 'approval not POSTed', { eventId: entry.eventId, why });
-  p.update(i, { post: 'failed', approval: leaderApproval(entry, nowMs, false), recorded: false });
+  p.update(i, {
+    post: 'failed',
+    approval: { ...leaderApproval(entry, nowMs, false), notPostedReason: why },
+    recorded: false,
+  });
 }
 
 /** The approval the leader records for an event it POSTed (`posted`) or could not POST. */

@@ -15,6 +15,7 @@ import type { ApprovalConfig } from './config.ts';
 import { recoverHooks } from './decision.ts';
 import { type BuiltinHooks, type HookRun, runHook } from './hooks.ts';
 import {
+  type ApprovalNotice,
   advance,
   nextPrepareHook,
   type Plan,
@@ -48,6 +49,11 @@ export interface ApprovalRunnerOptions {
   now?: () => number;
   /** Built-in hooks (`builtin:` entries), e.g. the Kubernetes node actions; none: such hooks fail. */
   builtins?: BuiltinHooks | undefined;
+  /**
+   * Told what an operator should see on this VM's node (a restart interrupted a prepare hook), with the event's
+   * NotBefore when known; e.g. the Kubernetes reporter writes a node Event. Must not throw or block.
+   */
+  notify?: ((notice: ApprovalNotice, notBefore: string | null) => void) | undefined;
 }
 
 type Job = Extract<PlanAction, { kind: 'prepare' | 'recover' }>;
@@ -111,6 +117,9 @@ export class ApprovalRunner {
       switch (action.kind) {
         case 'log':
           this.#log(action);
+          break;
+        case 'notice':
+          this.#o.notify?.(action.notice, this.#tracked.get(action.notice.key)?.last.notBeforeUtc ?? null);
           break;
         case 'persist':
           this.#persist();

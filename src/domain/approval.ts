@@ -29,6 +29,8 @@ export interface RecordedApproval {
   posted: boolean;
   dryRun: boolean;
   hooks: RecordedApprovalHook[];
+  /** Not posted: why the event will start without our approval (absent on a posted approval and a dry run). */
+  notPostedReason?: string;
 }
 
 /** What the rule reads of an ApprovalInput (src/transform/transform.ts; no import: no file cycle). */

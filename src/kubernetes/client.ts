@@ -250,6 +250,7 @@ function nodeView(node: V1Node): NodeView {
     labels: { ...(node.metadata?.labels ?? {}) },
     annotations: { ...(node.metadata?.annotations ?? {}) },
     resourceVersion: node.metadata?.resourceVersion,
+    conditions: (node.status?.conditions ?? []).map((c) => ({ type: c.type, status: c.status })),
   };
 }
 

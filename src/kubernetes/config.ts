@@ -23,6 +23,8 @@ export const DEFAULT_PER_EVENT_TYPE: Readonly<Record<string, NodeAction>> = {
 export const ACTIONS_ANNOTATION = 'scheduled-events-forwarder/actions';
 /** Label Kubernetes' service controller honours to take a node out of external load balancers. */
 export const EXCLUDE_LB_LABEL = 'node.kubernetes.io/exclude-from-external-load-balancers';
+/** Where the API server accepts an Event about a Node (a cluster-scoped object) that carries eventTime. */
+export const EVENT_NAMESPACES = ['default', 'kube-system'] as const;
 /** The node condition set while an event affecting this node is pending (as AKS Node Problem Detector names it). */
 export const CONDITION_TYPE = 'VMEventScheduled';
 
@@ -161,10 +163,14 @@ export const kubernetesSection = z
         "Each Kubernetes API request is abandoned after this long without an answer (a hung API server or admission webhook; webhooks may take up to 30 s); a hook's deadline cuts it shorter.",
       ),
     eventNamespace: z
-      .string()
-      .min(1)
+      .enum(EVENT_NAMESPACES, {
+        error: (issue) =>
+          `must be "default" or "kube-system" (got ${JSON.stringify(issue.input)}): the API server accepts an Event about a Node (a cluster-scoped object) only in one of these`,
+      })
       .default('default')
-      .describe('Namespace of the Events (node Events live in "default", as the kubelet writes them).'),
+      .describe(
+        'Namespace of the node Events: "default" (where the kubelet writes them) or "kube-system" — the only two the API server accepts for an Event about a Node.',
+      ),
     actions: actionsSchema,
   })
   .strict()

@@ -4,12 +4,13 @@
  * here loads @kubernetes/client-node: the client module (src/kubernetes/client.ts) is imported on the first API
  * call, and only when `kubernetes.enabled` is true.
  */
-import type { BuiltinHooks, CommitObserver } from '../approval/index.ts';
+import type { ApprovalNotice, BuiltinHooks, CommitObserver } from '../approval/index.ts';
 import type { KubernetesRecordContext } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
 import type { NodeApi } from './client.ts';
 import type { KubernetesConfig } from './config.ts';
 import { NodeEnrichment } from './enrichment.ts';
+import { noticeEvent } from './node-actions.ts';
 import { runNodeHook } from './node-hook.ts';
 import { NodeReporter } from './reporter.ts';
 import { kubernetesStartProblems, resolveNodeName } from './start-checks.ts';
@@ -28,6 +29,8 @@ export interface KubernetesAgent {
   nodeName: string;
   builtins: BuiltinHooks;
   observer: CommitObserver;
+  /** Approval's notices as node Events (ApprovalRunnerOptions.notify). */
+  notify(notice: ApprovalNotice, notBefore: string | null): void;
   /** `data.kubernetes` for the records made now (an input of the transform; cached, no I/O). */
   recordContext(): KubernetesRecordContext;
   /**
@@ -96,6 +99,10 @@ export function createKubernetesAgent(
         }),
     },
     observer: reporter,
+    notify: (notice, notBefore) => {
+      const { reason, type, message } = noticeEvent(notice, notBefore);
+      reporter.report(reason, message, type);
+    },
   };
 }
 

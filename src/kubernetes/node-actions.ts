@@ -27,6 +27,8 @@ export interface NodeView {
   labels: Record<string, string>;
   annotations: Record<string, string>;
   resourceVersion?: string | undefined;
+  /** status.conditions: type and status (the VMEventScheduled condition's status decides its lastTransitionTime). */
+  conditions?: Array<{ type: string; status: string }>;
 }
 
 /** What the forwarder's prepare action changed on the node (stored in ACTIONS_ANNOTATION as JSON). */
@@ -290,15 +292,106 @@ export function evictionGrace(
 
 // ---- visibility ----------------------------------------------------------------------------------------------
 
-/** The Event reasons the forwarder writes on its Node. */
+/** The Event reasons of the lifecycle transitions (records affecting this VM); `approved` depends on the approval. */
 export const TRANSITION_REASONS: Readonly<Record<string, string>> = {
   scheduled: 'VMEventScheduled',
   updated: 'VMEventUpdated',
-  approved: 'VMEventApproved',
   started: 'VMEventStarted',
   completed: 'VMEventCompleted',
   canceled: 'VMEventCanceled',
 };
+
+/**
+ * The reasons of an `approved` record, by what really happened (approval.posted is THE fact): only a POSTed
+ * approval is `VMEventApproved`; an approval we did not POST — so the event starts at NotBefore without us — is
+ * the Warning `VMEventNotApproved` with why; a dry run and an affected non-leader whose preparation succeeded
+ * say so.
+ */
+export const APPROVAL_REASONS = {
+  posted: 'VMEventApproved',
+  notApproved: 'VMEventNotApproved',
+  dryRun: 'VMEventApprovalDryRun',
+  prepared: 'VMEventPrepared',
+} as const;
+
+/** A node Event's reason, type and message. */
+export interface NodeEventText {
+  reason: string;
+  type: 'Normal' | 'Warning';
+  message: string;
+}
+
+/** What the reporter reads of a committed record (see LifecycleRecord). */
+export interface RecordFacts {
+  transition: string;
+  data: { EventId: string; EventType: string; notBeforeUtc: string | null; approval?: unknown };
+}
+
+/** The node Event of an approval notice (src/approval/plan.ts ApprovalNotice). */
+export function noticeEvent(
+  notice: { kind: 'prepare-interrupted'; eventId: string; eventType: string; hook: string; rerun: boolean },
+  notBefore: string | null,
+): NodeEventText {
+  const facts: EventFacts = { eventId: notice.eventId, eventType: notice.eventType, notBefore };
+  const what = notice.rerun
+    ? `The forwarder restarted while preparing this node: prepare hook "${notice.hook}" was interrupted; the prepare hooks run again (approval.rerunHooksAfterRestart)`
+    : `The forwarder restarted while preparing this node: prepare hook "${notice.hook}" was interrupted and counts as failed, so this VM does not approve the event; what the hook did stays until the event ends (set approval.rerunHooksAfterRestart to run it again)`;
+  return { reason: 'VMEventPrepareInterrupted', type: 'Warning', message: eventMessage(what, facts) };
+}
+
+/** The node Event for a lifecycle record affecting this VM (see APPROVAL_REASONS for `approved`). */
+export function recordEvent(record: RecordFacts): NodeEventText {
+  const facts: EventFacts = {
+    eventId: record.data.EventId,
+    eventType: record.data.EventType,
+    notBefore: record.data.notBeforeUtc,
+  };
+  if (record.transition === 'approved') return approvalEvent(record.data.approval, facts);
+  const warn = record.transition === 'scheduled' || record.transition === 'started';
+  return {
+    reason: TRANSITION_REASONS[record.transition] ?? 'VMEvent',
+    type: warn ? 'Warning' : 'Normal',
+    message: eventMessage(`Scheduled event ${record.transition}`, facts),
+  };
+}
+
+function approvalEvent(value: unknown, facts: EventFacts): NodeEventText {
+  const approval = (value ?? {}) as {
+    posted?: unknown;
+    dryRun?: unknown;
+    leader?: unknown;
+    notPostedReason?: unknown;
+    hooks?: Array<{ ok?: unknown }>;
+  };
+  if (approval.posted === true && approval.dryRun !== true) {
+    return {
+      reason: APPROVAL_REASONS.posted,
+      type: 'Normal',
+      message: eventMessage('Scheduled event approved (StartRequests POSTed): it may start now', facts),
+    };
+  }
+  if (approval.dryRun === true) {
+    return {
+      reason: APPROVAL_REASONS.dryRun,
+      type: 'Normal',
+      message: eventMessage('Dry run: the event would have been approved (nothing POSTed)', facts),
+    };
+  }
+  const why = typeof approval.notPostedReason === 'string' ? approval.notPostedReason : undefined;
+  if (approval.leader !== true && why === undefined) {
+    return {
+      reason: APPROVAL_REASONS.prepared,
+      type: 'Normal',
+      message: eventMessage('Prepared for the event; another VM approves it (approval.leader)', facts),
+    };
+  }
+  return {
+    reason: APPROVAL_REASONS.notApproved,
+    type: 'Warning',
+    // The facts first: a long reason is what the 1 KiB limit of a message cuts.
+    message: `${eventMessage('Not approved', facts)}: it starts at NotBefore without our approval: ${why ?? 'not POSTed'}`,
+  };
+}
 
 export interface EventFacts {
   eventId: string;
@@ -312,7 +405,12 @@ export function eventMessage(what: string, facts: EventFacts): string {
   return `${what}: ${facts.eventType} ${facts.eventId} (NotBefore ${nb})`;
 }
 
-/** A core/v1 Event on the Node `node` (involvedObject Node, namespace as the kubelet writes them). */
+/**
+ * A core/v1 Event on the Node `node` (involvedObject the Node, as the kubelet writes node Events). It carries
+ * `eventTime` (microseconds), `action`, `reportingComponent` and `reportingInstance`: the API server then accepts a
+ * cluster-scoped object's Event in `default` and in `kube-system` (without eventTime only in `default`); the
+ * legacy `firstTimestamp`/`lastTimestamp`/`count`/`source` are set too, for tools that read those.
+ */
 export function nodeEvent(input: {
   node: string;
   namespace: string;
@@ -332,20 +430,37 @@ export function nodeEvent(input: {
     kind: 'Event',
     metadata: { name, namespace: input.namespace },
     involvedObject: { apiVersion: 'v1', kind: 'Node', name: input.node, uid: input.node },
-    reason: input.reason,
+    reason: input.reason.slice(0, 128),
     message: input.message.slice(0, 1024),
     type: input.type,
+    action: input.reason.slice(0, 128),
+    eventTime: microTime(input.nowIso),
     source: { component: 'scheduled-events-forwarder', host: input.node },
     reportingComponent: 'scheduled-events-forwarder',
-    reportingInstance: input.node,
-    firstTimestamp: input.nowIso,
-    lastTimestamp: input.nowIso,
+    reportingInstance: input.node.slice(0, 128),
+    firstTimestamp: input.nowIso.replace(/\.\d+Z$/, 'Z'),
+    lastTimestamp: input.nowIso.replace(/\.\d+Z$/, 'Z'),
     count: 1,
   };
 }
 
-/** A strategic merge patch of nodes/status setting the VMEventScheduled condition (merged by type). */
-export function conditionPatch(pending: readonly EventFacts[], nowIso: string): Record<string, unknown> {
+/** An ISO 8601 time as a Kubernetes MicroTime (RFC 3339 with exactly six fractional digits). */
+export function microTime(iso: string): string {
+  const [seconds, fraction = ''] = iso.replace(/Z$/, '').split('.');
+  return `${seconds}.${fraction.padEnd(6, '0').slice(0, 6)}Z`;
+}
+
+/**
+ * A strategic merge patch of nodes/status setting the VMEventScheduled condition (merged by type). As the API
+ * conventions ask, `lastTransitionTime` moves only when the status changes: `currentStatus` is the condition's
+ * status on the node now (undefined: the node has no such condition yet); with the same status the patch leaves
+ * lastTransitionTime out, so the node keeps it, and only `lastHeartbeatTime`, the reason and the message change.
+ */
+export function conditionPatch(
+  pending: readonly EventFacts[],
+  nowIso: string,
+  currentStatus: string | undefined,
+): Record<string, unknown> {
   const status = pending.length > 0 ? 'True' : 'False';
   const message =
     pending.length > 0
@@ -360,7 +475,7 @@ export function conditionPatch(pending: readonly EventFacts[], nowIso: string): 
           reason: pending.length > 0 ? `${pending[0]!.eventType}Scheduled` : 'NoVMEventScheduled',
           message: message.slice(0, 1024),
           lastHeartbeatTime: nowIso,
-          lastTransitionTime: nowIso,
+          ...(currentStatus === status ? {} : { lastTransitionTime: nowIso }),
         },
       ],
     },

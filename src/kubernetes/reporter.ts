@@ -1,22 +1,30 @@
 /**
- * Visibility on the Node: a Kubernetes Event for each lifecycle transition of an event affecting this VM (and for
- * each node action, through `report`), and the node condition VMEventScheduled — True while such an event is
- * Scheduled or Started, False after — patched on nodes/status only when it changes. Writes are queued one at a
- * time and never block the pipeline; failures are logged (an RBAC denial names the verb, resource and fix once).
+ * Visibility on the Node: a Kubernetes Event for each lifecycle transition of an event affecting this VM (the
+ * `approved` record's Event says what really happened: src/kubernetes/node-actions.ts recordEvent), for each node
+ * action (through `report`), and the node condition VMEventScheduled — True while such an event is Scheduled or
+ * Started, False after — patched on nodes/status only when it changes, its lastTransitionTime only when its status
+ * does. Writes are queued one at a time and never block the pipeline; a write that fails for want of an answer
+ * (no answer, 429, 5xx) is tried again with backoff, at most WRITE_ATTEMPTS times, as the kubelet's event recorder
+ * does; other failures are logged (an RBAC denial names the verb, resource and fix, once).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommitObserver, CommittedStep } from '../approval/index.ts';
 import type { VmIdentity } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
 import { affectsVm } from '../transform/index.ts';
 import type { NodeApi } from './client.ts';
-import type { KubernetesConfig } from './config.ts';
-import {
-  conditionPatch,
-  type EventFacts,
-  eventMessage,
-  nodeEvent,
-  TRANSITION_REASONS,
-} from './node-actions.ts';
+import { CONDITION_TYPE, type KubernetesConfig } from './config.ts';
+import { conditionPatch, type EventFacts, nodeEvent, recordEvent } from './node-actions.ts';
+
+/** Attempts of one write (the first and the retries). */
+export const WRITE_ATTEMPTS = 5;
+/** The wait before the first retry; it doubles for each further one, up to WRITE_RETRY_MAX_MS. */
+export const WRITE_RETRY_FIRST_MS = 500;
+export const WRITE_RETRY_MAX_MS = 8000;
+/** Each write attempt gives up after this long (or `kubernetes.requestTimeoutMs`, if shorter). */
+export const WRITE_TIMEOUT_MS = 10_000;
+/** At stop, the queued writes get this long to finish; then they are abandoned. */
+export const STOP_WAIT_MS = 5000;
 
 export interface ReporterOptions {
   api: () => Promise<NodeApi>;
@@ -25,11 +33,14 @@ export interface ReporterOptions {
   logger: Logger;
   vmName: () => string | undefined;
   now?: () => number;
+  /** Tests: the waits between retries (default WRITE_RETRY_FIRST_MS doubling up to WRITE_RETRY_MAX_MS). */
+  retryDelayMs?: (retry: number) => number;
 }
 
 export class NodeReporter implements CommitObserver {
   readonly #o: ReporterOptions;
   readonly #now: () => number;
+  readonly #stop = new AbortController();
   #queue: Promise<void> = Promise.resolve();
   #condition: string | undefined;
   #sequence = 0;
@@ -40,12 +51,12 @@ export class NodeReporter implements CommitObserver {
     this.#now = options.now ?? Date.now;
   }
 
-  /** A node Event (action events of the node hook). */
+  /** A node Event (the node hook's actions, approval notices). */
   report(reason: string, message: string, type: 'Normal' | 'Warning'): void {
     if (!this.#o.config.events) return;
     const suffix = `${this.#now().toString(36)}.${(++this.#sequence).toString(36)}.${reason}`;
-    this.#enqueue(`create event ${reason}`, (api) =>
-      api.createEvent(this.#o.config.eventNamespace, this.#event(reason, message, type, suffix)),
+    this.#enqueue(`create event ${reason}`, (api, signal) =>
+      api.createEvent(this.#o.config.eventNamespace, this.#event(reason, message, type, suffix), signal),
     );
   }
 
@@ -54,18 +65,14 @@ export class NodeReporter implements CommitObserver {
     if (this.#o.config.events) {
       for (const record of step.records) {
         if (!record.data.affectsThisVm) continue;
-        const reason = TRANSITION_REASONS[record.transition] ?? 'VMEvent';
-        const facts: EventFacts = {
-          eventId: record.data.EventId,
-          eventType: record.data.EventType,
-          notBefore: record.data.notBeforeUtc,
-        };
-        const type =
-          record.transition === 'scheduled' || record.transition === 'started' ? 'Warning' : 'Normal';
-        const message = eventMessage(`Scheduled event ${record.transition}`, facts);
+        const { reason, type, message } = recordEvent(record);
         // The record id is unique per transition: a repeated create (409) is the same Event.
-        this.#enqueue(`create event ${reason}`, (api) =>
-          api.createEvent(this.#o.config.eventNamespace, this.#event(reason, message, type, record.id)),
+        this.#enqueue(`create event ${reason}`, (api, signal) =>
+          api.createEvent(
+            this.#o.config.eventNamespace,
+            this.#event(reason, message, type, record.id),
+            signal,
+          ),
         );
       }
     }
@@ -77,10 +84,15 @@ export class NodeReporter implements CommitObserver {
       const key = JSON.stringify(pending);
       if (key !== this.#condition) {
         this.#condition = key;
-        const patch = conditionPatch(pending, new Date(this.#now()).toISOString());
         this.#enqueue(
           'patch nodes/status',
-          (api) => api.patchNodeStatus(this.#o.nodeName, patch),
+          async (api, signal) => {
+            // The condition's status on the node now decides whether lastTransitionTime moves.
+            const node = await api.readNode(this.#o.nodeName, signal);
+            const current = node.conditions?.find((c) => c.type === CONDITION_TYPE)?.status;
+            const nowIso = new Date(this.#now()).toISOString();
+            await api.patchNodeStatus(this.#o.nodeName, conditionPatch(pending, nowIso, current), signal);
+          },
           () => {
             this.#condition = undefined; // try again on the next commit
           },
@@ -89,9 +101,15 @@ export class NodeReporter implements CommitObserver {
     }
   }
 
-  /** Waits for the queued writes. */
+  /** Waits for the queued writes (at most STOP_WAIT_MS; then what is left is abandoned). */
   async stop(): Promise<void> {
-    await this.#queue;
+    const timer = setTimeout(() => this.#stop.abort(), STOP_WAIT_MS);
+    try {
+      await this.#queue;
+    } finally {
+      clearTimeout(timer);
+      this.#stop.abort();
+    }
   }
 
   #event(reason: string, message: string, type: 'Normal' | 'Warning', suffix: string) {
@@ -106,20 +124,51 @@ export class NodeReporter implements CommitObserver {
     });
   }
 
-  #enqueue(what: string, write: (api: NodeApi) => Promise<void>, onError?: () => void): void {
+  #enqueue(
+    what: string,
+    write: (api: NodeApi, signal: AbortSignal) => Promise<unknown>,
+    onError?: () => void,
+  ): void {
     this.#queue = this.#queue.then(async () => {
-      try {
-        await write(await this.#o.api());
-      } catch (error) {
-        const status = (error as { status?: number }).status;
-        if (status === 409) return; // the same Event again (after a restart)
-        onError?.();
-        const message = (error as Error).message;
-        const level = status === 403 ? 'error' : 'warn';
-        if (this.#loggedErrors.has(message)) return;
-        this.#loggedErrors.add(message);
-        this.#o.logger[level]({ err: message, what }, 'Kubernetes write failed');
+      if (this.#stop.signal.aborted) return;
+      for (let attempt = 1; ; attempt++) {
+        const signal = AbortSignal.any([
+          this.#stop.signal,
+          AbortSignal.timeout(Math.min(WRITE_TIMEOUT_MS, this.#o.config.requestTimeoutMs)),
+        ]);
+        try {
+          await write(await this.#o.api(), signal);
+          return;
+        } catch (error) {
+          const status = (error as { status?: number }).status;
+          if (status === 409) return; // the same Event again (an attempt that got through, a restart)
+          const retry = (status === 0 || status === 429 || (status ?? 0) >= 500) && attempt < WRITE_ATTEMPTS;
+          if (retry && !this.#stop.signal.aborted) {
+            await sleep(this.#retryDelay(attempt), undefined, { signal: this.#stop.signal }).catch(() => {});
+            if (!this.#stop.signal.aborted) continue;
+          }
+          onError?.();
+          this.#logFailure(what, error, attempt);
+          return;
+        }
       }
     });
+  }
+
+  #retryDelay(retry: number): number {
+    return (
+      this.#o.retryDelayMs?.(retry) ?? Math.min(WRITE_RETRY_MAX_MS, WRITE_RETRY_FIRST_MS * 2 ** (retry - 1))
+    );
+  }
+
+  #logFailure(what: string, error: unknown, attempts: number): void {
+    const message = (error as Error).message;
+    const status = (error as { status?: number }).status;
+    if (this.#loggedErrors.has(message)) return;
+    this.#loggedErrors.add(message);
+    this.#o.logger[status === 403 ? 'error' : 'warn'](
+      { err: message, what, attempts },
+      attempts > 1 ? `Kubernetes write failed after ${attempts} attempts` : 'Kubernetes write failed',
+    );
   }
 }

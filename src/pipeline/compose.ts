@@ -86,6 +86,7 @@ export function buildApproval(
     logger: logger.child({ component: 'approval' }),
     builtins: kubernetes?.builtins,
     observer: kubernetes?.observer,
+    notify: kubernetes?.notify,
   });
 }
 

@@ -56,6 +56,12 @@ export interface ApprovalInput {
    * `leader && !dryRun && every hook ok`. Only a posted approval makes the event "approved by us".
    */
   posted?: boolean;
+  /**
+   * Why the event will start without our approval (a leader's approval not POSTed: a hook failed, the drain was
+   * interrupted, NotBefore passed, IMDS rejected it, other nodes were not ready; an affected non-leader whose own
+   * preparation failed). Recorded as `approval.notPostedReason`.
+   */
+  notPostedReason?: string;
 }
 
 /** Everything one transform step needs. */
@@ -165,6 +171,9 @@ function approvalData(approval: ApprovalInput, posted: boolean): { approval: Rec
         ...(hook.budgetMs === undefined ? {} : { budgetMs: hook.budgetMs }),
         ...(hook.detail === undefined ? {} : { detail: hook.detail }),
       })),
+      ...(approval.notPostedReason === undefined || posted
+        ? {}
+        : { notPostedReason: approval.notPostedReason }),
     },
   };
 }

@@ -6,6 +6,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { nodeEvent } from '../../src/kubernetes/node-actions.ts';
 import { REQUIRED_PERMISSIONS } from '../../src/kubernetes/rbac.ts';
 import {
   daemonSetFixture,
@@ -376,6 +377,32 @@ describe('kubectl against the Kubernetes double', () => {
     expect(wrong.stderr).toContain(
       'is invalid: involvedObject.namespace: Invalid value: "": does not match event.namespace',
     );
+  });
+
+  it("the forwarder's node Event (eventTime, action, reportingInstance) is accepted in kube-system and default", async () => {
+    for (const namespace of ['kube-system', 'default']) {
+      const event = nodeEvent({
+        node: NODE,
+        namespace,
+        reason: 'VMEventApproved',
+        message:
+          'Scheduled event approved (StartRequests POSTed): it may start now: Reboot E1 (NotBefore none)',
+        type: 'Normal',
+        nowIso: '2026-11-26T12:45:00.123Z',
+        suffix: `e1.${namespace}`,
+      });
+      const created = await run(['create', '--validate=false', '-f', '-'], undefined, JSON.stringify(event));
+      expectOk(created);
+      const listed = await run(['get', 'events', '-n', namespace, '-o', 'json']);
+      expectOk(listed);
+      expect(JSON.parse(listed.stdout).items[0]).toMatchObject({
+        reason: 'VMEventApproved',
+        action: 'VMEventApproved',
+        eventTime: '2026-11-26T12:45:00.123000Z',
+        reportingComponent: 'scheduled-events-forwarder',
+        involvedObject: { kind: 'Node', name: NODE },
+      });
+    }
   });
 
   it('an unknown token is 401 Unauthorized', async () => {

@@ -103,15 +103,8 @@ export function nodeHookSections(
   dir: string,
   options: NodeHookSectionsOptions,
 ): Record<string, unknown> {
-  const { drain, ...actions } = (options.actions ?? {}) as { drain?: Record<string, unknown> };
   return {
-    kubernetes: {
-      enabled: true,
-      nodeName: options.nodeName,
-      kubeconfig: writeKubeconfig(join(dir, 'kubeconfig'), k8s, options.token ?? k8s.adminToken),
-      actions: { ...actions, drain: { retryIntervalMs: 100, ...drain } },
-      ...options.kubernetes,
-    },
+    kubernetes: kubernetesSectionFor(k8s, dir, options),
     approval: {
       rules: [{ name: 'drain-then-approve', match: {}, action: 'approve-after-hooks' }],
       hooks: {
@@ -126,5 +119,24 @@ export function nodeHookSections(
       },
       ...options.approval,
     },
+  };
+}
+
+/**
+ * A `kubernetes` section for the node `options.nodeName` of the double (a kubeconfig with the admin token, or
+ * `options.token`, written into `dir`; drain PDB retries every 100 ms), with `options.kubernetes` over it.
+ */
+export function kubernetesSectionFor(
+  k8s: KubernetesDouble,
+  dir: string,
+  options: Pick<NodeHookSectionsOptions, 'nodeName' | 'token' | 'actions' | 'kubernetes'>,
+): Record<string, unknown> {
+  const { drain, ...actions } = (options.actions ?? {}) as { drain?: Record<string, unknown> };
+  return {
+    enabled: true,
+    nodeName: options.nodeName,
+    kubeconfig: writeKubeconfig(join(dir, 'kubeconfig'), k8s, options.token ?? k8s.adminToken),
+    actions: { ...actions, drain: { retryIntervalMs: 100, ...drain } },
+    ...options.kubernetes,
   };
 }

@@ -4,7 +4,6 @@
  * ends at its deadline with `timedOut: true`, the hung request is abandoned (the double sees the client go away),
  * nothing is approved, and the node's annotation still says what was done, so the recover hook undoes it.
  */
-import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import type { RecordedApproval } from '../../../src/domain/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
@@ -13,9 +12,8 @@ import {
   nodeFixture,
   podFixture,
   startKubernetesDouble,
-  writeKubeconfig,
 } from '../../support/kubernetes-double/index.ts';
-import { kubernetesRuns, recordIn } from '../../support/kubernetes-runs.ts';
+import { kubernetesRuns, nodeHookSections, recordIn } from '../../support/kubernetes-runs.ts';
 import { waitFor } from '../../support/wait.ts';
 
 const NODE = 'aks-nodepool1-0';
@@ -41,20 +39,9 @@ it('an eviction that hangs 25 s: the hook ends at its 4 s deadline with timedOut
   );
   k8s.injectFault({ method: 'POST', path: '/pods/web-1/eviction', delayMs: HANG_MS });
   sim = await startSimulator({ vmName: VM, timeScale: 0 });
-  const { child, out } = await runs.start(sim.url, (dir) => ({
-    kubernetes: {
-      enabled: true,
-      nodeName: NODE,
-      kubeconfig: writeKubeconfig(join(dir, 'kubeconfig'), k8s!, k8s!.adminToken),
-    },
-    approval: {
-      rules: [{ name: 'drain-then-approve', match: {}, action: 'approve-after-hooks' }],
-      hooks: {
-        prepare: [{ name: 'node', builtin: 'kubernetes-node', timeoutMs: 4000 }],
-        recover: [{ name: 'node', builtin: 'kubernetes-node' }],
-      },
-    },
-  }));
+  const { child, out } = await runs.start(sim.url, (dir) =>
+    nodeHookSections(k8s!, dir, { nodeName: NODE, prepareTimeoutMs: 4000 }),
+  );
   sim.admin.injectEvent({ id: 'E-HANG', type: 'Reboot', resources: [VM], noticeSeconds: '15m' });
 
   const approved = await waitFor(() => recordIn(out, 'E-HANG', 'approved'), 'the not-posted record');

@@ -94,6 +94,8 @@ it('Reboot on a node with pods and a PDB: cordoned, tainted, drained in PDB orde
       );
     }
   });
+  // Event writes that fail are tried again (with backoff), not dropped: the first two answer 500.
+  k8s.injectFault({ method: 'POST', path: '/events', code: 500, times: 2 });
   sim = await startSimulator({ vmName: VM, timeScale: 0 });
   const { child, out } = await startForwarder(k8s.adminToken);
   sim.admin.injectEvent({ id: 'E-REBOOT', type: 'Reboot', resources: [VM], noticeSeconds: '15m' });
@@ -148,6 +150,9 @@ it('Reboot on a node with pods and a PDB: cordoned, tainted, drained in PDB orde
       'VMEventCompleted',
     ]),
   );
+  // The approval was POSTed, so the node says approved — and nothing says otherwise.
+  expect(reasons()).not.toContain('VMEventNotApproved');
+  expect(k8s.requests().filter((r) => r.path.endsWith('/events') && r.status === 500)).toHaveLength(2);
   const scheduled = k8s.events().find((e) => e.reason === 'VMEventScheduled')!;
   expect(scheduled.involvedObject).toMatchObject({ kind: 'Node', name: NODE });
   expect(scheduled.message).toContain('Reboot E-REBOOT (NotBefore 20');
@@ -226,8 +231,25 @@ it('SIGKILLed mid-drain: after the restart the node is cleaned up when the event
   const second = await runs.restart(first);
   // The interrupted hook counts as failed: no approval; the event starts at NotBefore (here: the simulator).
   const approved = await waitFor(() => recordIn(first.out, 'E-KILL', 'approved'), 'the not-posted record');
-  expect(approved.data.approval).toMatchObject({ posted: false, hooks: [{ name: 'node', ok: false }] });
+  expect(approved.data.approval).toMatchObject({
+    posted: false,
+    hooks: [{ name: 'node', ok: false }],
+    notPostedReason: expect.stringContaining('interrupted by a restart of the forwarder'),
+  });
   expect(sim.admin.approvals()).toEqual([]);
+  // The node says so: the interrupted drain, and that the event will start without our approval.
+  const interrupted = await waitFor(
+    () => k8s!.events().find((e) => e.reason === 'VMEventPrepareInterrupted'),
+    'the interrupted-drain node Event',
+  );
+  expect(interrupted).toMatchObject({ type: 'Warning' });
+  expect(interrupted.message).toContain('prepare hook "node" was interrupted and counts as failed');
+  const notApproved = await waitFor(
+    () => k8s!.events().find((e) => e.reason === 'VMEventNotApproved'),
+    'the not-approved node Event',
+  );
+  expect(notApproved.message).toContain('interrupted by a restart of the forwarder');
+  expect(k8s.events().map((e) => e.reason)).not.toContain('VMEventApproved');
   sim.admin.setStatus('E-KILL', 'Started');
   await waitFor(() => recordIn(first.out, 'E-KILL', 'started'), 'the started record');
   sim.admin.removeEvent('E-KILL');
@@ -261,6 +283,13 @@ it('RBAC denied: the hook fails with the missing verb and resource and the fix',
   expect(approved.data.approval).toMatchObject({ posted: false });
   expect(child.stderr()).toContain('RBAC denied \\"patch\\" on \\"nodes\\"');
   expect(sim.admin.approvals()).toEqual([]);
+  const notApproved = await waitFor(
+    () => k8s!.events().find((e) => e.reason === 'VMEventNotApproved'),
+    'the not-approved node Event',
+  );
+  expect(notApproved).toMatchObject({ type: 'Warning' });
+  expect(notApproved.message).toContain('RBAC denied');
+  expect(k8s.events().map((e) => e.reason)).not.toContain('VMEventApproved');
   child.child.kill('SIGTERM');
   await child.exited;
 });

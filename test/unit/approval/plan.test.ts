@@ -70,7 +70,14 @@ function facts(over: Partial<PlanFacts> & { events?: TrackedEvent[] } = {}): Pla
   };
 }
 
-const kinds = (actions: PlanAction[]) => actions.map((a) => (a.kind === 'log' ? `log:${a.message}` : a.kind));
+const kinds = (actions: PlanAction[]) =>
+  actions.map((a) =>
+    a.kind === 'log'
+      ? `log:${a.message}`
+      : a.kind === 'notice'
+        ? `notice:${a.notice.kind}:${a.notice.hook}:${a.notice.rerun ? 'rerun' : 'failed'}`
+        : a.kind,
+  );
 const approval = (over: Partial<ApprovalInput> = {}): ApprovalInput => ({
   eventId: 'E1',
   approvedAtMs: NOW,
@@ -278,7 +285,12 @@ describe('reconcile: known events', () => {
       {
         ended: true,
         post: 'failed',
-        approval: expect.objectContaining({ posted: false, leader: true, approvedAtMs: NOW }),
+        approval: expect.objectContaining({
+          posted: false,
+          leader: true,
+          approvedAtMs: NOW,
+          notPostedReason: 'the event ended before it could be approved',
+        }),
       },
       ['log:approval not POSTed', 'persist'],
     ],
@@ -358,7 +370,15 @@ describe('advance: settling after the prepare hooks', () => {
     [
       'leader, a hook failed: recorded as not approved, no POST',
       { action: 'approve-after-hooks', prepare: 'done', hooks: [failed()] },
-      { post: 'none', approval: expect.objectContaining({ leader: true, posted: false, hooks: [failed()] }) },
+      {
+        post: 'none',
+        approval: expect.objectContaining({
+          leader: true,
+          posted: false,
+          hooks: [failed()],
+          notPostedReason: 'prepare hook "drain" failed (exit 1)',
+        }),
+      },
       ['log:not approving: a prepare hook failed', 'persist'],
     ],
     [
@@ -370,7 +390,14 @@ describe('advance: settling after the prepare hooks', () => {
     [
       'non-leader, hooks finished (one failed): records them, never POSTs',
       { leader: false, action: 'approve-after-hooks', prepare: 'done', hooks: [failed()] },
-      { post: 'none', approval: expect.objectContaining({ leader: false, posted: false }) },
+      {
+        post: 'none',
+        approval: expect.objectContaining({
+          leader: false,
+          posted: false,
+          notPostedReason: 'prepare hook "drain" failed (exit 1)',
+        }),
+      },
       ['persist'],
     ],
     [
@@ -413,8 +440,20 @@ describe('resume (after a restart)', () => {
         'a hook interrupted by the crash counts as failed',
         prepare,
         { prepare: 'running', hooks: [ok('a')] },
-        { prepare: 'done', hooks: [ok('a'), { ...failed('b'), exitCode: null, durationMs: 0 }] },
+        {
+          prepare: 'done',
+          hooks: [
+            ok('a'),
+            {
+              ...failed('b'),
+              exitCode: null,
+              durationMs: 0,
+              detail: 'interrupted by a restart of the forwarder: its outcome is unknown',
+            },
+          ],
+        },
         [
+          'notice:prepare-interrupted:b:failed',
           'log:a prepare hook was interrupted by a restart; counted as failed (set approval.rerunHooksAfterRestart to run it again)',
         ],
       ],
@@ -423,7 +462,7 @@ describe('resume (after a restart)', () => {
         { ...prepare, rerunHooksAfterRestart: true },
         { prepare: 'running', hooks: [ok('a')] },
         { prepare: 'pending', hooks: [] },
-        [],
+        ['notice:prepare-interrupted:b:rerun'],
       ],
       [
         'hooks done, POST pending, rerunHooksAfterRestart: hooks again before the POST',
@@ -568,7 +607,16 @@ describe('planPost', () => {
       [eventProgress({ post: 'pending' })],
       { nowMs: NB },
       { kind: 'done' },
-      [{ post: 'failed', approval: expect.objectContaining({ posted: false, approvedAtMs: NB }) }],
+      [
+        {
+          post: 'failed',
+          approval: expect.objectContaining({
+            posted: false,
+            approvedAtMs: NB,
+            notPostedReason: 'NotBefore passed before the approval was accepted',
+          }),
+        },
+      ],
       ['log:approval not POSTed', 'persist'],
     ],
     [

@@ -12,12 +12,16 @@ import {
   conditionPatch,
   evictionGrace,
   forbiddenMessage,
+  microTime,
   type NodeView,
+  nodeEvent,
+  noticeEvent,
   planDrain,
   planPrepare,
   planRecover,
   podName,
   readApplied,
+  recordEvent,
 } from '../../../src/kubernetes/node-actions.ts';
 import type { TrackedEvent } from '../../../src/transform/index.ts';
 import { scheduledEvent } from '../approval/fixtures.ts';
@@ -297,16 +301,158 @@ describe('evictionGrace', () => {
 });
 
 describe('conditionPatch', () => {
+  const t = '2030-01-01T00:00:00.000Z';
+  const reboot = [{ eventId: 'E1', eventType: 'Reboot', notBefore: t }];
+  const condition = (patch: Record<string, unknown>) =>
+    (patch as { status: { conditions: Array<Record<string, unknown>> } }).status.conditions[0]!;
+
   it('True with the pending events while one is pending, False after', () => {
-    const t = '2030-01-01T00:00:00.000Z';
-    const on = conditionPatch([{ eventId: 'E1', eventType: 'Reboot', notBefore: t }], t);
+    const on = conditionPatch(reboot, t, undefined);
     expect(on).toMatchObject({
       status: { conditions: [{ type: 'VMEventScheduled', status: 'True', reason: 'RebootScheduled' }] },
     });
     expect(JSON.stringify(on)).toContain('E1');
-    expect(conditionPatch([], t)).toMatchObject({
+    expect(conditionPatch([], t, 'True')).toMatchObject({
       status: { conditions: [{ type: 'VMEventScheduled', status: 'False' }] },
     });
+  });
+
+  it('lastTransitionTime only when the status changes (new condition, True ↔ False); the heartbeat always', () => {
+    expect(condition(conditionPatch(reboot, t, undefined))).toMatchObject({
+      lastTransitionTime: t,
+      lastHeartbeatTime: t,
+    });
+    expect(condition(conditionPatch(reboot, t, 'False'))).toMatchObject({ lastTransitionTime: t });
+    expect(condition(conditionPatch([], t, 'True'))).toMatchObject({ lastTransitionTime: t });
+    // Same status, other message (another event pending now): the node keeps its lastTransitionTime.
+    const same = condition(
+      conditionPatch([...reboot, { eventId: 'E2', eventType: 'Freeze', notBefore: t }], t, 'True'),
+    );
+    expect(same).not.toHaveProperty('lastTransitionTime');
+    expect(same).toMatchObject({ lastHeartbeatTime: t, status: 'True' });
+    expect(condition(conditionPatch([], t, 'False'))).not.toHaveProperty('lastTransitionTime');
+  });
+});
+
+describe('node Events', () => {
+  const data = (approval?: Record<string, unknown>) => ({
+    EventId: 'E1',
+    EventType: 'Reboot',
+    notBeforeUtc: '2030-01-01T00:15:00.000Z',
+    ...(approval === undefined ? {} : { approval }),
+  });
+  const approved = (approval: Record<string, unknown>) =>
+    recordEvent({ transition: 'approved', data: data(approval) });
+
+  it('the approved record: VMEventApproved exactly when approval.posted; every other outcome says what happened', () => {
+    const hooks = [{ name: 'node', ok: true }];
+    expect(approved({ posted: true, leader: true, dryRun: false, hooks })).toMatchObject({
+      reason: 'VMEventApproved',
+      type: 'Normal',
+    });
+    const notPosted = approved({
+      posted: false,
+      leader: true,
+      dryRun: false,
+      hooks: [{ name: 'node', ok: false }],
+      notPostedReason: 'prepare hook "node" failed: drain refused, nothing evicted: default/debug-shell …',
+    });
+    expect(notPosted).toEqual({
+      reason: 'VMEventNotApproved',
+      type: 'Warning',
+      message:
+        'Not approved: Reboot E1 (NotBefore 2030-01-01T00:15:00.000Z): it starts at NotBefore without our approval: prepare hook "node" failed: drain refused, nothing evicted: default/debug-shell …',
+    });
+    expect(approved({ posted: false, leader: true, dryRun: true, hooks })).toMatchObject({
+      reason: 'VMEventApprovalDryRun',
+      type: 'Normal',
+    });
+    expect(approved({ posted: false, leader: false, dryRun: false, hooks })).toMatchObject({
+      reason: 'VMEventPrepared',
+      type: 'Normal',
+    });
+    expect(
+      approved({
+        posted: false,
+        leader: false,
+        dryRun: false,
+        hooks,
+        notPostedReason: 'prepare hook "node" timed out',
+      }),
+    ).toMatchObject({ reason: 'VMEventNotApproved', type: 'Warning' });
+    // A leader's not-posted approval without a recorded reason (an older record) is still not "approved".
+    expect(approved({ posted: false, leader: true, dryRun: false, hooks })).toMatchObject({
+      reason: 'VMEventNotApproved',
+    });
+  });
+
+  it('fast-check: VMEventApproved if and only if posted (and not a dry run)', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          posted: fc.boolean(),
+          leader: fc.boolean(),
+          dryRun: fc.boolean(),
+          notPostedReason: fc.option(fc.string(), { nil: undefined }),
+        }),
+        (approval) => {
+          const event = approved(approval);
+          const posted = approval.posted && !approval.dryRun;
+          return (
+            (event.reason === 'VMEventApproved') === posted &&
+            (event.type === 'Warning') === (event.reason === 'VMEventNotApproved')
+          );
+        },
+      ),
+    );
+  });
+
+  it('transitions keep their reasons; scheduled and started are Warnings', () => {
+    expect(recordEvent({ transition: 'scheduled', data: data() })).toEqual({
+      reason: 'VMEventScheduled',
+      type: 'Warning',
+      message: 'Scheduled event scheduled: Reboot E1 (NotBefore 2030-01-01T00:15:00.000Z)',
+    });
+    expect(recordEvent({ transition: 'completed', data: data() })).toMatchObject({
+      reason: 'VMEventCompleted',
+      type: 'Normal',
+    });
+  });
+
+  it('a prepare hook interrupted by a restart: a Warning that says whether it counts as failed or runs again', () => {
+    const notice = { kind: 'prepare-interrupted' as const, eventId: 'E1', eventType: 'Reboot', hook: 'node' };
+    const failed = noticeEvent({ ...notice, rerun: false }, null);
+    expect(failed).toMatchObject({ reason: 'VMEventPrepareInterrupted', type: 'Warning' });
+    expect(failed.message).toContain('counts as failed, so this VM does not approve the event');
+    expect(noticeEvent({ ...notice, rerun: true }, null).message).toContain('the prepare hooks run again');
+  });
+
+  it('an Event carries eventTime in microseconds, action and the reporting fields (accepted in default and kube-system)', () => {
+    const event = nodeEvent({
+      node: 'aks-1',
+      namespace: 'kube-system',
+      reason: 'VMEventApproved',
+      message: 'm',
+      type: 'Normal',
+      nowIso: '2030-01-01T00:00:00.123Z',
+      suffix: 'x',
+    });
+    expect(event).toMatchObject({
+      metadata: { name: 'aks-1.x', namespace: 'kube-system' },
+      eventTime: '2030-01-01T00:00:00.123000Z',
+      action: 'VMEventApproved',
+      reportingComponent: 'scheduled-events-forwarder',
+      reportingInstance: 'aks-1',
+      firstTimestamp: '2030-01-01T00:00:00Z',
+    });
+    expect(microTime('2030-01-01T00:00:00Z')).toBe('2030-01-01T00:00:00.000000Z');
+  });
+
+  it('eventNamespace is default or kube-system, with a message naming why', () => {
+    expect(kubernetesSection.parse({ eventNamespace: 'kube-system' }).eventNamespace).toBe('kube-system');
+    const result = kubernetesSection.safeParse({ eventNamespace: 'monitoring' });
+    expect(result.success).toBe(false);
+    expect(result.error?.issues[0]?.message).toContain('only in one of these');
   });
 });
 

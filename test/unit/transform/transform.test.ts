@@ -417,6 +417,30 @@ const scenarios: Scenario[] = [
     },
   },
   {
+    name: 'a not-posted approval records why the event will start without it; a posted one never carries a reason',
+    steps: [
+      { at: 0, events: [event({ EventId: 'NP', notBeforeMs: NB })] },
+      {
+        at: 1,
+        events: [event({ EventId: 'NP', notBeforeMs: NB })],
+        approvals: [
+          approval('NP', 0.5, { posted: false, notPostedReason: 'prepare hook "node" timed out' }),
+          approval('NP', 0.6, { posted: true, notPostedReason: 'ignored' }),
+        ],
+      },
+    ],
+    expected: ['NP:scheduled', 'NP:approved', 'NP:approved'],
+    check: (records) => {
+      const [notPosted, posted] = records.filter((record) => record.transition === 'approved');
+      expect(notPosted!.data.approval).toMatchObject({
+        posted: false,
+        notPostedReason: 'prepare hook "node" timed out',
+      });
+      expect(posted!.data.approval).toMatchObject({ posted: true });
+      expect(posted!.data.approval).not.toHaveProperty('notPostedReason');
+    },
+  },
+  {
     name: 'the same approval committed twice gives one record; an unknown event is marked eventKnown false',
     steps: [
       { at: 0, events: [event({ EventId: 'AP', notBeforeMs: NB })] },
