@@ -22,6 +22,8 @@ export type {
   Caps,
   CapsResult,
   DeadLetterAdmin,
+  DeadLetterCaps,
+  DeadLetterDrop,
   DeadLetterReason,
   DeadLetterRow,
   DiskUsage,

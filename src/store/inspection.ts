@@ -61,10 +61,12 @@ export function openStoreForInspection(options: {
           `(${SCHEMA_VERSION})`,
       );
     }
-    if (row.user_version < SCHEMA_VERSION) {
+    if (row.user_version === 0) {
       db.close();
-      return undefined; // never written by a forwarder of this version: nothing pending we can read
+      return undefined; // never set up by a forwarder: nothing pending
     }
+    // An older schema (a forwarder not restarted since an upgrade) is read as it is: the migrations since
+    // version 1 only add indexes (src/store/schema.ts), so this build's queries work on it unchanged.
   } catch (error) {
     if (db.isOpen) db.close();
     if (error instanceof StoreOpenError) throw error;

@@ -45,6 +45,12 @@ export const MIGRATIONS: readonly string[] = [
     value TEXT NOT NULL
   );
   `,
+  // 2: the dead letters' sizes in their per-sink index, so the dead-letter caps (delivery.caps.maxDeadLetterRows,
+  // maxDeadLetterBytes) count rows and bytes from the index alone, never reading the records.
+  `
+  CREATE INDEX dead_letters_by_sink_size ON dead_letters (sink, id, bytes);
+  DROP INDEX dead_letters_by_sink;
+  `,
 ];
 
 /** The schema version this build writes. */

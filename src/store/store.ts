@@ -14,6 +14,8 @@ import type { StateDirLock } from './lock.ts';
 import type {
   Caps,
   CapsResult,
+  DeadLetterCaps,
+  DeadLetterDrop,
   DeadLetterReason,
   DeadLetterRow,
   DiskUsage,
@@ -31,6 +33,12 @@ const { closeSync, existsSync, fsyncSync, openSync, statfsSync, statSync, unlink
  * transitions seen on a full disk are made durable instead of waiting in memory, where a stop would lose them).
  */
 type ReserveUse = 'drain' | 'records' | undefined;
+
+/**
+ * Meta key prefix (one key per sink) counting the dead letters the dead-letter caps dropped: JSON
+ * `{"rows": N, "bytes": B}`, kept after the sink's queue is gone (shown by `outbox status`).
+ */
+export const DEAD_LETTERS_DROPPED_META = 'deadLetters.dropped:';
 
 /** The reserve is re-created once the disk has at least this much free beyond the reserve itself. */
 const RESERVE_HEADROOM_BYTES = 1024 * 1024;
@@ -236,6 +244,52 @@ export class SqliteStore implements Store {
     return result;
   }
 
+  enforceDeadLetterCaps(sink: string, caps: DeadLetterCaps): DeadLetterDrop {
+    const none: DeadLetterDrop = { rows: 0, bytes: 0 };
+    const { maxDeadLetterRows: maxRows, maxDeadLetterBytes: maxBytes } = caps;
+    if (maxRows === undefined && maxBytes === undefined) return none;
+    // Read first, from the index (sink, id, bytes): within the caps nothing is written (docs/performance.md).
+    const totals = () =>
+      this.#db
+        .prepare('SELECT COUNT(*) AS n, COALESCE(SUM(bytes), 0) AS b FROM dead_letters WHERE sink = ?')
+        .get(sink) as { n: number; b: number };
+    const within = (t: { n: number; b: number }) =>
+      (maxRows === undefined || Number(t.n) <= maxRows) &&
+      (maxBytes === undefined || Number(t.b) <= maxBytes);
+    if (within(totals())) return none;
+    let drop = none;
+    this.#write('dropping dead letters beyond the caps', 'drain', () => {
+      const total = totals();
+      let rows = Number(total.n);
+      let bytes = Number(total.b);
+      const found: DeadLetterDrop = { rows: 0, bytes: 0 };
+      const oldest = this.#db
+        .prepare('SELECT id, bytes FROM dead_letters WHERE sink = ? ORDER BY id')
+        .iterate(sink);
+      for (const row of oldest as Iterable<{ id: number; bytes: number }>) {
+        if (within({ n: rows, b: bytes })) break;
+        found.firstId ??= Number(row.id);
+        found.lastId = Number(row.id);
+        found.rows += 1;
+        found.bytes += Number(row.bytes);
+        rows -= 1;
+        bytes -= Number(row.bytes);
+      }
+      if (found.rows === 0 || found.lastId === undefined) return;
+      this.#db.prepare('DELETE FROM dead_letters WHERE sink = ? AND id <= ?').run(sink, found.lastId);
+      const key = DEAD_LETTERS_DROPPED_META + sink;
+      const before = parseDropped(
+        (this.#db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined)
+          ?.value,
+      );
+      this.#db
+        .prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)')
+        .run(key, JSON.stringify({ rows: before.rows + found.rows, bytes: before.bytes + found.bytes }));
+      drop = found;
+    });
+    return drop;
+  }
+
   #seqs(sql: string, params: Array<string | number>): number[] {
     return (this.#db.prepare(sql).all(...params) as Array<{ seq: number }>).map((r) => Number(r.seq));
   }
@@ -254,6 +308,7 @@ export class SqliteStore implements Store {
           headAttempts: 0,
           lastError: null,
           deadLetters: 0,
+          deadLettersDropped: 0,
         };
         bySink.set(sink, s);
       }
@@ -289,6 +344,13 @@ export class SqliteStore implements Store {
       n: number;
     }>;
     for (const row of dead) get(row.sink).deadLetters = Number(row.n);
+    const dropped = this.#db
+      .prepare('SELECT key, value FROM meta WHERE substr(key, 1, length(?1)) = ?1')
+      .all(DEAD_LETTERS_DROPPED_META) as Array<{ key: string; value: string }>;
+    for (const row of dropped) {
+      const rows = parseDropped(row.value).rows;
+      if (rows > 0) get(row.key.slice(DEAD_LETTERS_DROPPED_META.length)).deadLettersDropped = rows;
+    }
     return [...bySink.values()].sort((a, b) => a.sink.localeCompare(b.sink));
   }
 
@@ -508,6 +570,17 @@ export class SqliteStore implements Store {
     } catch {
       return undefined;
     }
+  }
+}
+
+/** A DEAD_LETTERS_DROPPED_META value (an unreadable one counts as none). */
+function parseDropped(value: string | undefined): { rows: number; bytes: number } {
+  try {
+    const parsed = JSON.parse(value ?? '{}') as { rows?: unknown; bytes?: unknown };
+    const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0);
+    return { rows: count(parsed.rows), bytes: count(parsed.bytes) };
+  } catch {
+    return { rows: 0, bytes: 0 };
   }
 }
 

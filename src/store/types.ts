@@ -56,6 +56,8 @@ export interface SinkQueueStats {
   headAttempts: number;
   lastError: string | null;
   deadLetters: number;
+  /** Dead letters dropped for good by the dead-letter caps (oldest first), since the state directory was created. */
+  deadLettersDropped: number;
 }
 
 export interface Caps {
@@ -67,6 +69,21 @@ export interface Caps {
 export interface CapsResult {
   overflow: number;
   expired: number;
+}
+
+/** A sink's dead-letter caps: beyond them, the oldest dead letters are dropped for good. */
+export interface DeadLetterCaps {
+  maxDeadLetterRows?: number;
+  maxDeadLetterBytes?: number;
+}
+
+/** What enforcing the dead-letter caps dropped (nothing: 0 rows). */
+export interface DeadLetterDrop {
+  rows: number;
+  bytes: number;
+  /** The dead-letter ids dropped, oldest and newest (undefined when none). */
+  firstId?: number;
+  lastId?: number;
 }
 
 export interface DiskUsage {
@@ -108,6 +125,11 @@ export interface Outbox {
   deadLetter(sink: string, seqs: readonly number[], why: { reason: DeadLetterReason; error: string }): void;
   /** Move the oldest rows beyond the caps to dead letters (reason overflow/expired); the count per reason. */
   enforceCapsByReason(sink: string, caps: Caps, nowMs: number): CapsResult;
+  /**
+   * Delete the oldest dead letters of `sink` beyond the dead-letter caps, counting them in the store (stats()'s
+   * deadLettersDropped). Reads only (from an index) while within the caps.
+   */
+  enforceDeadLetterCaps(sink: string, caps: DeadLetterCaps): DeadLetterDrop;
   /** Checkpoint and truncate the WAL, return free pages to the filesystem (run when queues drain). */
   compact(): void;
 }

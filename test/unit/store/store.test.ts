@@ -280,6 +280,106 @@ describe('outbox', () => {
     expect(store.stats()[0]).toMatchObject({ pending: 3, deadLetters: 7, oldestCreatedAt: 8000 });
   });
 
+  describe('dead-letter caps', () => {
+    /** `count` records committed for sink `a` and moved to dead letters, oldest first. */
+    function deadLetters(store: Store, from: number, to: number, sink = 'a'): void {
+      const records = [];
+      for (let i = from; i <= to; i++) records.push({ record: makeRecord(i), sinks: [sink] });
+      store.commit({}, records);
+      const seqs = store.pending(sink, 1000).map((r) => r.seq);
+      store.deadLetter(sink, seqs, { reason: 'permanent', error: 'http-400: rejected' });
+    }
+    const ids = (store: Store, sink = 'a') => store.listDeadLetters({ sink }).map((d) => d.recordId);
+
+    it('drops the oldest beyond the row cap and the byte cap, for good, and counts them per sink', () => {
+      const store = openAt();
+      deadLetters(store, 1, 10);
+      deadLetters(store, 1, 2, 'b');
+      const bytes = store.listDeadLetters({ sink: 'a' }).map((d) => d.bytes);
+      expect(store.enforceDeadLetterCaps('a', { maxDeadLetterRows: 6 })).toMatchObject({
+        rows: 4,
+        bytes: bytes.slice(0, 4).reduce((n, b) => n + b, 0),
+      });
+      expect(ids(store)).toEqual(['rec-5', 'rec-6', 'rec-7', 'rec-8', 'rec-9', 'rec-10']);
+      const newestThree = bytes.slice(-3).reduce((n, b) => n + b, 0);
+      expect(store.enforceDeadLetterCaps('a', { maxDeadLetterBytes: newestThree + 1 })).toMatchObject({
+        rows: 3,
+      });
+      expect(ids(store)).toEqual(['rec-8', 'rec-9', 'rec-10']);
+      expect(ids(store, 'b')).toEqual(['rec-1', 'rec-2']); // another sink's dead letters are its own
+      expect(store.stats().map((s) => [s.sink, s.deadLetters, s.deadLettersDropped])).toEqual([
+        ['a', 3, 7],
+        ['b', 2, 0],
+      ]);
+      // The count survives a restart and the queue being gone (nothing else of sink a is left after a replay).
+      store.replayDeadLetters({ sink: 'a' });
+      for (const row of store.pending('a', 10)) store.ack('a', [row.seq]);
+      store.close();
+      const reopened = openAt();
+      expect(reopened.stats().find((s) => s.sink === 'a')).toMatchObject({
+        pending: 0,
+        deadLetters: 0,
+        deadLettersDropped: 7,
+      });
+    });
+
+    it('within the caps it reads only (an index) and writes nothing, even while another connection holds the write lock', () => {
+      const store = openAt();
+      deadLetters(store, 1, 3);
+      const plan = new DatabaseSync(join(tmp.dir, DATABASE_FILE), { readOnly: true });
+      const detail = (
+        plan
+          .prepare(
+            'EXPLAIN QUERY PLAN SELECT COUNT(*) AS n, COALESCE(SUM(bytes), 0) AS b FROM dead_letters WHERE sink = ?',
+          )
+          .all('a') as Array<{ detail: string }>
+      ).map((r) => r.detail);
+      plan.close();
+      expect(detail.join(' ')).toMatch(/USING COVERING INDEX dead_letters_by_sink_size/);
+      const other = new DatabaseSync(join(tmp.dir, DATABASE_FILE), { timeout: 0 });
+      other.exec('BEGIN IMMEDIATE');
+      try {
+        expect(store.enforceDeadLetterCaps('a', { maxDeadLetterRows: 3, maxDeadLetterBytes: 1e9 })).toEqual({
+          rows: 0,
+          bytes: 0,
+        });
+        expect(store.enforceDeadLetterCaps('a', {})).toEqual({ rows: 0, bytes: 0 });
+      } finally {
+        other.exec('ROLLBACK');
+        other.close();
+      }
+      expect(ids(store)).toEqual(['rec-1', 'rec-2', 'rec-3']);
+    });
+
+    it('a version-1 database keeps its dead letters through the migration that indexes their sizes', () => {
+      const path = join(tmp.dir, DATABASE_FILE);
+      const store = openAt();
+      deadLetters(store, 1, 2);
+      store.close();
+      open.splice(0);
+      // Back to what a version-1 forwarder left: its index, user_version 1.
+      const raw = new DatabaseSync(path);
+      raw.exec(
+        'DROP INDEX dead_letters_by_sink_size; CREATE INDEX dead_letters_by_sink ON dead_letters (sink, id); PRAGMA user_version=1',
+      );
+      raw.close();
+      const view = openStoreForInspection({ stateDir: tmp.dir, logger: silentLogger(), readOnly: true });
+      expect(view?.stats()).toEqual([expect.objectContaining({ sink: 'a', deadLetters: 2 })]); // read as it is
+      view?.close();
+      const migrated = openAt();
+      expect(ids(migrated)).toEqual(['rec-1', 'rec-2']);
+      const check = new DatabaseSync(path, { readOnly: true });
+      expect(check.prepare('PRAGMA user_version').get()).toEqual({ user_version: SCHEMA_VERSION });
+      const indexes = check
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'dead_letters'")
+        .all() as Array<{ name: string }>;
+      check.close();
+      expect(indexes.map((i) => i.name)).toEqual(['dead_letters_by_sink_size']);
+      expect(migrated.enforceDeadLetterCaps('a', { maxDeadLetterRows: 1 })).toMatchObject({ rows: 1 });
+      expect(ids(migrated)).toEqual(['rec-2']);
+    });
+  });
+
   it('keeps meta values', () => {
     const store = openAt();
     expect(store.getMeta('approvals')).toBeUndefined();
