@@ -17,7 +17,13 @@ export { readConfigFile } from './file.ts';
 export interface SinkDeliveryConfig {
   maxBatch?: number | undefined;
   backoff: { initialMs: number; maxMs: number };
-  caps: { maxPendingRows: number; maxPendingBytes: number; maxAgeHours?: number | undefined };
+  caps: {
+    maxPendingRows: number;
+    maxPendingBytes: number;
+    maxAgeHours?: number | undefined;
+    maxDeadLetterRows: number;
+    maxDeadLetterBytes: number;
+  };
 }
 
 /** One sink entry: the common keys, and the sink type's own options (already validated, secrets resolved). */

@@ -37,6 +37,10 @@ type SourceSchemas = OptionSchemas<typeof SOURCE_FACTORIES>;
 
 const positiveInt = () => z.number().int().positive();
 
+/** A sink's dead letters kept at most (docs/delivery.md, "Dead-letter cap"): about 20 MB of typical records. */
+export const DEFAULT_MAX_DEAD_LETTER_ROWS = 10_000;
+export const DEFAULT_MAX_DEAD_LETTER_BYTES = 32 * 1024 * 1024;
+
 const imdsSection = z
   .object({
     endpoint: z
@@ -190,11 +194,21 @@ export const deliverySchema = z
           .describe(
             'Pending rows older than this move to dead letters (reason "expired"), logged at error level. Default: none (records never expire by age).',
           ),
+        maxDeadLetterRows: positiveInt()
+          .default(DEFAULT_MAX_DEAD_LETTER_ROWS)
+          .describe(
+            'Disk protection for dead letters: beyond this many, the oldest are dropped for good (no longer replayable), logged at error level and counted in sef_dead_letters_dropped_total.',
+          ),
+        maxDeadLetterBytes: positiveInt()
+          .default(DEFAULT_MAX_DEAD_LETTER_BYTES)
+          .describe(
+            'Disk protection for dead letters: beyond this many bytes of records, the oldest are dropped for good, logged at error level and counted in sef_dead_letters_dropped_total.',
+          ),
       })
       .strict()
       .prefault({})
       .describe(
-        'Per-sink limits. By default retries never expire by age; only the size caps apply. Nothing is ever deleted: records beyond a cap become dead letters (`deadletters list`, `deadletters replay`).',
+        'Per-sink limits. By default retries never expire by age; only the size caps apply. Pending records beyond a cap become dead letters (`deadletters list`, `deadletters replay`); dead letters beyond their own cap are dropped, oldest first (docs/delivery.md, "Dead-letter cap").',
       ),
   })
   .strict()

@@ -21,7 +21,7 @@ import { formatDurationMs } from '../duration.ts';
 import { childLogger, type Logger } from '../log.ts';
 import { redactedMessage } from '../redact.ts';
 import { DeliveryError, type Sink } from '../sinks/types.ts';
-import type { Caps, Outbox, OutboxRow } from '../store/index.ts';
+import type { Caps, DeadLetterCaps, Outbox, OutboxRow } from '../store/index.ts';
 import { StoreWriteError } from '../store/index.ts';
 import type { DeliveryEngineEvent, DeliveryObserver } from './events.ts';
 
@@ -32,7 +32,8 @@ export interface EngineSink {
   backoff?: Partial<BackoffOptions>;
   /** Backoff of a paused sink's one-record probes (default PAUSE_PROBE_BACKOFF: 10 s doubling to 5 min). */
   probeBackoff?: Partial<BackoffOptions>;
-  caps?: Caps;
+  /** Pending caps (beyond them rows become dead letters) and dead-letter caps (beyond them the oldest are dropped). */
+  caps?: Caps & DeadLetterCaps;
   /** Abort a delivery that has not settled after this long and retry it (default 120 s). */
   deliveryTimeoutMs?: number;
 }
@@ -274,7 +275,9 @@ class SinkWorker {
   readonly #maxBatch: number;
   readonly #backoff: BackoffOptions;
   readonly #probeBackoff: BackoffOptions;
-  readonly #caps: Caps | undefined;
+  readonly #caps: (Caps & DeadLetterCaps) | undefined;
+  /** Check the dead-letter caps before the next read: at start, and after this worker made dead letters. */
+  #deadLettersToCheck = true;
   readonly #deliveryTimeoutMs: number;
   readonly #abort = new AbortController();
   #finished: Promise<void> = Promise.resolve();
@@ -358,6 +361,7 @@ class SinkWorker {
       let rows: OutboxRow[];
       try {
         this.#enforceCaps();
+        this.#enforceDeadLetterCaps();
         rows = store.pending(this.sink.name, this.#batchSize());
       } catch (error) {
         this.#storeError(error, 'reading the outbox');
@@ -440,6 +444,7 @@ class SinkWorker {
   #enforceCaps(): void {
     if (this.#caps === undefined) return;
     const moved = this.#deps.store.enforceCapsByReason(this.sink.name, this.#caps, this.#deps.clock.now());
+    if (moved.overflow + moved.expired > 0) this.#deadLettersToCheck = true;
     if (moved.overflow > 0)
       this.#deps.report({
         type: 'deadLettered',
@@ -454,6 +459,36 @@ class SinkWorker {
         count: moved.expired,
         reason: 'expired',
       });
+  }
+
+  /**
+   * Beyond the dead-letter caps, the oldest dead letters are dropped for good (docs/delivery.md, "Dead-letter
+   * cap"): loudly, at error level, and as an event (sef_dead_letters_dropped_total). Only checked when this worker
+   * made dead letters since the last check (and once at start), and the check reads an index only.
+   */
+  #enforceDeadLetterCaps(): void {
+    if (!this.#deadLettersToCheck) return;
+    const caps = this.#caps;
+    if (caps?.maxDeadLetterRows === undefined && caps?.maxDeadLetterBytes === undefined) {
+      this.#deadLettersToCheck = false;
+      return;
+    }
+    const dropped = this.#deps.store.enforceDeadLetterCaps(this.sink.name, caps);
+    this.#deadLettersToCheck = false;
+    if (dropped.rows === 0) return;
+    const { maxDeadLetterRows, maxDeadLetterBytes } = caps;
+    this.#deps.logger.error(
+      { droppedRows: dropped.rows, droppedBytes: dropped.bytes, maxDeadLetterRows, maxDeadLetterBytes },
+      `dead letters over the sink's caps: dropped the ${dropped.rows} oldest (${dropped.bytes} bytes) for good; ` +
+        'they can no longer be replayed. Fix what the sink rejects and replay its dead letters ' +
+        '(`deadletters list`, `deadletters replay`), or raise delivery.caps.maxDeadLetterRows / maxDeadLetterBytes',
+    );
+    this.#deps.report({
+      type: 'deadLettersDropped',
+      sink: this.sink.name,
+      count: dropped.rows,
+      bytes: dropped.bytes,
+    });
   }
 
   async #deliver(rows: OutboxRow[]): Promise<void> {
@@ -667,6 +702,7 @@ class SinkWorker {
       ),
     );
     if (!ok) return;
+    this.#deadLettersToCheck = true;
     this.#deps.logger.error(
       { code, recordIds: rows.map((r) => r.recordId), err: message },
       'permanent delivery failure: record moved to dead letters (see `deadletters list`)',

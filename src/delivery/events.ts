@@ -27,6 +27,12 @@ export interface DeadLetteredEvent {
   reason: DeadLetterReason;
   code?: string;
 }
+/** The dead-letter caps dropped the sink's oldest dead letters for good. */
+export interface DeadLettersDroppedEvent {
+  sink: string;
+  count: number;
+  bytes: number;
+}
 /**
  * A failed attempt that keeps (or puts) the sink paused: the destination refused everything (a permanent
  * failure of scope 'destination'). Reported at each such failure; `since` stays the same for one pause.
@@ -62,6 +68,7 @@ export type DeliveryEngineEvent =
   | ({ type: 'delivered' } & DeliveredEvent)
   | ({ type: 'retry' } & RetryEvent)
   | ({ type: 'deadLettered' } & DeadLetteredEvent)
+  | ({ type: 'deadLettersDropped' } & DeadLettersDroppedEvent)
   | ({ type: 'paused' } & PausedEvent)
   | ({ type: 'resumed' } & ResumedEvent)
   | ({ type: 'storeError' } & StoreErrorEvent)

@@ -8,6 +8,7 @@ export {
 } from './engine.ts';
 export type {
   DeadLetteredEvent,
+  DeadLettersDroppedEvent,
   DeliveredEvent,
   DeliveryEngineEvent,
   DeliveryObserver,

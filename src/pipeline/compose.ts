@@ -110,7 +110,7 @@ export async function createSink(
   }
 }
 
-/** Engine configuration for one sink (config maxAgeHours → the store's maxAgeMs). */
+/** Engine configuration for one sink (config maxAgeHours → the store's maxAgeMs; the dead-letter caps as they are). */
 export function engineSink(config: SinkConfig, sink: Sink): EngineSink {
   const { delivery } = config;
   return {
@@ -120,6 +120,8 @@ export function engineSink(config: SinkConfig, sink: Sink): EngineSink {
     caps: {
       maxPendingRows: delivery.caps.maxPendingRows,
       maxPendingBytes: delivery.caps.maxPendingBytes,
+      maxDeadLetterRows: delivery.caps.maxDeadLetterRows,
+      maxDeadLetterBytes: delivery.caps.maxDeadLetterBytes,
       ...(delivery.caps.maxAgeHours === undefined
         ? {} // default: records never expire by age
         : { maxAgeMs: Math.round(delivery.caps.maxAgeHours * 3_600_000) }),

@@ -68,6 +68,7 @@ export interface ForwarderMetrics {
   readonly deliveryFailures: Counter<'sink' | 'code'>;
   readonly deliveryRetries: Counter<'sink'>;
   readonly deadLetters: Counter<'sink' | 'reason'>;
+  readonly deadLettersDropped: Counter<'sink'>;
   readonly storeErrors: Counter<'sink' | 'full'>;
   readonly storeDamage: Gauge<'kind'>;
   readonly deliveryLatency: Histogram<'sink'>;
@@ -208,6 +209,14 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
       labelNames: ['sink', 'reason'],
       registers,
     }),
+    deadLettersDropped: new Counter({
+      name: `${p}dead_letters_dropped_total`,
+      help:
+        "Dead letters dropped for good, oldest first, because the sink's dead-letter caps " +
+        '(delivery.caps.maxDeadLetterRows, maxDeadLetterBytes) were exceeded, per sink.',
+      labelNames: ['sink'],
+      registers,
+    }),
     storeErrors: new Counter({
       name: `${p}store_errors_total`,
       help: 'Failed outbox writes during delivery bookkeeping, per sink; full="true" for a full disk.',
@@ -280,6 +289,7 @@ export function addSinks(metrics: ForwarderMetrics, sinks: readonly string[]): v
     metrics.deliveries.inc({ sink }, 0);
     metrics.deliveryRetries.inc({ sink }, 0);
     for (const reason of Object.keys(DEAD_LETTER_REASONS)) metrics.deadLetters.inc({ sink, reason }, 0);
+    metrics.deadLettersDropped.inc({ sink }, 0);
     for (const full of ['true', 'false']) metrics.storeErrors.inc({ sink, full }, 0);
     metrics.deliveryLatency.zero({ sink });
   }
@@ -315,7 +325,8 @@ export function observeRecords(metrics: ForwarderMetrics, records: readonly Life
 
 /**
  * Feed one DeliveryEngine event: delivered → deliveries + latency; retry → failure{code} + retry;
- * deadLettered → dead letters{reason} (+ failure{code} for permanent failures); storeError → store errors;
+ * deadLettered → dead letters{reason} (+ failure{code} for permanent failures); deadLettersDropped → dropped dead
+ * letters; storeError → store errors;
  * drained and idle count nothing.
  */
 export function observeDeliveryEvent(metrics: ForwarderMetrics, event: DeliveryEngineEvent): void {
@@ -333,6 +344,9 @@ export function observeDeliveryEvent(metrics: ForwarderMetrics, event: DeliveryE
     case 'deadLettered':
       metrics.deadLetters.inc({ sink: event.sink, reason: event.reason }, event.count);
       if (event.code !== undefined) metrics.deliveryFailures.inc({ sink: event.sink, code: event.code });
+      break;
+    case 'deadLettersDropped':
+      metrics.deadLettersDropped.inc({ sink: event.sink }, event.count);
       break;
     case 'storeError':
       metrics.storeErrors.inc({ sink: event.sink, full: String(event.full) });

@@ -1,7 +1,7 @@
 /** Spawning `node src/cli/main.ts ...` as a real child process and waiting for the forwarder to be running. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LifecycleRecord } from '../../src/domain/index.ts';
 
@@ -50,6 +50,21 @@ export function spawnCli(
   });
   ready.catch(() => {});
   return { child, ready, exited, stderr: () => err, stdout: () => out };
+}
+
+/**
+ * Writes `config` to `file` (JSON is YAML) and starts `run --config file` (spawnCli); resolves once the forwarder
+ * runs. The caller ends it (e.g. SIGKILL in a cleanup).
+ */
+export async function startRun(
+  file: string,
+  config: Record<string, unknown>,
+  env: Record<string, string> = {},
+): Promise<ForwarderChild> {
+  writeFileSync(file, JSON.stringify(config));
+  const fwd = spawnCli(['run', '--config', file], env);
+  await fwd.ready;
+  return fwd;
 }
 
 /** Runs the CLI with `args` (spawnCli) to its end; returns the exit code and output. */

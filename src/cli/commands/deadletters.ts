@@ -124,15 +124,33 @@ export function register(program: Command): void {
       .option('--sink <name>', 'only this sink')
       .option('--json', 'print JSON (full records)'),
   ).action(async (opts: StoreCommandOptions & { sink?: string; json?: boolean }) => {
-    const rows = await withStore(opts, { readOnly: true, command: 'deadletters list' }, (store, config) => {
-      checkSinkExists(opts.sink, store?.stats() ?? [], config);
-      return store === undefined
-        ? []
-        : store.listDeadLetters(opts.sink === undefined ? {} : { sink: opts.sink });
-    });
+    const { rows, dropped } = await withStore(
+      opts,
+      { readOnly: true, command: 'deadletters list' },
+      (store, config) => {
+        const stats = store?.stats() ?? [];
+        checkSinkExists(opts.sink, stats, config);
+        return {
+          rows:
+            store === undefined
+              ? []
+              : store.listDeadLetters(opts.sink === undefined ? {} : { sink: opts.sink }),
+          dropped: stats.filter(
+            (s) => s.deadLettersDropped > 0 && (opts.sink === undefined || s.sink === opts.sink),
+          ),
+        };
+      },
+    );
     if (opts.json === true) {
       print(`${JSON.stringify(rows, null, 2)}\n`);
       return;
+    }
+    // On stderr, so that the table on stdout stays a table: the list is not everything that was dead-lettered.
+    for (const s of dropped) {
+      process.stderr.write(
+        `note: sink ${s.sink}: ${plural(s.deadLettersDropped, 'older dead letter')} dropped for good by its ` +
+          'dead-letter cap (delivery.caps.maxDeadLetterRows / maxDeadLetterBytes); not listed, not replayable\n',
+      );
     }
     if (rows.length === 0) {
       print(opts.sink === undefined ? 'no dead letters\n' : `no dead letters for sink ${opts.sink}\n`);

@@ -146,7 +146,10 @@ export function register(program: Command): void {
       return;
     }
     const pending = stats.reduce((n, s) => n + s.pending, 0);
-    if (stats.length === 0 || (pending === 0 && stats.every((s) => s.deadLetters === 0))) {
+    if (
+      stats.length === 0 ||
+      (pending === 0 && stats.every((s) => s.deadLetters === 0 && s.deadLettersDropped === 0))
+    ) {
       print('nothing pending\n');
       return;
     }
@@ -163,6 +166,8 @@ export function register(program: Command): void {
       }
       if (s.headAttempts > 0) parts.push(`${s.headAttempts} failed attempts`);
       parts.push(`${s.deadLetters} dead letter${s.deadLetters === 1 ? '' : 's'}`);
+      if (s.deadLettersDropped > 0)
+        parts.push(`${s.deadLettersDropped} older dropped by the dead-letter cap`);
       print(`${parts.join(', ')}\n`);
       if (s.lastError !== null && s.pending > 0) print(`  last error: ${s.lastError}\n`);
       if (configured !== undefined && !configured.has(s.sink) && s.pending > 0) {

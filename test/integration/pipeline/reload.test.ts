@@ -23,7 +23,7 @@ import {
   jsonLines,
   readFileSinkRecords,
   runCli,
-  spawnCli,
+  startRun,
 } from '../../support/child.ts';
 import { HttpSinkServer } from '../../support/http-sink-server.ts';
 import { parsePrometheusText, sampleValue } from '../../support/prom-text.ts';
@@ -59,18 +59,17 @@ async function start(config: Record<string, unknown>): Promise<Running> {
   cleanups.push(() => sim.close());
   const file = path('config.yaml');
   const stateDir = path('state');
-  const write = (c: Record<string, unknown>) =>
-    writeFileSync(
-      file,
-      JSON.stringify({ stateDir, ...c, imds: { endpoint: sim.url, pollIntervalMs: 200, ...(c.imds ?? {}) } }),
-    );
-  write(config);
-  const fwd = spawnCli(['run', '--config', file]);
+  const full = (c: Record<string, unknown>) => ({
+    stateDir,
+    ...c,
+    imds: { endpoint: sim.url, pollIntervalMs: 200, ...(c.imds ?? {}) },
+  });
+  const write = (c: Record<string, unknown>) => writeFileSync(file, JSON.stringify(full(c)));
+  const fwd = await startRun(file, full(config));
   cleanups.push(async () => {
     fwd.child.kill('SIGKILL');
     await fwd.exited;
   });
-  await fwd.ready;
   return { fwd, sim, stateDir, file, write, logs: () => jsonLines(fwd.stderr()).filter(isLog) };
 }
 

@@ -77,7 +77,13 @@ sinks:
     expect(hook.delivery).toEqual({
       maxBatch: 5,
       backoff: { initialMs: 1000, maxMs: 1000 },
-      caps: { maxPendingRows: 100_000, maxPendingBytes: 64 * 1024 * 1024 }, // no maxAgeHours: never expire by age
+      // no maxAgeHours: never expire by age; dead letters capped (docs/delivery.md, "Dead-letter cap")
+      caps: {
+        maxPendingRows: 100_000,
+        maxPendingBytes: 64 * 1024 * 1024,
+        maxDeadLetterRows: 10_000,
+        maxDeadLetterBytes: 32 * 1024 * 1024,
+      },
     });
     expect(hook.options.url).toBeInstanceOf(Secret);
     expect((hook.options.url as Secret).reveal()).toBe('https://example.invalid/secret-token');

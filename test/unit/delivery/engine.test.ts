@@ -86,6 +86,7 @@ function countingOutbox(s: Store): { outbox: Outbox; reads: () => number } {
       recordFailure: (sink, seqs, failure) => s.recordFailure(sink, seqs, failure),
       deadLetter: (sink, seqs, why) => s.deadLetter(sink, seqs, why),
       enforceCapsByReason: (sink, caps, nowMs) => s.enforceCapsByReason(sink, caps, nowMs),
+      enforceDeadLetterCaps: (sink, caps) => s.enforceDeadLetterCaps(sink, caps),
       compact: () => s.compact(),
     },
     reads: () => reads,
@@ -230,6 +231,32 @@ describe('DeliveryEngine', () => {
       ['rec-2', 'permanent', 'http-400: destination rejected the record (http-400)'],
     ]);
     expect(events.dead).toEqual([{ sink: 'a', count: 1, reason: 'permanent', code: 'http-400' }]);
+  });
+
+  it('keeps a sink that rejects everything to its dead-letter cap: the oldest dropped for good, loudly, as an event', async () => {
+    const sink = new ScriptedSink('a', clock, 1);
+    sink.failWith = () => permanent();
+    const { logger, lines } = captureLogger();
+    const e = startEngine([{ sink, caps: { maxDeadLetterRows: 3 } }], { logger });
+    commit(1, 5, ['a']);
+    await clock.advance(0);
+    expect(store.listDeadLetters({ sink: 'a' }).map((d) => d.recordId)).toEqual(['rec-3', 'rec-4', 'rec-5']);
+    const dropped = recorder.of('deadLettersDropped');
+    expect(dropped.reduce((n, d) => n + d.count, 0)).toBe(2);
+    expect(dropped.every((d) => d.sink === 'a' && d.bytes > 0)).toBe(true);
+    expect(store.stats()[0]).toMatchObject({ sink: 'a', pending: 0, deadLetters: 3, deadLettersDropped: 2 });
+    const loud = lines().filter((l) => String(l.msg).startsWith("dead letters over the sink's caps"));
+    expect(loud.length).toBe(dropped.length);
+    expect(loud[0]).toMatchObject({ level: 50, sink: 'a', droppedRows: 1, maxDeadLetterRows: 3 });
+    expect(String(loud[0]?.msg)).toContain('for good');
+    expect(String(loud[0]?.msg)).toContain('delivery.caps.maxDeadLetterRows');
+
+    // A cap lowered while stopped (a restart, a reload that rebuilds the sink) applies when the worker starts.
+    await e.removeSink('a', 0);
+    e.addSink({ sink: new ScriptedSink('a', clock), caps: { maxDeadLetterRows: 1 } });
+    await clock.advance(0);
+    expect(store.listDeadLetters({ sink: 'a' }).map((d) => d.recordId)).toEqual(['rec-5']);
+    expect(store.stats()[0]?.deadLettersDropped).toBe(4);
   });
 
   it('uses failedIndex: earlier records delivered, the offending one dead-lettered, later ones re-sent', async () => {

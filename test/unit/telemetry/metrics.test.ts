@@ -38,6 +38,7 @@ function stats(sink: string, pending: number, oldestCreatedAt: number | null): S
     headAttempts: 0,
     lastError: null,
     deadLetters: 2,
+    deadLettersDropped: 0,
   };
 }
 
