@@ -167,9 +167,13 @@ export function summaryLine(record: LifecycleRecord): string {
   return `${titleOf(record)}${status}, not before ${notBeforeText(record)} (event ${d.EventId})`;
 }
 
-/** Azure portal link for the VM, or null when the resource ID is unknown. */
+/**
+ * Azure portal link for the VM, or null when the resource ID is unknown. Every segment of the resource ID is
+ * percent-encoded, so a resource group or VM name with a space, `#`, `%`, `|` or `>` keeps the link whole (in
+ * Slack's `<url|label>`, a Teams action, Alertmanager's generatorURL); the portal decodes it back.
+ */
 export function portalUrl(record: LifecycleRecord): string | null {
   const id = record.data.vm.resourceId;
   if (!id.startsWith('/subscriptions/')) return null;
-  return `https://portal.azure.com/#@/resource${id}`;
+  return `https://portal.azure.com/#@/resource${id.split('/').map(encodeURIComponent).join('/')}`;
 }

@@ -1,12 +1,9 @@
 /**
  * Escaping of untrusted text (everything that comes from IMDS: EventId, EventType, EventStatus, Description,
- * Resources, EventSource, NotBefore, VM names; and data.kubernetes) for the two chat formats, and the deferred
- * per-target escaping of template values. Pure functions; docs/sinks-webhook.md ("Escaping").
- *
- * Templates are rendered before the target's rules can be applied to the right JSON property (a URL property
- * must not be escaped like a text), so renderJsonTemplate (template.ts) wraps every `{{name}}` value in two
- * private-use marker characters; the Slack and Teams builders (`enforceBlockKitLimits`, `wrapCard`) then
- * replace each marked value by its escaped form with resolveTemplateValues. `{{{name}}}` is never marked: raw.
+ * Resources, EventSource, NotBefore, VM names; and data.kubernetes) for the formats a message is written in.
+ * Pure functions; docs/sinks-webhook.md ("Escaping"). The default Slack and Teams messages escape each text
+ * they build; templates name their target (renderJsonTemplate, template.ts), and each `{{name}}` value is
+ * escaped for the target where it lands as text, and for plain JSON in URL properties.
  */
 
 /** Slack's escaping (mrkdwn, plain_text and the fallback `text`): `&`, `<`, `>` as HTML entities. */
@@ -44,53 +41,20 @@ export function escapeCardMarkdown(text: string): string {
   return `\\${escaped}`;
 }
 
-const OPEN = '\uE000';
-const CLOSE = '\uE001';
-const MARKERS = /[\uE000\uE001]/g;
-const MARKED = /\uE000([^\uE000\uE001]*)\uE001/g;
+/** What a template renders: Slack mrkdwn (and plain_text), Teams Adaptive Card text, or plain JSON. */
+export type TextTarget = 'slack' | 'teams' | 'json';
 
-/** Wraps a template value in the markers (any marker characters inside the value are removed). */
-export function markTemplateValue(value: string): string {
-  return OPEN + value.replace(MARKERS, '') + CLOSE;
-}
-
-/** Removes every marker character (for error messages that quote rendered text). */
-export function stripTemplateMarkers(text: string): string {
-  return text.replace(MARKERS, '');
-}
+/** The escaping of text for each target (plain JSON: none beyond the JSON string's own). */
+export const ESCAPE_TEXT: Readonly<Record<TextTarget, (text: string) => string>> = {
+  slack: escapeMrkdwn,
+  teams: escapeCardMarkdown,
+  json: (text) => text,
+};
 
 /**
- * URL properties (`url`, `iconUrl`, `image_url`, …): not rendered as text by Slack or Teams, and escaping
- * would break the link, so marked values are inserted unescaped there (docs/sinks-webhook.md).
+ * URL properties (`url`, `iconUrl`, `image_url`, …): not rendered as text by Slack or Teams, and text escaping
+ * would break the link, so a template value lands there as plain JSON (docs/sinks-webhook.md).
  */
-function isUrlProperty(key: string | undefined): boolean {
+export function isUrlProperty(key: string | undefined): boolean {
   return key !== undefined && /(^|_)url$|Url$/i.test(key);
-}
-
-function resolveString(
-  text: string,
-  key: string | undefined,
-  escapeValue: (value: string) => string,
-): string {
-  if (!text.includes(OPEN) && !text.includes(CLOSE)) return text;
-  const url = isUrlProperty(key);
-  return text
-    .replace(MARKED, (_all, value: string) => (url ? value : escapeValue(value)))
-    .replace(MARKERS, '');
-}
-
-/**
- * A deep copy of a rendered template with every marked value replaced by `escapeValue(value)` (URL properties:
- * the value as it is) and stray markers removed, in values and keys alike.
- */
-export function resolveTemplateValues<T>(node: T, escapeValue: (value: string) => string, key?: string): T {
-  if (typeof node === 'string') return resolveString(node, key, escapeValue) as T;
-  if (Array.isArray(node)) return node.map((item) => resolveTemplateValues(item, escapeValue, key)) as T;
-  if (node === null || typeof node !== 'object') return node;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(node as Record<string, unknown>)) {
-    const name = resolveString(k, undefined, escapeValue);
-    out[name] = resolveTemplateValues(v, escapeValue, name);
-  }
-  return out as T;
 }

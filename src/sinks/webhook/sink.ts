@@ -113,7 +113,7 @@ export function createSlackSink(
   return new OneRecordPerRequestSink(name, transport, (record) => {
     const message: SlackMessage = template
       ? enforceBlockKitLimits(
-          renderJsonTemplate(template, record, transport.where) as SlackMessage,
+          renderJsonTemplate(template, record, transport.where, 'slack') as SlackMessage,
           summaryLine(record),
         )
       : buildSlackMessage(record);
@@ -134,7 +134,7 @@ export function createTeamsSink(
   const { template, transport } = chatSinkParts(name, options, context, deps);
   return new OneRecordPerRequestSink(name, transport, (record) => {
     const message = template
-      ? wrapCard(renderJsonTemplate(template, record, transport.where))
+      ? wrapCard(renderJsonTemplate(template, record, transport.where, 'teams'))
       : buildTeamsMessage(record);
     const bytes = messageBytes(message);
     if (bytes > TEAMS_MAX_BYTES) {

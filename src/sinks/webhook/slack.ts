@@ -16,7 +16,7 @@ import {
   truncateText,
   vmDescription,
 } from '../format.ts';
-import { escapeMrkdwn, resolveTemplateValues } from './escape.ts';
+import { escapeMrkdwn } from './escape.ts';
 
 export const SLACK_LIMITS = {
   blocks: 50,
@@ -116,14 +116,12 @@ function isTextObject(value: unknown): value is SlackTextObject {
 }
 
 /**
- * Returns a copy of `message` cut down to Block Kit limits (used for default and templated messages alike).
- * Truncation never splits a surrogate pair. Template values (`{{name}}`, marked by renderJsonTemplate) are
- * escaped with escapeMrkdwn first, wherever they are (text, blocks, attachments, fallbacks; URL properties
- * excepted). A missing fallback `text` is filled with `fallbackText`, plain text (e.g. summaryLine), which
- * is escaped here.
+ * Returns a copy of `message` cut down to Block Kit limits (used for default and templated messages alike;
+ * a template's values are escaped when it renders, renderJsonTemplate with the `slack` target). Truncation
+ * never splits a surrogate pair. A missing fallback `text` is filled with `fallbackText`, plain text (e.g.
+ * summaryLine), which is escaped here.
  */
-export function enforceBlockKitLimits(rendered: SlackMessage, fallbackText = ''): SlackMessage {
-  const message = resolveTemplateValues(rendered, escapeMrkdwn);
+export function enforceBlockKitLimits(message: SlackMessage, fallbackText = ''): SlackMessage {
   const text =
     typeof message.text === 'string' && message.text !== '' ? message.text : escapeMrkdwn(fallbackText);
   const out: SlackMessage = { ...message, text: truncateText(text, SLACK_LIMITS.text) };

@@ -16,7 +16,7 @@ import {
   UNICODE_EMOJI,
   vmDescription,
 } from '../format.ts';
-import { escapeCardMarkdown, resolveTemplateValues } from './escape.ts';
+import { escapeCardMarkdown } from './escape.ts';
 
 /** Keep messages below this many bytes (Teams rejects ~28 KB; practical limit lower). */
 export const TEAMS_MAX_BYTES = 20_000;
@@ -31,19 +31,14 @@ export interface TeamsMessage {
 }
 
 /**
- * Wraps an Adaptive Card in the envelope the Workflows template iterates over. Template values (`{{name}}`,
- * marked by renderJsonTemplate) are escaped with escapeCardMarkdown first, wherever they are (URL
- * properties excepted).
+ * Wraps an Adaptive Card in the envelope the Workflows template iterates over (a template's values are escaped
+ * when it renders, renderJsonTemplate with the `teams` target).
  */
 export function wrapCard(card: Record<string, unknown>): TeamsMessage {
   return {
     type: 'message',
     attachments: [
-      {
-        contentType: 'application/vnd.microsoft.card.adaptive',
-        contentUrl: null,
-        content: resolveTemplateValues(card, escapeCardMarkdown),
-      },
+      { contentType: 'application/vnd.microsoft.card.adaptive', contentUrl: null, content: card },
     ],
   };
 }

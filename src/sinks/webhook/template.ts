@@ -1,8 +1,9 @@
 /**
  * Operator templates for Slack messages and Teams cards, rendered with Mustache (logic-less: no code
- * execution, no partials, no file or network access). A template is a JSON document; `{{name}}` inserts a
- * value escaped for use inside a JSON string and for the target format (Slack mrkdwn or Adaptive Card
- * Markdown, applied by enforceBlockKitLimits / wrapCard: escape.ts), `{{{name}}}` inserts it raw (unsafe).
+ * execution, no partials, no file or network access). A template is a JSON document rendered for a named
+ * target (Slack mrkdwn, Teams Adaptive Card text, plain JSON: escape.ts); `{{name}}` inserts a value escaped
+ * for use inside a JSON string and for the target where it lands as text (a URL property gets plain JSON, so
+ * the link keeps working), `{{{name}}}` inserts it raw (unsafe).
  */
 import Mustache from 'mustache';
 import type { LifecycleRecord } from '../../domain/index.ts';
@@ -23,7 +24,8 @@ import {
   vmDescription,
   vmDisplayName,
 } from '../format.ts';
-import { markTemplateValue, stripTemplateMarkers } from './escape.ts';
+import { ESCAPE_TEXT, isUrlProperty, type TextTarget } from './escape.ts';
+import { JsonPosition } from './json-position.ts';
 import { readTemplateFile } from './options.ts';
 
 /** A loaded template: its file path (safe to show) and text. */
@@ -44,15 +46,6 @@ export function loadTemplate(path: string, sinkName: string): WebhookTemplate {
 /** Escapes a value for inclusion inside a JSON string literal. */
 export function escapeJsonString(value: unknown): string {
   return JSON.stringify(String(value)).slice(1, -1);
-}
-
-/**
- * The `{{name}}` escape: a JSON-string-escaped value wrapped in the markers of escape.ts, so the Slack or
- * Teams builder escapes it for its format. Numbers and booleans stay bare (they may stand outside a string).
- */
-function escapeTemplateValue(value: unknown): string {
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return escapeJsonString(markTemplateValue(String(value)));
 }
 
 /** The values a template can use. Documented in docs/sinks-webhook.md. */
@@ -121,23 +114,62 @@ export function templateView(record: LifecycleRecord): TemplateView {
 }
 
 /**
- * Renders a JSON template for a record and parses the result. A result that is not a JSON object is a
- * permanent delivery error naming the template file (the record goes to the dead-letter table).
- * `{{name}}` values come back marked (escape.ts): pass the result to enforceBlockKitLimits (Slack) or
- * wrapCard (Teams), which escape them for their format and remove the markers.
+ * A Mustache writer that knows where in the JSON text each value lands: it follows the output (every literal
+ * and every inserted value, in output order) with a JsonPosition, and escapes each `{{name}}` value for its
+ * place: text (keys included) for the target, URL properties as plain JSON. Numbers and booleans stay bare
+ * (they may stand outside a string). `{{{name}}}` is inserted as it is.
+ */
+class JsonTemplateWriter extends Mustache.Writer {
+  readonly #position = new JsonPosition();
+  readonly #target: TextTarget;
+
+  constructor(target: TextTarget) {
+    super();
+    this.#target = target;
+  }
+
+  override rawValue(token: string[]): string {
+    return this.#emit(super.rawValue(token));
+  }
+
+  override unescapedValue(token: string[], context: Mustache.Context): string {
+    const value: unknown = context.lookup(token[1]!);
+    return value === null || value === undefined ? '' : this.#emit(String(value));
+  }
+
+  override escapedValue(token: string[], context: Mustache.Context): string {
+    const value: unknown = context.lookup(token[1]!);
+    if (value === null || value === undefined) return '';
+    if (typeof value === 'number' || typeof value === 'boolean') return this.#emit(String(value));
+    const place = this.#position.place();
+    const target = place.inString && !place.isKey && isUrlProperty(place.property) ? 'json' : this.#target;
+    return this.#emit(escapeJsonString(ESCAPE_TEXT[target](String(value))));
+  }
+
+  #emit(text: string): string {
+    this.#position.feed(text);
+    return text;
+  }
+}
+
+/**
+ * Renders a JSON template for a record, for a target (`slack`: Slack mrkdwn; `teams`: Adaptive Card text;
+ * `json`: plain JSON), and parses the result. A result that is not a JSON object is a permanent delivery error
+ * naming the template file (the record goes to the dead-letter table).
  */
 export function renderJsonTemplate(
   template: WebhookTemplate,
   record: LifecycleRecord,
   where: string,
+  target: TextTarget,
 ): Record<string, unknown> {
-  const rendered = Mustache.render(template.text, templateView(record), {}, { escape: escapeTemplateValue });
+  const rendered = new JsonTemplateWriter(target).render(template.text, templateView(record));
   let parsed: unknown;
   try {
     parsed = JSON.parse(rendered);
   } catch (error) {
     throw invalidTemplateError(
-      `${where}: template ${template.path} did not render to valid JSON: ${stripTemplateMarkers(errorMessage(error))}`,
+      `${where}: template ${template.path} did not render to valid JSON: ${errorMessage(error)}`,
     );
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {

@@ -12,13 +12,15 @@
  *    Cards reference renderer, is one paragraph of text: no link, emphasis, code, heading, list, quote, image
  *    or line break, and `{{DATE(…)}}` cannot form; the Event ID fact renders as the EventId itself.
  *
- * `{{{name}}}` stays raw (documented as unsafe): checked with a real sink in-process.
+ * `{{{name}}}` stays raw (documented as unsafe), and the portal link is percent-encoded: checked with real sinks
+ * in-process.
  */
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import type { LifecycleRecord } from '../../../../src/domain/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../../src/simulator/index.ts';
 import {
   createSlackSink,
@@ -74,6 +76,14 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 afterAll(() => tmp.cleanup());
+
+/** The parts of the received Slack and Teams bodies these tests read. */
+interface SlackBody {
+  text: string;
+}
+interface TeamsBody {
+  attachments: Array<{ content: { body: Array<{ text: string }>; actions?: unknown } }>;
+}
 
 /** Every string in a JSON value with the key it is the value of (keys themselves included). */
 function strings(node: unknown, key = '', out: Array<{ key: string; text: string }> = []) {
@@ -284,26 +294,33 @@ describe('IMDS fields are escaped wherever they land in Slack and Teams messages
     expect(await child.exited).toEqual({ code: 0, signal: null });
   });
 
-  it('{{{name}}} inserts the value raw (documented as unsafe), {{name}} escaped', async () => {
+  /**
+   * Delivers the record with a real Slack and a real Teams sink (each with its template file, if given) to an
+   * HTTP receiver; the bodies they sent.
+   */
+  let templateFiles = 0;
+  async function deliverToSlackAndTeams(
+    record: LifecycleRecord,
+    templates: { slack?: string; teams?: string },
+  ): Promise<[slack: SlackBody, teams: TeamsBody]> {
     const hooks = await HttpSinkServer.start();
     closers.push(() => hooks.close());
-    const record = makeRecord('scheduled', { eventId: '<!channel> **x**' });
-    const slackFile = join(tmp.dir, 'raw-slack.mustache.json');
-    writeFileSync(slackFile, '{"text": "{{{event.EventId}}} / {{event.EventId}}"}');
-    const teamsFile = join(tmp.dir, 'raw-teams.mustache.json');
-    writeFileSync(
-      teamsFile,
-      '{"type":"AdaptiveCard","version":"1.4","body":[{"type":"TextBlock","text":"{{{event.EventId}}} / {{event.EventId}}"}]}',
-    );
+    const file = (name: string, text: string | undefined) => {
+      if (text === undefined) return {};
+      const path = join(tmp.dir, `${name}-${++templateFiles}.mustache.json`);
+      writeFileSync(path, text);
+      return { template: path };
+    };
+    const options = { url: hooks.url('/hook'), minIntervalMs: 0 };
     const slack = createSlackSink(
       's',
-      slackOptionsSchema().parse({ url: hooks.url('/raw-slack'), template: slackFile, minIntervalMs: 0 }),
+      slackOptionsSchema().parse({ ...options, ...file('slack', templates.slack) }),
       context(),
       { clock: fakeClock() },
     );
     const teams = createTeamsSink(
       't',
-      teamsOptionsSchema().parse({ url: hooks.url('/raw-teams'), template: teamsFile, minIntervalMs: 0 }),
+      teamsOptionsSchema().parse({ ...options, ...file('teams', templates.teams) }),
       context(),
       { clock: fakeClock() },
     );
@@ -312,9 +329,35 @@ describe('IMDS fields are escaped wherever they land in Slack and Teams messages
     await slack.close?.();
     await teams.close?.();
     const [slackBody, teamsBody] = hooks.requests.map((r) => JSON.parse(r.body));
+    return [slackBody as SlackBody, teamsBody as TeamsBody];
+  }
+
+  it('{{{name}}} inserts the value raw (documented as unsafe), {{name}} escaped', async () => {
+    const record = makeRecord('scheduled', { eventId: '<!channel> **x**' });
+    const [slackBody, teamsBody] = await deliverToSlackAndTeams(record, {
+      slack: '{"text": "{{{event.EventId}}} / {{event.EventId}}"}',
+      teams:
+        '{"type":"AdaptiveCard","version":"1.4","body":[{"type":"TextBlock","text":"{{{event.EventId}}} / {{event.EventId}}"}]}',
+    });
     expect(slackBody.text).toBe('<!channel> **x** / &lt;!channel&gt; **x**');
-    expect(teamsBody.attachments[0].content.body[0].text).toBe(
+    expect(teamsBody.attachments[0]!.content.body[0]!.text).toBe(
       '<!channel> **x** / \\<\\!channel\\> \\*\\*x\\*\\*',
     );
+  });
+
+  it('portalUrl is percent-encoded: a resource group with a space and # keeps the Slack link and the Teams action whole', async () => {
+    const record = structuredClone(makeRecord('scheduled'));
+    record.data.vm.resourceId =
+      '/subscriptions/11111111-2222-3333-4444-555555555555/resourceGroups/rg blue #1/providers/Microsoft.Compute/virtualMachines/vm-web-01';
+    const encoded =
+      'https://portal.azure.com/#@/resource/subscriptions/11111111-2222-3333-4444-555555555555/resourceGroups/' +
+      'rg%20blue%20%231/providers/Microsoft.Compute/virtualMachines/vm-web-01';
+    const [slackBody, teamsBody] = await deliverToSlackAndTeams(record, {
+      slack: '{"text": "<{{portalUrl}}|open {{vmName}}>"}',
+    });
+    expect(slackBody.text).toBe(`<${encoded}|open vm-web-01>`);
+    expect(teamsBody.attachments[0]!.content.actions).toEqual([
+      { type: 'Action.OpenUrl', title: 'Open VM in portal', url: encoded },
+    ]);
   });
 });
