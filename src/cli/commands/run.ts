@@ -9,13 +9,20 @@ import type { Command } from 'commander';
 import type { CliConfigOptions, Config } from '../../config/index.ts';
 import type { Logger } from '../../log.ts';
 import type { Forwarder } from '../../pipeline/index.ts';
-import { reloadSignal, shutdownSignals } from '../../platform.ts';
+import { shutdownSignals } from '../../platform.ts';
 import { redactedMessage } from '../../redact.ts';
 
 /** Repeatable option without a default value (commander would print `(default: [])` in --help). */
 const append = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
 import { endStartup } from '../heap.ts';
+import { ReloadRequests } from '../reload-signal.ts';
+
+/** How `run` reloads: the requests (SIGHUP) and what reads the configuration again. */
+export interface ReloadOptions {
+  requests: ReloadRequests;
+  load: () => Promise<Config>;
+}
 
 /** Adds the options shared by commands that load the configuration like `run` does. */
 export function addRunOptions(command: Command): Command {
@@ -54,7 +61,7 @@ export async function runConfig(opts: CliConfigOptions): Promise<Config> {
 export async function runForwarder(
   config: Config,
   logger: Logger,
-  options: { signal?: AbortSignal; reload?: () => Promise<Config> } = {},
+  options: { signal?: AbortSignal; reload?: ReloadOptions } = {},
 ): Promise<number> {
   const [{ StoreOpenError }, { assertStartable }] = await Promise.all([
     import('../../store/index.ts'),
@@ -63,14 +70,17 @@ export async function runForwarder(
   // What `config validate` refuses too (one function), before anything starts: exit code 2 naming every problem.
   await assertStartable(config);
   // A reload reads the file again and makes the same checks: what a restart would refuse, a reload refuses.
-  const load = options.reload;
-  const reload =
-    load === undefined
+  const given = options.reload;
+  const reload: ReloadOptions | undefined =
+    given === undefined
       ? undefined
-      : async () => {
-          const next = await load();
-          await assertStartable(next);
-          return next;
+      : {
+          requests: given.requests,
+          load: async () => {
+            const next = await given.load();
+            await assertStartable(next);
+            return next;
+          },
         };
   const controller = new AbortController();
   options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
@@ -97,7 +107,7 @@ async function runWithTelemetry(
   config: Config,
   logger: Logger,
   signal: AbortSignal,
-  reload: (() => Promise<Config>) | undefined,
+  reload: ReloadOptions | undefined,
 ): Promise<void> {
   const { Forwarder } = await import('../../pipeline/index.ts');
   // Start-up ends when the pipeline is ready: optimizing compilers back on (../heap.ts).
@@ -140,30 +150,27 @@ async function runWithTelemetry(
 }
 
 /**
- * Runs `fn` with the platform's reload signal (SIGHUP; none on Windows) wired to `forwarder.reload(load)`. The
- * outcome is logged by the reload itself. After `fn`, the signal is still taken (and ignored) so that a late
- * SIGHUP never turns a clean stop into an exit by signal.
+ * Runs `fn` with the reload requests (`run`'s SIGHUP, taken since the command began: ../reload-signal.ts) handed
+ * to `forwarder.reload(load)`. The outcome is logged by the reload itself.
  */
 export async function handleReloadSignal<T>(
   logger: Logger,
   forwarder: Pick<Forwarder, 'reload'>,
-  load: (() => Promise<Config>) | undefined,
+  reload: ReloadOptions | undefined,
   fn: () => Promise<T>,
 ): Promise<T> {
-  const signal = reloadSignal();
-  if (load === undefined || signal === undefined) return fn();
-  const onSignal = () => {
-    logger.info({ signal }, 'reloading the configuration');
+  if (reload === undefined) return fn();
+  const { requests, load } = reload;
+  requests.attach(() => {
+    logger.info({ signal: requests.signal }, 'reloading the configuration');
     forwarder.reload(load).catch((error: unknown) => {
       logger.error({ err: redactedMessage(error) }, 'configuration reload failed');
     });
-  };
-  process.on(signal, onSignal);
+  });
   try {
     return await fn();
   } finally {
-    process.off(signal, onSignal);
-    process.on(signal, () => logger.info({ signal }, 'stopping: configuration reload ignored'));
+    requests.end(logger);
   }
 }
 
@@ -204,10 +211,12 @@ export function register(program: Command): void {
         'Poll Scheduled Events, commit every change as a CloudEvents lifecycle record and deliver it to the sinks.',
       ),
   ).action(async (opts: CliConfigOptions) => {
+    // SIGHUP is taken before anything loads: one that comes while `run` starts is applied once it runs.
+    const requests = new ReloadRequests();
     const config = await runConfig(opts);
     const { createLogger } = await import('../../log.ts');
     const logger = createLogger({ level: config.log.level });
-    const code = await runForwarder(config, logger, { reload: () => runConfig(opts) });
+    const code = await runForwarder(config, logger, { reload: { requests, load: () => runConfig(opts) } });
     process.exitCode = code;
     exitOnceStopped(logger, code);
   });

@@ -14,6 +14,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config/index.ts';
 import { silentLogger } from '../../../src/log.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { openStoreForInspection, type SinkQueueStats } from '../../../src/store/index.ts';
@@ -25,6 +26,7 @@ import {
   runCli,
   startRun,
 } from '../../support/child.ts';
+import { startForwarder } from '../../support/forwarder.ts';
 import { HttpSinkServer } from '../../support/http-sink-server.ts';
 import { parsePrometheusText, sampleValue } from '../../support/prom-text.ts';
 import { makeTempDir } from '../../support/tmp.ts';
@@ -306,5 +308,41 @@ describe('SIGHUP reloads run', () => {
     expect(b.active().map((alert) => alert.labels.event_id)).toEqual([eventId]);
     expect(a.requests.length).toBe(atRemoval);
     expect(pending(run.stateDir, 'am-b')).toBe(0);
+  });
+
+  it('a reload requested while the forwarder starts is applied once it runs; one after it stopped does nothing', async () => {
+    const sim = await startSimulator({ vmName: VM, timeScale: 0 });
+    cleanups.push(() => sim.close());
+    const a = path('a.jsonl');
+    const b = path('b.jsonl');
+    const raw = (sinks: unknown[]) => ({
+      stateDir: path('state'),
+      imds: { endpoint: sim.url, pollIntervalMs: 200 },
+      sinks,
+    });
+    let ready = false;
+    const run = startForwarder({
+      config: loadConfig({ overrides: raw([fileSink('a', a)]) }),
+      observer: { ready: () => (ready = true) },
+    });
+    cleanups.push(() => run.stop());
+    // Asked before the store is even open: waits for the start, then applies.
+    const early = await run.forwarder.reload(async () =>
+      loadConfig({ overrides: raw([fileSink('a', a), fileSink('b', b)]) }),
+    );
+    expect(ready).toBe(true);
+    expect(early).toMatchObject({ outcome: 'applied', added: ['b'], sinks: ['a', 'b'] });
+    const e1 = newEvent(sim);
+    await waitFor(() => fileEvents(b).length === 1, 'E1 at the sink the early reload added');
+    expect(fileEvents(b)).toEqual([e1]);
+    await run.stop();
+    let loads = 0;
+    expect(
+      await run.forwarder.reload(async () => {
+        loads++;
+        return loadConfig({ overrides: raw([]) });
+      }),
+    ).toBeUndefined();
+    expect(loads).toBe(0);
   });
 });
