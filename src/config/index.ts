@@ -17,6 +17,8 @@ export { readConfigFile } from './file.ts';
 export interface SinkDeliveryConfig {
   maxBatch?: number | undefined;
   backoff: { initialMs: number; maxMs: number };
+  /** The backoff of a paused sink's one-record probes. */
+  probe: { initialMs: number; maxMs: number };
   caps: {
     maxPendingRows: number;
     maxPendingBytes: number;

@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import { approvalSection } from '../approval/config.ts';
-import { DEFAULT_BACKOFF } from '../backoff.ts';
+import { DEFAULT_BACKOFF, PAUSE_PROBE_BACKOFF } from '../backoff.ts';
 import { TRANSITIONS } from '../domain/index.ts';
 import { kubernetesSection } from '../kubernetes/config.ts';
 import { defaultStateDir, temporaryDiskReason } from '../platform.ts';
@@ -26,6 +26,7 @@ import {
   MIN_POLL_INTERVAL_MS,
 } from '../sources/imds/defaults.ts';
 import { SOURCE_FACTORIES } from '../sources/registry.ts';
+import { DEFAULT_SINK_READINESS, SINK_READINESS } from './readiness.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -125,6 +126,18 @@ const telemetrySection = z
     readyPollIntervals: positiveInt()
       .default(3)
       .describe('/readyz fails when no successful poll happened within this many poll intervals.'),
+    readiness: z
+      .object({
+        sinks: z
+          .enum(SINK_READINESS)
+          .default(DEFAULT_SINK_READINESS)
+          .describe(
+            'How sinks count for /readyz: "ignore" (default: a destination\'s outage is not this instance\'s, and would turn every pod of a DaemonSet unready at once), "all-failing" (not ready when every sink is failing or paused) or "any-failing" (not ready when one is). A sink is failing after 3 consecutive failed attempts, paused while its destination refuses everything; /readyz lists every sink either way.',
+          ),
+      })
+      .strict()
+      .prefault({})
+      .describe('What /readyz counts besides IMDS and the state store (docs/observability.md).'),
   })
   .strict()
   .prefault({})
@@ -175,6 +188,20 @@ export const deliverySchema = z
       .strict()
       .prefault({})
       .describe('Retry backoff.'),
+    probe: z
+      .object({
+        initialMs: positiveInt()
+          .default(PAUSE_PROBE_BACKOFF.initialMs)
+          .describe('First probe after the destination refused everything (then doubling, equal jitter).'),
+        maxMs: positiveInt()
+          .default(PAUSE_PROBE_BACKOFF.maxMs)
+          .describe('Longest wait between two probes of a paused sink.'),
+      })
+      .strict()
+      .prefault({})
+      .describe(
+        'While the sink is paused (its destination refuses everything: credentials, authorization, a missing endpoint, TLS trust), one record probes the destination on this backoff; records stay pending and the sink resumes at the first probe accepted.',
+      ),
     caps: z
       .object({
         maxPendingRows: positiveInt()

@@ -117,6 +117,7 @@ export function engineSink(config: SinkConfig, sink: Sink): EngineSink {
     sink,
     ...(delivery.maxBatch === undefined ? {} : { maxBatch: delivery.maxBatch }),
     backoff: delivery.backoff,
+    probeBackoff: delivery.probe,
     caps: {
       maxPendingRows: delivery.caps.maxPendingRows,
       maxPendingBytes: delivery.caps.maxPendingBytes,

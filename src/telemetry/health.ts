@@ -1,9 +1,14 @@
 /**
- * Readiness: the forwarder is ready when (1) the last successful IMDS poll is at most N poll intervals old,
- * (2) the outbox store accepts writes, and (3) no sink is failing (N consecutive failed attempts without a
- * success since). HealthTracker collects these facts from the pipeline; evaluateHealth() is the pure rule.
+ * Readiness (docs/observability.md, "What ready means"): the forwarder is ready when (1) the last successful
+ * IMDS poll is at most N poll intervals old, (2) the outbox store accepts writes, and (3) its sinks, as the
+ * readiness setting counts them (`telemetry.readiness.sinks`): `ignore` (the default: a destination's outage is
+ * not this instance's), `all-failing` (not ready only when every sink is failing or paused) or `any-failing` (not
+ * ready when one is). A sink is failing after N consecutive failed attempts without a success since, paused while
+ * its destination refuses everything. HealthTracker collects these facts from the pipeline; evaluateHealth() is
+ * the pure rule.
  */
 
+import { DEFAULT_SINK_READINESS, type SinkReadiness } from '../config/readiness.ts';
 import type { DeliveryEngineEvent } from '../delivery/events.ts';
 import type { PollFailureReason, PollOutcome } from '../domain/index.ts';
 import { DEFAULT_POLL_INTERVAL_MS } from '../sources/imds/defaults.ts';
@@ -16,6 +21,8 @@ export interface HealthThresholds {
   staleAfterPolls?: number;
   /** A sink counts as failing after this many consecutive failed attempts. Default 3. */
   sinkFailingAfterAttempts?: number;
+  /** How failing and paused sinks count for readiness. Default DEFAULT_SINK_READINESS ('ignore'). */
+  sinkReadiness?: SinkReadiness;
 }
 
 /** Raw facts collected from the pipeline. */
@@ -36,9 +43,12 @@ export interface SinkFacts {
   lastSuccessAt: number | undefined;
   lastError: string | undefined;
   deadLettered: number;
+  /** Set while the destination refuses everything (the engine's 'paused' … 'resumed'). */
+  paused?: { code: string; since: number } | undefined;
 }
 
-export type SinkState = 'ok' | 'retrying' | 'failing';
+/** ok, retrying (1..N−1 failures), failing (≥ N), paused (the destination refuses everything). */
+export type SinkState = 'ok' | 'retrying' | 'failing' | 'paused';
 
 /** The JSON body of /readyz. */
 export interface HealthState {
@@ -52,11 +62,16 @@ export interface HealthState {
     lastFailure?: { reason: string; message: string; at: string; consecutiveFailures: number };
   };
   store: { ok: boolean; error?: string; damage?: StoreDamage[] };
+  /** How the sinks counted for `ready` (telemetry.readiness.sinks). */
+  readiness: { sinks: SinkReadiness };
   sinks: Record<
     string,
     {
+      /** False while failing or paused (whether that affects `ready` is the readiness setting's). */
       ok: boolean;
       state: SinkState;
+      /** While paused: the code of the refusal and since when (the cause and its fix are in lastError). */
+      paused?: { code: string; since: string };
       consecutiveFailures: number;
       lastSuccessAt: string | null;
       lastError?: string;
@@ -99,14 +114,21 @@ export function evaluateHealth(
   const sinks: HealthState['sinks'] = {};
   for (const [name, s] of Object.entries(facts.sinks)) {
     const state: SinkState =
-      s.consecutiveFailures === 0 ? 'ok' : s.consecutiveFailures >= failingAfter ? 'failing' : 'retrying';
+      s.paused !== undefined
+        ? 'paused'
+        : s.consecutiveFailures === 0
+          ? 'ok'
+          : s.consecutiveFailures >= failingAfter
+            ? 'failing'
+            : 'retrying';
     const entry: HealthState['sinks'][string] = {
-      ok: state !== 'failing',
+      ok: state !== 'failing' && state !== 'paused',
       state,
       consecutiveFailures: s.consecutiveFailures,
       lastSuccessAt: iso(s.lastSuccessAt),
       deadLettered: s.deadLettered,
     };
+    if (s.paused !== undefined) entry.paused = { code: s.paused.code, since: iso(s.paused.since)! };
     if (s.lastError !== undefined) entry.lastError = s.lastError;
     if (outbox !== undefined) {
       // A sink without outbox rows has nothing pending.
@@ -122,8 +144,28 @@ export function evaluateHealth(
   const store: HealthState['store'] = { ok: facts.store.writable };
   if (facts.store.error !== undefined) store.error = facts.store.error;
   if (facts.storeDamage !== undefined && facts.storeDamage.length > 0) store.damage = [...facts.storeDamage];
-  const ready = imdsOk && store.ok && Object.values(sinks).every((s) => s.ok);
-  return { ready, checkedAt: new Date(nowMs).toISOString(), imds, store, sinks };
+  const sinkReadiness = thresholds.sinkReadiness ?? DEFAULT_SINK_READINESS;
+  const ready = imdsOk && store.ok && sinksReady(Object.values(sinks), sinkReadiness);
+  return {
+    ready,
+    checkedAt: new Date(nowMs).toISOString(),
+    imds,
+    store,
+    readiness: { sinks: sinkReadiness },
+    sinks,
+  };
+}
+
+/** Whether the sinks let the forwarder be ready under `readiness` (no sinks: they do). */
+function sinksReady(sinks: ReadonlyArray<{ ok: boolean }>, readiness: SinkReadiness): boolean {
+  switch (readiness) {
+    case 'ignore':
+      return true;
+    case 'all-failing':
+      return sinks.length === 0 || sinks.some((s) => s.ok);
+    case 'any-failing':
+      return sinks.every((s) => s.ok);
+  }
 }
 
 export interface HealthTrackerOptions extends Omit<HealthThresholds, 'pollIntervalMs'> {
@@ -213,11 +255,20 @@ export class HealthTracker {
         sink.consecutiveFailures = 0;
         sink.lastSuccessAt = this.#now();
         sink.lastError = undefined;
+        sink.paused = undefined;
         this.recordStoreWrite(true); // the acknowledgement was written
         break;
       case 'retry':
         sink.consecutiveFailures = Math.max(sink.consecutiveFailures + 1, event.attempts);
         sink.lastError = `${event.code}: ${event.message}`.slice(0, 300);
+        break;
+      case 'paused':
+        sink.consecutiveFailures += 1;
+        sink.lastError = `${event.code}: ${event.message}`.slice(0, 500);
+        sink.paused = { code: event.code, since: event.since };
+        break;
+      case 'resumed':
+        sink.paused = undefined;
         break;
       case 'deadLettered':
         sink.deadLettered += event.count;

@@ -2,6 +2,8 @@
  * The forwarder's self-telemetry: Prometheus metrics, readiness tracking, the /healthz /readyz /metrics
  * listener, and the PipelineObserver that wires them into `run`. See docs/observability.md.
  */
+
+export { DEFAULT_SINK_READINESS, SINK_READINESS, type SinkReadiness } from '../config/readiness.ts';
 export {
   evaluateHealth,
   type HealthFacts,

@@ -70,6 +70,10 @@ export interface ForwarderMetrics {
   readonly deadLetters: Counter<'sink' | 'reason'>;
   readonly deadLettersDropped: Counter<'sink'>;
   readonly storeErrors: Counter<'sink' | 'full'>;
+  /** 1 with the refusal's code as `reason` while a sink is paused, else 0 without `reason` (see `paused`). */
+  readonly sinkPaused: Gauge<'sink' | 'reason'>;
+  /** The paused sinks and the code that paused each (fed by the engine's paused/resumed events). */
+  readonly paused: Map<string, string>;
   readonly storeDamage: Gauge<'kind'>;
   readonly deliveryLatency: Histogram<'sink'>;
   readonly imdsLatency: Histogram<never>;
@@ -122,6 +126,7 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
   const metrics: ForwarderMetrics = {
     registry,
     sinks: new Set(),
+    paused: new Map(),
     outboxStats: options.outboxStats,
     now: options.now ?? Date.now,
     polls: new Counter({
@@ -222,6 +227,20 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
       help: 'Failed outbox writes during delivery bookkeeping, per sink; full="true" for a full disk.',
       labelNames: ['sink', 'full'],
       registers,
+    }),
+    sinkPaused: new Gauge({
+      name: `${p}sink_paused`,
+      help: 'Sinks paused because their destination refuses everything (credentials, authorization, a missing endpoint, TLS trust, a name that does not resolve): 1 with the error code as reason while paused, 0 otherwise. Records stay pending.',
+      labelNames: ['sink', 'reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const sink of new Set([...metrics.sinks, ...metrics.paused.keys()])) {
+          const reason = metrics.paused.get(sink);
+          if (reason === undefined) this.set({ sink }, 0);
+          else this.set({ sink, reason }, 1);
+        }
+      },
     }),
     storeDamage: new Gauge({
       name: `${p}store_damage_detected_timestamp_seconds`,
@@ -326,8 +345,8 @@ export function observeRecords(metrics: ForwarderMetrics, records: readonly Life
 /**
  * Feed one DeliveryEngine event: delivered → deliveries + latency; retry → failure{code} + retry;
  * deadLettered → dead letters{reason} (+ failure{code} for permanent failures); deadLettersDropped → dropped dead
- * letters; storeError → store errors;
- * drained and idle count nothing.
+ * letters; paused → failure{code} and the sink paused with that reason; resumed → no longer paused; storeError →
+ * store errors; drained and idle count nothing.
  */
 export function observeDeliveryEvent(metrics: ForwarderMetrics, event: DeliveryEngineEvent): void {
   addSinks(metrics, [event.sink]); // a sink nobody declared still gets all its series (a no-op otherwise)
@@ -348,6 +367,13 @@ export function observeDeliveryEvent(metrics: ForwarderMetrics, event: DeliveryE
     case 'deadLettersDropped':
       metrics.deadLettersDropped.inc({ sink: event.sink }, event.count);
       break;
+    case 'paused':
+      metrics.deliveryFailures.inc({ sink: event.sink, code: event.code });
+      metrics.paused.set(event.sink, event.code);
+      break;
+    case 'resumed':
+      metrics.paused.delete(event.sink);
+      break;
     case 'storeError':
       metrics.storeErrors.inc({ sink: event.sink, full: String(event.full) });
       break;
@@ -359,4 +385,6 @@ export function observeReload(metrics: ForwarderMetrics, report: ReloadReport): 
   metrics.configReloads.inc({ outcome: report.outcome });
   metrics.configLastReloadSuccessful.set(report.outcome === 'invalid' ? 0 : 1);
   addSinks(metrics, report.sinks);
+  // A removed or rebuilt sink's worker ended, and its pause with it (a rebuilt one probes afresh).
+  for (const sink of [...report.removed, ...report.rebuilt]) metrics.paused.delete(sink);
 }

@@ -124,6 +124,7 @@ async function runWithTelemetry(
   const health = new telemetry.HealthTracker({
     sinks: [], // poll interval: the built source's (PipelineObserver.sourceBuilt)
     staleAfterPolls: config.telemetry.readyPollIntervals,
+    sinkReadiness: config.telemetry.readiness.sinks,
     outboxStats: () => forwarder?.store?.stats(), // /readyz: pending and oldestPendingAgeSeconds per sink
   });
   let forwarder: Forwarder | undefined;

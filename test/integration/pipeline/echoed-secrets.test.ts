@@ -156,7 +156,8 @@ describe('receivers that echo credentials', () => {
       SEF_T_GRPC_KEY: GRPC_KEY,
       SEF_T_EH: ehConnection,
     };
-    const backoff = 'delivery: { backoff: { initialMs: 100, maxMs: 300 } }';
+    const backoff =
+      'delivery: { backoff: { initialMs: 100, maxMs: 300 }, probe: { initialMs: 100, maxMs: 300 } }';
     const configFile = join(tmp.dir, 'forwarder.yaml');
     writeFileSync(
       configFile,
@@ -189,20 +190,25 @@ describe('receivers that echo credentials', () => {
     await fwd.ready;
     const telemetry = `http://127.0.0.1:${telemetryPort}`;
     type Ready = {
-      sinks: Record<string, { lastError?: string; deadLettered: number; consecutiveFailures: number }>;
+      sinks: Record<
+        string,
+        { state: string; lastError?: string; deadLettered: number; consecutiveFailures: number }
+      >;
     };
     const readyz = async (): Promise<{ text: string; json: Ready }> => {
       const text = await (await fetch(`${telemetry}/readyz`)).text();
       return { text, json: JSON.parse(text) as Ready };
     };
-    // Every sink failed at least twice (retryable ones have a stored last error; permanent ones dead letters).
+    // Every sink failed at least twice: the retryable ones retry, the refused ones (401, 403, UNAUTHENTICATED,
+    // Unauthorized: the destination refuses everything) are paused; each has a stored last error.
+    const refused = ['hook-401', 'otel-proto', 'otel-json', 'otel-grpc', 'eventhubs'];
     await waitFor(
       async () => {
         const { json } = await readyz();
         const s = json.sinks;
         return (
-          ['hook-401', 'otel-proto', 'otel-json', 'otel-grpc'].every((n) => (s[n]?.deadLettered ?? 0) >= 1) &&
-          ['hook-503', 'slack', 'teams', 'exec-env', 'eventhubs'].every(
+          refused.every((n) => s[n]?.state === 'paused') &&
+          [...refused, 'hook-503', 'slack', 'teams', 'exec-env'].every(
             (n) => (s[n]?.consecutiveFailures ?? 0) >= 2,
           )
         );
@@ -249,9 +255,10 @@ describe('receivers that echo credentials', () => {
 
     // The echoes arrived, with the secret cut out.
     const all = Object.values(sources).join('\n');
-    expect(deadText).toContain('invalid token [redacted]');
-    expect(deadText).toMatch(/otel-proto.*HTTP 401/);
-    expect(deadText).toMatch(/otel-grpc.*UNAUTHENTICATED/);
+    expect(outboxText).toContain('invalid token [redacted]');
+    expect(ready.json.sinks['otel-proto']!.lastError).toMatch(/HTTP 401/);
+    expect(ready.json.sinks['otel-grpc']!.lastError).toMatch(/UNAUTHENTICATED/);
+    expect(logs).toMatch(/sink paused: .*invalid token \[redacted\]/);
     expect(outboxText).toContain('last error');
     expect(all).toContain('token=[redacted]');
     expect(ready.json.sinks['hook-503']!.lastError).toContain('[redacted]');

@@ -1,6 +1,7 @@
 /**
  * A real `run` child process with a webhook sink that fails, then recovers (issue 15, items 8 and 15):
- * /readyz (real HTTP to the telemetry listener) shows `pending` and `oldestPendingAgeSeconds` per sink, the
+ * /readyz (real HTTP to the telemetry listener; `readiness.sinks: any-failing`, so the failing sink makes it 503)
+ * shows `pending` and `oldestPendingAgeSeconds` per sink, the
  * recovery is logged once at info level with the number of failed attempts and how long it took, and no log
  * line carries a key twice (`"component":"delivery","component":"delivery"`).
  */
@@ -52,7 +53,7 @@ describe('run: a sink that fails and recovers', () => {
       [
         `stateDir: ${JSON.stringify(join(tmp.dir, 'state'))}`,
         `imds: { endpoint: ${JSON.stringify(sim.url)}, pollIntervalMs: 200 }`,
-        'telemetry: { listen: { enabled: true, port: 0 } }',
+        'telemetry: { listen: { enabled: true, port: 0 }, readiness: { sinks: any-failing } }',
         'sinks:',
         `  - name: hook`,
         '    type: webhook',

@@ -114,7 +114,7 @@ const BAD: Array<[string, string, string[]]> = [
   [
     'unknown delivery key',
     'sinks: [{ name: a, type: stdout, delivery: { retries: 3 } }]',
-    ['sinks[0].delivery.retries: unknown key (allowed here: maxBatch, backoff, caps)'],
+    ['sinks[0].delivery.retries: unknown key (allowed here: maxBatch, backoff, probe, caps)'],
   ],
   [
     'bad backoff cap',

@@ -77,6 +77,7 @@ sinks:
     expect(hook.delivery).toEqual({
       maxBatch: 5,
       backoff: { initialMs: 1000, maxMs: 1000 },
+      probe: { initialMs: 10_000, maxMs: 300_000 }, // a paused sink's probes: 10 s doubling to 5 min
       // no maxAgeHours: never expire by age; dead letters capped (docs/delivery.md, "Dead-letter cap")
       caps: {
         maxPendingRows: 100_000,

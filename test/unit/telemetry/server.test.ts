@@ -43,6 +43,7 @@ describe('telemetry server', () => {
       pollIntervalMs: 1000,
       staleAfterPolls: 5,
       sinkFailingAfterAttempts: 3,
+      sinkReadiness: 'any-failing',
       sinks: [],
       now: () => now,
     });
@@ -112,7 +113,7 @@ describe('telemetry server', () => {
     expect(health.snapshot().imds).toMatchObject({ ok: false, ageSeconds: 0.7 });
   });
 
-  it('/readyz: 503 for a dead sink (3 consecutive failed attempts), ready again after a delivery', async () => {
+  it('/readyz (readiness.sinks any-failing): 503 for a dead sink (3 consecutive failed attempts), ready again after a delivery', async () => {
     const observer = createTelemetryObserver({ metrics, health: tracker });
     observer.ready?.({ stateDir: '.', sinks: ['otel', 'hook'] });
     observer.outcome?.(poll(now));
@@ -141,6 +142,98 @@ describe('telemetry server', () => {
     expect((await get('/readyz')).status).toBe(503);
     observer.delivery?.({ type: 'delivered', sink: 'otel', count: 1, latenciesMs: [5000], recordIds: ['x'] });
     expect((await get('/readyz')).status).toBe(200);
+  });
+
+  it('/readyz: a paused sink (its destination refuses everything) shows state paused with its code, counted as readiness.sinks says', async () => {
+    const observer = createTelemetryObserver({ metrics, health: tracker });
+    observer.ready?.({ stateDir: '.', sinks: ['hub', 'file'] });
+    observer.outcome?.(poll(now));
+    const since = now;
+    observer.delivery?.({
+      type: 'paused',
+      sink: 'hub',
+      code: 'Unauthorized',
+      message:
+        'Event Hubs lifecycle: refused (permanent for the destination: …; fix: give the identity the role)',
+      since,
+      probes: 1,
+      probeInMs: 10_000,
+    });
+    let res = await get('/readyz');
+    expect(res.status).toBe(503); // any-failing: one paused sink is enough
+    let body = JSON.parse(res.text);
+    expect(body.readiness).toEqual({ sinks: 'any-failing' });
+    expect(body.sinks.hub).toMatchObject({
+      ok: false,
+      state: 'paused',
+      paused: { code: 'Unauthorized', since: new Date(since).toISOString() },
+      lastError: expect.stringContaining('fix: give the identity the role'),
+    });
+    expect(body.sinks.file).toMatchObject({ ok: true, state: 'ok' });
+    const text = parsePrometheusText((await get('/metrics')).text);
+    expect(sampleValue(text, 'sef_sink_paused', { sink: 'hub', reason: 'Unauthorized' })).toBe(1);
+    expect(sampleValue(text, 'sef_sink_paused', { sink: 'file' })).toBe(0);
+
+    now += 60_000;
+    observer.delivery?.({ type: 'resumed', sink: 'hub', code: 'Unauthorized', pausedForMs: 60_000 });
+    observer.delivery?.({
+      type: 'delivered',
+      sink: 'hub',
+      count: 1,
+      latenciesMs: [60_000],
+      recordIds: ['x'],
+    });
+    observer.outcome?.(poll(now));
+    res = await get('/readyz');
+    expect(res.status).toBe(200);
+    body = JSON.parse(res.text);
+    expect(body.sinks.hub).toMatchObject({ ok: true, state: 'ok' });
+    expect(body.sinks.hub.paused).toBeUndefined();
+    const after = parsePrometheusText((await get('/metrics')).text);
+    expect(sampleValue(after, 'sef_sink_paused', { sink: 'hub' })).toBe(0);
+    expect(after.filter((x) => x.name === 'sef_sink_paused' && x.labels.reason !== undefined)).toEqual([]);
+  });
+
+  it('/readyz: readiness.sinks ignore (the default) never counts sinks; all-failing only when every sink fails or pauses', () => {
+    const paused = (sink: string) => ({
+      type: 'paused' as const,
+      sink,
+      code: 'tls',
+      message: 'untrusted CA; fix: add tls.ca',
+      since: now,
+      probes: 1,
+      probeInMs: 10_000,
+    });
+    const failing = (sink: string) =>
+      [1, 2, 3].map((attempts) => ({
+        type: 'retry' as const,
+        sink,
+        attempts,
+        delayMs: 1000,
+        code: 'http-503',
+        message: 'down',
+      }));
+    const ready = (sinkReadiness?: 'ignore' | 'all-failing' | 'any-failing') => {
+      const health = new HealthTracker({
+        pollIntervalMs: 1000,
+        sinks: ['a', 'b'],
+        now: () => now,
+        ...(sinkReadiness === undefined ? {} : { sinkReadiness }),
+      });
+      health.recordPoll(poll(now));
+      const states: boolean[] = [health.snapshot().ready];
+      health.recordDeliveryEvent(paused('a'));
+      states.push(health.snapshot().ready);
+      for (const e of failing('b')) health.recordDeliveryEvent(e);
+      states.push(health.snapshot().ready);
+      expect(health.snapshot().readiness).toEqual({ sinks: sinkReadiness ?? 'ignore' });
+      expect(health.snapshot().sinks).toMatchObject({ a: { state: 'paused' }, b: { state: 'failing' } });
+      return states; // [nothing wrong, one paused, one paused + one failing]
+    };
+    expect(ready()).toEqual([true, true, true]);
+    expect(ready('ignore')).toEqual([true, true, true]);
+    expect(ready('all-failing')).toEqual([true, true, false]);
+    expect(ready('any-failing')).toEqual([true, false, false]);
   });
 
   it('/readyz: 503 while the store cannot be written', async () => {

@@ -48,7 +48,12 @@ describe('otel sink behind the delivery engine', () => {
     );
     const metrics = createMetrics({ processMetrics: false });
     bindOutboxStats(metrics, () => store.stats());
-    const health = new HealthTracker({ pollIntervalMs: 1000, sinks: ['otel'], sinkFailingAfterAttempts: 3 });
+    const health = new HealthTracker({
+      pollIntervalMs: 1000,
+      sinks: ['otel'],
+      sinkFailingAfterAttempts: 3,
+      sinkReadiness: 'any-failing',
+    });
     const engine = new DeliveryEngine({
       store,
       sinks: [{ sink, backoff: { initialMs: 5, maxMs: 20 } }],
