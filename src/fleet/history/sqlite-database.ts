@@ -2,7 +2,9 @@
  * The embedded fleet store: one SQLite file (node:sqlite, WAL).
  *
  * - Writes (ingest, pruning, migrations) run on the caller's connection, one transaction at a time: a queue
- *   orders them, BEGIN IMMEDIATE takes SQLite's write lock.
+ *   orders them, BEGIN IMMEDIATE takes SQLite's write lock. While another process holds that lock (`fleet run`
+ *   and `fleet import` on one file), the attempt is repeated on a timer instead of SQLite's synchronous busy
+ *   wait, so the event loop keeps serving /healthz, the dashboard and the consumer's renewals meanwhile.
  * - Reads run in worker threads on read-only connections of their own, so a long dashboard query never
  *   holds the consumer's event loop (ingest, checkpoints, ownership renewal). WAL lets them read while a write
  *   commits. One reader starts with the database; a second starts the first time a query arrives while every
@@ -13,12 +15,21 @@
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
+import { type Clock, sleep, systemClock } from '../../clock.ts';
 import { createPrivateFile } from '../../platform.ts';
+import { SQLITE_BUSY, sqliteErrorCode } from '../../store/errors.ts';
 import type { SqlDatabase, SqlExecutor, SqlRow, SqlValue } from './sql.ts';
 
 const { mkdirSync, existsSync } = process.getBuiltinModule('node:fs');
 
+/**
+ * How long SQLite's lock waits last: a write waits this long for another process's write lock before it fails
+ * with SQLITE_BUSY ("database is locked"); the reader threads wait the same, as SQLite's busy timeout.
+ */
 const BUSY_TIMEOUT_MS = 5_000;
+/** The pause between attempts to take the write lock: doubling from the first to the last. */
+const LOCK_RETRY_FIRST_MS = 1;
+const LOCK_RETRY_LAST_MS = 50;
 
 /** Reader threads at most: one per core of a small consumer host. */
 const MAX_READERS = 2;
@@ -153,6 +164,8 @@ export interface OpenSqliteOptions {
   path: string;
   /** Open an existing file for reading only (reports, a read-only dashboard). */
   readOnly?: boolean;
+  /** The timers of the write-lock wait (tests: a fake clock). */
+  clock?: Clock;
 }
 
 /** Thrown when a read-only open finds no database file. */
@@ -160,6 +173,25 @@ export class MissingDatabaseError extends Error {
   constructor(path: string) {
     super(`fleet database ${path} does not exist (give the path fleet run writes, or its --database URL)`);
     this.name = 'MissingDatabaseError';
+  }
+}
+
+/**
+ * Takes SQLite's write lock (BEGIN IMMEDIATE) without blocking the event loop. The connection has no busy
+ * timeout, so a lock another process holds is SQLITE_BUSY at once; the attempt is repeated on a timer until
+ * BUSY_TIMEOUT_MS have passed, then that SQLITE_BUSY ("database is locked") is thrown, as SQLite's own busy wait
+ * would have after blocking the thread for as long.
+ */
+async function beginImmediate(db: DatabaseSync, clock: Clock): Promise<void> {
+  const deadline = clock.monotonic() + BUSY_TIMEOUT_MS;
+  for (let pause = LOCK_RETRY_FIRST_MS; ; pause = Math.min(pause * 2, LOCK_RETRY_LAST_MS)) {
+    try {
+      db.exec('BEGIN IMMEDIATE');
+      return;
+    } catch (error) {
+      if (sqliteErrorCode(error) !== SQLITE_BUSY || clock.monotonic() >= deadline) throw error;
+    }
+    await sleep(clock, Math.min(pause, deadline - clock.monotonic()));
   }
 }
 
@@ -172,18 +204,22 @@ export function openSqliteDatabase(options: OpenSqliteOptions): SqlDatabase {
   // A new history is readable by its owner only (0600, like the forwarder's state; SQLite gives its -wal and -shm
   // files the same mode). An existing file keeps the mode its operator gave it.
   if (!readOnly && !existsSync(path)) createPrivateFile(path);
+  const clock = options.clock ?? systemClock;
   const db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS, readOnly });
   if (!readOnly) {
     db.exec('PRAGMA journal_mode=WAL');
     db.exec('PRAGMA synchronous=FULL');
   }
+  // From here on a lock is waited for by beginImmediate, on a timer (WAL: a transaction that holds the write
+  // lock meets no other lock; reads run on the reader threads).
+  db.exec('PRAGMA busy_timeout=0');
   const writer = new SqliteWriter(db);
   const reader = new SqliteReaders(path);
   let queue: Promise<unknown> = Promise.resolve();
 
   const transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> => {
     const run = queue.then(async () => {
-      db.exec('BEGIN IMMEDIATE');
+      await beginImmediate(db, clock);
       try {
         const result = await fn(writer);
         db.exec('COMMIT');
