@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DATABASE_FILE, SCHEMA_VERSION } from '../../../src/store/index.ts';
+import { silentLogger } from '../../../src/log.ts';
+import { DATABASE_FILE, openStore, SCHEMA_VERSION } from '../../../src/store/index.ts';
 import { MAIN, REPO } from '../../support/child.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 
@@ -189,5 +190,26 @@ describe('every start refusal of run is a config validate refusal, with the same
       expect.stringMatching(/^ {2}kubernetes\.enabled: no credential for the Kubernetes API server/),
       expect.stringMatching(/^ {2}stateDir: the state directory .* exists but is not a directory/),
     ]);
+  });
+});
+
+describe('a fatal start error validate cannot foresee', () => {
+  it('a state directory another forwarder holds: run exits 1 and says so once, on stderr, not also as a log line', async () => {
+    const stateDir = join(tmp.dir, 'held');
+    const holder = openStore({ stateDir, logger: silentLogger() });
+    try {
+      const file = configFile('sinks: [{ name: out, type: stdout }]\n', stateDir);
+      const validate = await cli(['config', 'validate', file]);
+      expect(validate.code, validate.stderr).toBe(0); // the lock is the running forwarder's: not a config problem
+      const run = await cli(['run', '--config', file, '--imds-endpoint', 'http://127.0.0.1:9']);
+      expect(run.code).toBe(1);
+      expect(
+        run.stderr.match(/another forwarder process \(pid \d+\) is already using the state directory/g),
+      ).toHaveLength(1);
+      expect(run.stderr).toMatch(/^error: another forwarder process/m);
+      expect(run.stderr).not.toContain('"level":60');
+    } finally {
+      holder.close();
+    }
   });
 });
