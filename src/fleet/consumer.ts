@@ -26,6 +26,7 @@ import { sleep, systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetHistory, IngestResult, RawFleetEvent } from './history/index.ts';
+import { loadStoragePackages } from './storage-packages.ts';
 
 /** How long start() waits for the hub's partition ids (the metrics' per-partition series) before going on. */
 const PARTITION_IDS_TIMEOUT_MS = 10_000;
@@ -73,33 +74,6 @@ export interface FleetConsumerOptions {
   checkpointStore?: CheckpointStore;
   /** Called after each committed and checkpointed batch (tests, telemetry). */
   onBatch?: (info: { partitionId: string; result: IngestResult; lastSequenceNumber: number }) => void;
-}
-
-/**
- * The fleet's Azure Storage packages are optional peer dependencies of the npm package (a VM never needs them:
- * docs/dependencies.md); loaded here, with the install command when they are missing.
- */
-async function loadStoragePackages(): Promise<{
-  BlobCheckpointStore: typeof import('@azure/eventhubs-checkpointstore-blob').BlobCheckpointStore;
-  ContainerClient: typeof import('@azure/storage-blob').ContainerClient;
-}> {
-  try {
-    const [{ BlobCheckpointStore }, { ContainerClient }] = await Promise.all([
-      import('@azure/eventhubs-checkpointstore-blob'),
-      import('@azure/storage-blob'),
-    ]);
-    return { BlobCheckpointStore, ContainerClient };
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw error;
-    throw new Error(
-      'the fleet consumer needs the Azure Storage packages @azure/storage-blob and ' +
-        '@azure/eventhubs-checkpointstore-blob, optional peer dependencies that npm does not install: run ' +
-        '`npm install -g @azure/storage-blob@12 @azure/eventhubs-checkpointstore-blob@2` beside a global ' +
-        'scheduled-events-forwarder (in a project, the same without -g), or use the release executable, ' +
-        'which includes them',
-    );
-  }
 }
 
 /** The Blob checkpoint store for the config; creates the container if missing. */

@@ -49,6 +49,15 @@ export function register(program: Command): void {
       try {
         loaded = loadConfig({ file, allowMissingSecrets });
       } catch (error) {
+        // A fleet consumer's file: say so and name the command that checks it (six "unknown key" lines alone do not).
+        const { configKindHint } = await import('../config-kind.ts');
+        const kind = error instanceof ConfigError ? configKindHint(file, 'forwarder') : undefined;
+        if (kind !== undefined && error instanceof ConfigError) {
+          throw new ConfigError(error.message.split('\n')[0] ?? 'invalid configuration:', [
+            ...error.problems,
+            kind,
+          ]);
+        }
         if (
           !allowMissingSecrets &&
           error instanceof ConfigError &&

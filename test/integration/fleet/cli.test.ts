@@ -907,6 +907,105 @@ describe('fleet migrate and a pre-migration history file', () => {
   });
 });
 
+describe('fleet validate', () => {
+  // Secrets as `fleet run` reads them: port 1 on loopback, so nothing could be reached even if something tried.
+  const env = {
+    SEF_TEST_EH:
+      'Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=k;SharedAccessKey=a2V5;EntityPath=hub;UseDevelopmentEmulator=true',
+    SEF_TEST_BLOB:
+      'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;',
+  };
+  function fleetFile(extra: string): string {
+    const file = tmpFile('fleet.yaml');
+    writeFileSync(
+      file,
+      [
+        'eventHubs: { connectionString: { env: SEF_TEST_EH }, consumerGroup: fleet }',
+        'checkpoints: { connectionString: { env: SEF_TEST_BLOB } }',
+        extra,
+        '',
+      ].join('\n'),
+    );
+    return file;
+  }
+  const problemLines = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('  '));
+
+  it('accepts a valid fleet file and says what it will use', async () => {
+    const database = tmpFile('valid.db');
+    const file = fleetFile(`database: ${JSON.stringify(database)}\ndashboard: { port: 8481 }`);
+    const r = await cli(['fleet', 'validate', file], { env });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(
+      `ok: ${file} is a valid fleet configuration; history: SQLite ${database}; consumer group: fleet; dashboard: 127.0.0.1:8481\n`,
+    );
+    expect(existsSync(database)).toBe(false); // checked, not created
+  });
+
+  it.each([
+    [
+      'a dashboard beyond loopback without a credential',
+      () => 'dashboard: { host: 0.0.0.0 }',
+      /^ {2}dashboard\.auth: the dashboard listens on 0\.0\.0\.0, which is not a loopback address/,
+    ],
+    [
+      'a history path that is a directory',
+      () => `database: ${JSON.stringify(tmp.dir)}`,
+      /^ {2}database: .* exists but is not a file$/,
+    ],
+    [
+      'a history file that is not a SQLite database',
+      () => {
+        const notDb = tmpFile('not-a-db.db');
+        writeFileSync(notDb, 'this is text, not SQLite\n'.repeat(100));
+        return `database: ${JSON.stringify(notDb)}`;
+      },
+      /^ {2}database: .* is not a SQLite database/,
+    ],
+    [
+      'a history file written before schema migrations',
+      () => {
+        const legacy = tmpFile('legacy-validate.db');
+        writeLegacyHistory(legacy, smallFleet());
+        return `database: ${JSON.stringify(legacy)}\ndashboard: { enabled: false }`;
+      },
+      /^ {2}database: .*: this fleet database was written by an earlier version .*fleet migrate/,
+    ],
+  ])(
+    'refuses %s, and fleet run refuses it with the same lines before it connects',
+    async (_name, extra, problem) => {
+      const file = fleetFile(extra());
+      const validate = await cli(['fleet', 'validate', file], { env });
+      expect(validate.code, validate.stderr).toBe(2);
+      expect(validate.stdout).toBe('');
+      expect(problemLines(validate.stderr)).toEqual([expect.stringMatching(problem)]);
+      const run = await cli(['fleet', 'run', '--config', file], { env });
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(problemLines(run.stderr)).toEqual(problemLines(validate.stderr));
+      expect(run.stderr).not.toMatch(/ECONNREFUSED|127\.0\.0\.1:1\b/);
+    },
+  );
+
+  it('names the other command for the other kind of file, both ways', async () => {
+    const fleet = fleetFile(`database: ${JSON.stringify(tmpFile('x.db'))}`);
+    const asForwarder = await cli(['config', 'validate', fleet], { env });
+    expect(asForwarder.code).toBe(2);
+    expect(asForwarder.stderr).toContain(
+      `hint: ${fleet} looks like a fleet consumer configuration (eventHubs, checkpoints, database): check it with \`scheduled-events-forwarder fleet validate ${fleet}\``,
+    );
+    const forwarder = join(REPO, 'config', 'forwarder.example.yaml');
+    const asFleet = await cli(['fleet', 'validate', forwarder], { env });
+    expect(asFleet.code).toBe(2);
+    expect(asFleet.stderr).toMatch(
+      /hint: .*forwarder\.example\.yaml looks like a forwarder configuration \(.*sinks.*\): check it with `scheduled-events-forwarder config validate /,
+    );
+    const none = await cli(['fleet', 'validate']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/fleet validate needs a file/);
+  });
+});
+
 describe('fleet run with database: {env: FLEET_DB}', () => {
   it('prints the PostgreSQL URL without its password, records the retention, stops on SIGTERM', async () => {
     const pg = await postgresDatabase();

@@ -128,7 +128,8 @@ describe('npm package', () => {
     );
     expect(missing.stderr).not.toMatch(/\n\s+at /); // a message, not a stack trace
     expect(missing.stdout).toBe('');
-    expect(missing.status).toBe(1);
+    // A start check (src/fleet/start-checks.ts): refused before connecting, exit 2, as `fleet validate` refuses it.
+    expect(missing.status).toBe(2);
 
     // The fix the message gives, run as given (into the same prefix): the packages load, and the consumer gets
     // as far as Blob storage, where nothing listens.
