@@ -139,7 +139,13 @@ export class Reloader {
         await closeSinks([client]);
         continue;
       }
-      engine.addSink(engineSink(sink, client));
+      try {
+        engine.addSink(engineSink(sink, client));
+      } catch (error) {
+        // The engine stopped meanwhile (shutdown): nothing delivers to these.
+        await closeSinks([client, ...built.values()]);
+        throw error;
+      }
     }
     if (plan.approval) approval.reconfigure(next.approval);
     this.#config = plan.effective;
