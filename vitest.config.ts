@@ -16,7 +16,8 @@ export default defineConfig({
       'node_modules/**',
     ],
     // Every connection a test process opens must stay on loopback (throws otherwise, naming the address).
-    setupFiles: ['test/support/loopback-guard.ts'],
+    // Every JSON log line a test writes is parsed strictly: a key written twice fails the test (log-audit-setup).
+    setupFiles: ['test/support/loopback-guard.ts', 'test/support/log-audit-setup.ts'],
     // First: the run's own temporary directory (TMPDIR); anything a test leaves there fails the run, naming it.
     // Then one real PostgreSQL server per run (127.0.0.1, binaries from npm) for the PostgreSQL fleet store's
     // tests: inject('pgAdminUrl'); PG_TEST_URL uses an existing server instead.

@@ -9,7 +9,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/kubernetes/**/*.test.ts'],
-    setupFiles: ['test/support/loopback-guard.ts'],
+    setupFiles: ['test/support/loopback-guard.ts', 'test/support/log-audit-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     maxWorkers: 2,

@@ -10,7 +10,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/observability/**/*.test.ts'],
-    setupFiles: ['test/support/loopback-guard.ts'],
+    setupFiles: ['test/support/loopback-guard.ts', 'test/support/log-audit-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     maxWorkers: 2,

@@ -8,7 +8,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/package/**/*.test.ts'],
-    setupFiles: ['test/support/loopback-guard.ts'],
+    setupFiles: ['test/support/loopback-guard.ts', 'test/support/log-audit-setup.ts'],
     testTimeout: 180_000,
     hookTimeout: 180_000,
     // Executables under qemu and lintian are CPU-heavy: one file at a time on two cores.

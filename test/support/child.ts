@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LifecycleRecord } from '../../src/domain/index.ts';
+import { lineAuditor } from './logs.ts';
 
 export const REPO = join(import.meta.dirname, '..', '..');
 export const MAIN = join(REPO, 'src', 'cli', 'main.ts');
@@ -37,9 +38,13 @@ export function spawnCli(
     code: code as number | null,
     signal: signal as NodeJS.Signals | null,
   }));
+  // Every log line the child writes is parsed strictly (test/support/logs.ts): a key written twice fails the test.
+  const audit = lineAuditor(`the child \`${args.join(' ')}\``);
+  child.stderr?.on('end', () => audit.end());
   const ready = new Promise<void>((resolve, reject) => {
     child.stderr?.setEncoding('utf8').on('data', (d: string) => {
       err += d;
+      audit.write(d);
       if (err.includes('"msg":"forwarder running"')) resolve();
     });
     void exited.then(({ code, signal }) =>

@@ -2,12 +2,11 @@
  * Helpers for store and delivery tests (unit and integration): records, a fake clock, scriptable sinks, a capturing
  * logger, the DeliveryError a failed delivery rejects with.
  */
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { expect } from 'vitest';
 import type { LifecycleRecord } from '../../src/domain/index.ts';
 import type { Logger } from '../../src/log.ts';
 import { DeliveryError, type Sink } from '../../src/sinks/types.ts';
+import { capturingLogger } from './logs.ts';
 import { numberedRecord } from './records.ts';
 
 /** A realistic ~1 KiB lifecycle record whose id encodes `n` (`rec-<n>`), built by the transform. */
@@ -81,25 +80,10 @@ export const destinationRefusal = (code = 'http-403', failedIndex?: number) =>
     ...(failedIndex === undefined ? {} : { failedIndex }),
   });
 
-/** A pino logger whose JSON lines are kept in `lines`. */
+/** A logger built like `run`'s at debug level whose JSON lines are kept in `lines` (and audited: ./logs.ts). */
 export function captureLogger(): { logger: Logger; lines: () => Array<Record<string, unknown>> } {
-  const chunks: string[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      chunks.push(String(chunk));
-      cb();
-    },
-  });
-  const logger = pino({ level: 'debug' }, stream);
-  return {
-    logger,
-    lines: () =>
-      chunks
-        .join('')
-        .split('\n')
-        .filter((l) => l.trim() !== '')
-        .map((l) => JSON.parse(l) as Record<string, unknown>),
-  };
+  const { logger, lines } = capturingLogger('debug');
+  return { logger, lines };
 }
 
 /** Small seeded PRNG (mulberry32) for reproducible jitter. */

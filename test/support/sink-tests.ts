@@ -1,6 +1,5 @@
 /** Helpers for sink tests: a fake clock at a fixed time (the webhook payload snapshots' T0), a sink context, a capturing logger, an inline secret, a live signal. */
-import { Writable } from 'node:stream';
-import { createLogger, type Logger, silentLogger } from '../../src/log.ts';
+import { type Logger, silentLogger } from '../../src/log.ts';
 import { resolveSecret } from '../../src/secret.ts';
 import type { SinkContext } from '../../src/sinks/types.ts';
 import { FakeClock } from './fake-clock.ts';
@@ -17,18 +16,8 @@ export function context(logger: Logger = silentLogger()): SinkContext {
   return { logger, vm: () => undefined, stateDir: '.' };
 }
 
-/** A JSON pino logger whose output is collected in `lines`. */
-export function capturingLogger(): { logger: Logger; output: () => string } {
-  const chunks: string[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, cb) {
-      chunks.push(String(chunk));
-      cb();
-    },
-  });
-  const logger = createLogger({ level: 'trace', pretty: false, destination });
-  return { logger, output: () => chunks.join('') };
-}
+/** A JSON logger built like `run`'s whose output is collected and audited (test/support/logs.ts). */
+export { capturingLogger } from './logs.ts';
 
 /** An inline secret (as the config layer would resolve it). */
 export function secret(value: string) {

@@ -211,7 +211,7 @@ export class AlertmanagerSink implements Sink {
       // any), where nothing else would show it; else at debug, as the engine logs the batch's failure (a paused
       // sink's cause once, not at every probe).
       this.#logger[failure === null ? 'warn' : 'debug'](
-        { sink: this.name, code: f.code, retryable: f.retryable, records: batch.length },
+        { code: f.code, retryable: f.retryable, records: batch.length },
         `alertmanager peer failed: ${f.message}`,
       );
     }

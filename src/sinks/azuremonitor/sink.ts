@@ -124,7 +124,7 @@ export class AzureMonitorSink implements Sink {
         // and the one it refuses is found.
         const half = Math.ceil(failed.count / 2);
         this.#logger.debug(
-          { sink: this.name, status, rows: failed.count },
+          { status, rows: failed.count },
           'Azure Monitor: request refused as a whole; sending it in halves',
         );
         await this.#send(client, rows, at, at + half, signal);
@@ -179,7 +179,7 @@ export class AzureMonitorSink implements Sink {
 
   /** A refusal of the destination at debug: the engine pauses the sink and logs its cause and fix once. */
   #logFailure(error: DeliveryError): void {
-    const fields = { sink: this.name, code: error.code, retryable: error.retryable };
+    const fields = { code: error.code, retryable: error.retryable };
     if (error.scope === 'destination') this.#logger.debug(fields, error.message);
     else this.#logger.warn(fields, error.message);
   }

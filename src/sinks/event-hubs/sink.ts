@@ -81,10 +81,7 @@ export class EventHubsSink implements Sink {
     const outcome = await Promise.race([client.close().catch(() => 'error' as const), timedOut]);
     clearTimeout(timer);
     if (outcome === 'timeout') {
-      this.#logger.warn(
-        { sink: this.name },
-        `Event Hubs: client did not close within ${CLOSE_TIMEOUT_MS} ms; abandoning it`,
-      );
+      this.#logger.warn(`Event Hubs: client did not close within ${CLOSE_TIMEOUT_MS} ms; abandoning it`);
     }
   }
 
@@ -104,7 +101,7 @@ export class EventHubsSink implements Sink {
     this.#consecutiveFailures += 1;
     if (this.#consecutiveFailures < REBUILD_AFTER_FAILURES || this.#client !== client) return;
     this.#logger.warn(
-      { sink: this.name, failures: this.#consecutiveFailures },
+      { failures: this.#consecutiveFailures },
       'Event Hubs: rebuilding the producer client after repeated failures',
     );
     this.#client = undefined;
@@ -133,7 +130,7 @@ export class EventHubsSink implements Sink {
         throw this.#toDeliveryError(error, start, sending.count);
       }
       this.#logger.debug(
-        { sink: this.name, events: sending.count, bytes: sending.sizeInBytes, partitionKey: currentKey },
+        { events: sending.count, bytes: sending.sizeInBytes, partitionKey: currentKey },
         'Event Hubs batch sent',
       );
       start += sending.count;
@@ -181,14 +178,11 @@ export class EventHubsSink implements Sink {
       refusal === undefined ? described : `${described} (permanent for the destination: ${refusal})`;
     if (scope === 'destination') {
       // The engine pauses the sink and logs this cause and its fix once, at error level.
-      this.#logger.debug({ sink: this.name, code }, message);
+      this.#logger.debug({ code }, message);
     } else if (code === 'CredentialUnavailable' || code === 'AuthenticationFailed') {
-      this.#logger.error(
-        { sink: this.name, code },
-        `${message} (check the identity's Azure Event Hubs Data Sender role)`,
-      );
+      this.#logger.error({ code }, `${message} (check the identity's Azure Event Hubs Data Sender role)`);
     } else {
-      this.#logger.warn({ sink: this.name, code, retryable }, message);
+      this.#logger.warn({ code, retryable }, message);
     }
     if (retryable) return new DeliveryError(message, { retryable, code, cause: error });
     // Per-record errors in a multi-event batch do not say which event; let the engine isolate it.

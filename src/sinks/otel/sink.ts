@@ -255,7 +255,6 @@ export function createOtelSink(
   const serviceName = options.serviceName ?? (env.OTEL_SERVICE_NAME?.trim() || DEFAULT_SERVICE_NAME);
   context.logger.info(
     {
-      sink: name,
       protocol: settings.protocol,
       endpoint: safeEndpoint(settings.endpoint),
       endpointFrom: settings.endpointOrigin,

@@ -3,10 +3,10 @@
  * graceful shutdown, reboot awareness (boot time injected), disk full (in-process, PRAGMA max_page_count),
  * and bad configurations (exit code 2, message naming the key).
  */
+
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { validateRecord } from '../../../src/domain/record-schema.ts';
@@ -15,6 +15,7 @@ import { TEST_BOOT_TIME_ENV } from '../../../src/pipeline/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { MAIN, REPO, readFileSinkRecords, spawnCli } from '../../support/child.ts';
 import { runArgs, simulatorConfig, startForwarder } from '../../support/forwarder.ts';
+import { auditedStream } from '../../support/logs.ts';
 import { setPageLimit } from '../../support/store.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -163,12 +164,7 @@ describe('disk full beyond the in-memory bound', () => {
     const logger = createLogger({
       level: 'info',
       pretty: false,
-      destination: new Writable({
-        write(chunk, _enc, cb) {
-          lines.push(String(chunk));
-          cb();
-        },
-      }),
+      destination: auditedStream((line) => lines.push(line)),
     });
     const { forwarder, stop } = startForwarder({ config, logger, maxWaitingRecords: 5 });
     const a = sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900 });

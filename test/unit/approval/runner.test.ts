@@ -3,16 +3,17 @@
  * (a failing store is logged, never thrown), real hook processes followed by the next plan, and POST retries —
  * with an in-memory meta store, a recording IMDS client double and captured logs.
  */
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
+
 import { describe, expect, it } from 'vitest';
 import { approvalSection } from '../../../src/approval/config.ts';
 import { reconcile } from '../../../src/approval/plan.ts';
 import { type EventProgress, PROGRESS_META_KEY } from '../../../src/approval/progress.ts';
 import { type ApprovalClient, ApprovalRunner } from '../../../src/approval/runner.ts';
 import type { VmIdentity } from '../../../src/domain/index.ts';
+import { createLogger } from '../../../src/log.ts';
 import { ImdsError } from '../../../src/sources/imds-protocol/errors.ts';
 import { type ForwarderState, initialState, transform } from '../../../src/transform/index.ts';
+import { auditedStream } from '../../support/logs.ts';
 import { scheduledEvent } from './fixtures.ts';
 
 const T0 = Date.parse('2022-04-11T22:10:00Z');
@@ -63,12 +64,7 @@ function setup(
 ) {
   const vm = 'vm' in opts ? opts.vm : VM;
   const lines: Array<{ level: number; msg: string } & Record<string, unknown>> = [];
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(JSON.parse(String(chunk)));
-      cb();
-    },
-  });
+  const stream = auditedStream((line) => lines.push(JSON.parse(line)));
   const meta = new MemoryMeta();
   const client = new RecordingClient();
   const runner = new ApprovalRunner({
@@ -77,7 +73,7 @@ function setup(
     client,
     identity: () => vm,
     pollIntervalMs: 5,
-    logger: pino({ level: 'debug' }, stream),
+    logger: createLogger({ level: 'debug', pretty: false, destination: stream }),
     now: opts.now ?? (() => T0 + 5_000),
   });
   const state = scheduled();

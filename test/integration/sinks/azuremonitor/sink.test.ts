@@ -5,11 +5,10 @@
  * outbox where the engine's part is under test (Retry-After, dead letters).
  */
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryEngine } from '../../../../src/delivery/engine.ts';
 import type { LifecycleRecord } from '../../../../src/domain/index.ts';
-import { createLogger, silentLogger } from '../../../../src/log.ts';
+import { silentLogger } from '../../../../src/log.ts';
 import {
   AzureMonitorSink,
   azureMonitorOptionsSchema,
@@ -21,6 +20,7 @@ import type { DeliveryError, Sink } from '../../../../src/sinks/types.ts';
 import { openStore } from '../../../../src/store/index.ts';
 import { deliveryFailure } from '../../../support/delivery.ts';
 import { FakeClock } from '../../../support/fake-clock.ts';
+import { capturingLogger } from '../../../support/logs.ts';
 import { azureError } from '../../../support/logs-ingestion-double.ts';
 import { makeRecord } from '../../../support/records.ts';
 import { makeTempDir } from '../../../support/tmp.ts';
@@ -54,16 +54,6 @@ function records(n: number, transition: 'scheduled' | 'started' = 'scheduled'): 
 }
 
 /** A log that keeps every line (JSON, through the project's redacting logger). */
-function capturedLogger() {
-  const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk, _encoding, callback) {
-      lines.push(String(chunk));
-      callback();
-    },
-  });
-  return { logger: createLogger({ level: 'trace', pretty: false, destination }), lines };
-}
 
 async function sink(extra: Record<string, unknown> = {}, logger = silentLogger()): Promise<Sink> {
   const options = azureMonitorOptionsSchema().parse(setup.options(extra));
@@ -245,7 +235,8 @@ describe('failures', () => {
   });
 
   it('401 and 403 refuse the destination and name the fix; through the engine the sink pauses (nothing dead-lettered) and resumes by itself once the role is granted; the token appears nowhere', async () => {
-    const { logger, lines } = capturedLogger();
+    const { logger, output } = capturingLogger();
+    const lines = (): string[] => output().split('\n').filter(Boolean);
     const s = await sink({}, logger);
     // A server that echoes the request's credentials back: the Authorization header and the bare token.
     setup.double.setResponder((request) => ({
@@ -324,14 +315,14 @@ describe('failures', () => {
       expect.arrayContaining(batch.map((r) => r.id)),
     );
     // The cause and its fix: logged once at error level by the engine, the sink's own lines at debug.
-    const errorLines = lines.filter((l) => l.includes('"level":50'));
+    const errorLines = lines().filter((l) => l.includes('"level":50'));
     expect(errorLines).toHaveLength(1);
     expect(errorLines[0]).toMatch(/sink paused: .*Monitoring Metrics Publisher/);
-    expect(lines.filter((l) => l.includes('sink resumed'))).toHaveLength(1);
+    expect(lines().filter((l) => l.includes('sink resumed'))).toHaveLength(1);
 
     const tokens = setup.double.tokens();
     expect(tokens.length).toBeGreaterThan(0);
-    const texts = [forbidden.message, unauthorized.message, ...pending, ...lines];
+    const texts = [forbidden.message, unauthorized.message, ...pending, ...lines()];
     for (const token of tokens) {
       for (const text of texts) expect(text).not.toContain(token);
       // nor any of its three parts (a server may echo the payload alone)

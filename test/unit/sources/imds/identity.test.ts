@@ -1,10 +1,10 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { VmIdentity } from '../../../../src/domain/index.ts';
+import { createLogger } from '../../../../src/log.ts';
 import { VmIdentityCache } from '../../../../src/sources/imds/identity.ts';
 import { ImdsError } from '../../../../src/sources/imds-protocol/errors.ts';
 import { FakeClock, settle } from '../../../support/fake-clock.ts';
+import { auditedStream } from '../../../support/logs.ts';
 
 function identity(name: string): VmIdentity {
   return {
@@ -25,15 +25,11 @@ function identity(name: string): VmIdentity {
 function setup(answers: Array<VmIdentity | ImdsError>) {
   const clock = new FakeClock();
   const lines: Array<{ level: number; msg: string }> = [];
-  const logger = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk, _e, cb) {
-        lines.push(JSON.parse(String(chunk)));
-        cb();
-      },
-    }),
-  );
+  const logger = createLogger({
+    level: 'info',
+    pretty: false,
+    destination: auditedStream((line) => lines.push(JSON.parse(line))),
+  });
   let calls = 0;
   const client = {
     getInstanceMetadata: async (): Promise<VmIdentity> => {

@@ -1,7 +1,7 @@
-import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { PollDocumentOutcome, PollOutcome } from '../../../../src/domain/index.ts';
+import { createLogger, type Logger } from '../../../../src/log.ts';
 import {
   FixedRateSchedule,
   ImdsPoller,
@@ -10,17 +10,13 @@ import {
 import { ImdsError } from '../../../../src/sources/imds-protocol/errors.ts';
 import { FakeClock } from '../../../support/fake-clock.ts';
 import { LIVE_MIGRATION } from '../../../support/imds-payloads.ts';
+import { auditedStream } from '../../../support/logs.ts';
 import { type Answer, ScriptedClient } from '../../../support/scripted-imds-client.ts';
 
-function logCapture(): { logger: pino.Logger; lines: Array<{ level: number; msg: string }> } {
+function logCapture(): { logger: Logger; lines: Array<{ level: number; msg: string }> } {
   const lines: Array<{ level: number; msg: string }> = [];
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(JSON.parse(String(chunk)));
-      cb();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream), lines };
+  const destination = auditedStream((line) => lines.push(JSON.parse(line)));
+  return { logger: createLogger({ level: 'debug', pretty: false, destination }), lines };
 }
 
 const EMPTY = LIVE_MIGRATION[0];
