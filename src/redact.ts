@@ -151,8 +151,26 @@ function credentialParts(value: string): string[] {
  * resolved Secret; safe to call repeatedly.
  */
 export function registerSecret(value: string): void {
-  add(value);
+  if (!isOriginWithCredentials(value)) add(value);
   for (const part of credentialParts(value)) add(part);
+}
+
+/**
+ * A URL that is only scheme, host and port, with or without credentials (`http://alertmanager-1:9093`,
+ * `https://user:password@alertmanager-2:9093/`): given in a secret field, its only secret is its userinfo, which
+ * credentialParts registers (the password, and user:password). Registering the whole value too would redact the
+ * host wherever a message names the endpoint by its origin (`urls[1] ([redacted])`): redact the credentials, not
+ * the host.
+ */
+function isOriginWithCredentials(value: string): boolean {
+  const text = value.trim();
+  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*\/?$/i.test(text)) return false;
+  try {
+    const url = new URL(text);
+    return url.pathname === '/' && url.search === '' && url.hash === '';
+  } catch {
+    return false;
+  }
 }
 
 /** Register the credentials embedded in a non-secret configured URL (its userinfo). */

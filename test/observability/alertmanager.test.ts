@@ -153,10 +153,11 @@ describe('alertmanager sink against a real Alertmanager', () => {
     const second = 'A1E27000-0000-4000-8000-000000000004';
     await any.deliver([recordNow('scheduled', second)], signal());
     expect((await am1.alerts()).some((a) => a.labels.event_id === second)).toBe(true);
-    // The base URL is a secret (it may carry credentials): the log names the peer by its index.
+    // The log names the peer by its index and its host (a base URL without credentials holds no secret).
     expect(output()).toMatch(
-      /"code":"network".*alertmanager peer failed: sink am urls\[1\] \(\[redacted\]\): network error/,
+      /"code":"network".*alertmanager peer failed: sink am urls\[1\] \(http:\/\/[^)]+\): network error/,
     );
+    expect(output()).toContain(`urls[1] (${new URL(am2.url).origin})`);
 
     const all = sinkFor([am1.url, am2.url], { acknowledgeWhen: 'all' });
     const error = await all.deliver([recordNow('scheduled', second)], signal()).then(

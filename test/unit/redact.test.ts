@@ -36,6 +36,27 @@ describe('redactText', () => {
     }
   });
 
+  it('a URL given in a secret field without credentials (scheme, host, port) is not a secret: its host stays readable', () => {
+    new Secret('http://alertmanager-2.monitoring:9093', 'inline');
+    new Secret('https://alertmanager-3.monitoring:9093/', 'inline');
+    new Secret('https://sef:Pa55-for-am-1@alertmanager-1.monitoring:9093', 'env AM1');
+    new Secret('https://hooks.example.net/services/T01/B02/aSlackStyleSecretPath123', 'env HOOK');
+    for (const text of [
+      'sink am urls[1] (http://alertmanager-2.monitoring:9093): network error ECONNREFUSED',
+      'sink am urls[2] (https://alertmanager-3.monitoring:9093): HTTP 503',
+      'sink am urls[0] (https://alertmanager-1.monitoring:9093): HTTP 401',
+      'sink hook (https://hooks.example.net): HTTP 404',
+    ]) {
+      expect(redactText(text)).toBe(text);
+    }
+    expect(redactText('https://sef:Pa55-for-am-1@alertmanager-1.monitoring:9093/api/v2/alerts')).toBe(
+      'https://[redacted]@alertmanager-1.monitoring:9093/api/v2/alerts',
+    );
+    expect(redactText('posted to https://hooks.example.net/services/T01/B02/aSlackStyleSecretPath123')).toBe(
+      'posted to [redacted]',
+    );
+  });
+
   it('removes credential shapes that were never configured', () => {
     const cases: Array<[string, string]> = [
       ['GET http://u:p4ss@host:8080/x failed', 'p4ss'],

@@ -12,7 +12,7 @@ import type { Command } from 'commander';
 import { formatDurationCompact } from '../../duration.ts';
 import { defaultStateDir } from '../../platform.ts';
 import { redactText } from '../../redact.ts';
-import type { Store } from '../../store/index.ts';
+import type { SinkQueueStats, Store } from '../../store/index.ts';
 
 export interface StoreCommandOptions {
   stateDir?: string;
@@ -137,7 +137,10 @@ export function register(program: Command): void {
       opts,
       { readOnly: true, command: 'outbox status' },
       (store, config) => ({
-        stats: store?.stats() ?? [],
+        stats: withConfiguredSinks(
+          store?.stats() ?? [],
+          config.sinks?.map((s) => s.name),
+        ),
         configured: config.sinks === undefined ? undefined : new Set(config.sinks.map((s) => s.name)),
       }),
     );
@@ -146,10 +149,9 @@ export function register(program: Command): void {
       return;
     }
     const pending = stats.reduce((n, s) => n + s.pending, 0);
-    if (
-      stats.length === 0 ||
-      (pending === 0 && stats.every((s) => s.deadLetters === 0 && s.deadLettersDropped === 0))
-    ) {
+    const nothing = pending === 0 && stats.every((s) => s.deadLetters === 0 && s.deadLettersDropped === 0);
+    // Without --config there is nothing to list when nothing is pending; with it, every configured sink is listed.
+    if (nothing && configured === undefined) {
       print('nothing pending\n');
       return;
     }
@@ -177,5 +179,41 @@ export function register(program: Command): void {
         );
       }
     }
+    if (nothing) print('nothing pending\n');
   });
+}
+
+/** A sink's queue statistics with `configured` set when the command was given --config. */
+export type OutboxStatus = SinkQueueStats & { configured?: boolean };
+
+/**
+ * With --config (`configured`: the file's sink names, in file order), every configured sink, its queue at 0 when
+ * the store has nothing for it (an idle sink, a new one, a state directory not created yet), then every other
+ * sink that has rows; each marked `configured`. Without --config, the store's queues as they are.
+ */
+export function withConfiguredSinks(
+  stats: readonly SinkQueueStats[],
+  configured: readonly string[] | undefined,
+): OutboxStatus[] {
+  if (configured === undefined) return [...stats];
+  const bySink = new Map(stats.map((s) => [s.sink, s]));
+  const names = new Set(configured);
+  return [
+    ...[...names].map((sink) => ({ ...(bySink.get(sink) ?? emptyQueue(sink)), configured: true })),
+    ...stats.filter((s) => !names.has(s.sink)).map((s) => ({ ...s, configured: false })),
+  ];
+}
+
+function emptyQueue(sink: string): SinkQueueStats {
+  return {
+    sink,
+    pending: 0,
+    pendingBytes: 0,
+    oldestCreatedAt: null,
+    nextAttemptAt: null,
+    headAttempts: 0,
+    lastError: null,
+    deadLetters: 0,
+    deadLettersDropped: 0,
+  };
 }

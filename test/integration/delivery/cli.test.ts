@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -83,5 +83,69 @@ describe('outbox and deadletters commands', () => {
     } finally {
       store.close();
     }
+  });
+
+  it('outbox status --config lists every configured sink, also with nothing pending (issue 31 item 6)', async () => {
+    const stateDir = join(tmp.dir, 'state');
+    const config = join(tmp.dir, 'forwarder.yaml');
+    writeFileSync(
+      config,
+      [
+        `stateDir: ${JSON.stringify(stateDir)}`,
+        'sinks:',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a secret reference the command must not resolve
+        '  - { name: hook, type: webhook, url: "${SEF_T_UNSET_URL}" }',
+        `  - { name: file, type: file, path: ${JSON.stringify(join(tmp.dir, 'out.jsonl'))} }`,
+        '  - { name: spare, type: stdout, enabled: false }',
+        '',
+      ].join('\n'),
+    );
+    const zero = (sink: string) => ({
+      sink,
+      pending: 0,
+      pendingBytes: 0,
+      oldestCreatedAt: null,
+      nextAttemptAt: null,
+      headAttempts: 0,
+      lastError: null,
+      deadLetters: 0,
+      deadLettersDropped: 0,
+      configured: true,
+    });
+    // The state directory does not exist yet: every configured sink, at 0, and nothing created.
+    let json = await cli('outbox', 'status', '--config', config, '--json');
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual([zero('hook'), zero('file'), zero('spare')]);
+    expect(existsSync(stateDir)).toBe(false);
+    const text = await cli('outbox', 'status', '--config', config);
+    expect(text.stdout).toBe(
+      'hook: 0 pending (0 bytes), 0 dead letters\nfile: 0 pending (0 bytes), 0 dead letters\n' +
+        'spare: 0 pending (0 bytes), 0 dead letters\nnothing pending\n',
+    );
+
+    // file has rows, hook has none, and a sink no longer in the file still has one: listed after, marked.
+    const store = openStore({ stateDir, logger: silentLogger() });
+    try {
+      store.commit({}, [
+        { record: makeRecord(1), sinks: ['file', 'old'] },
+        { record: makeRecord(2), sinks: ['file'] },
+      ]);
+    } finally {
+      store.close();
+    }
+    json = await cli('outbox', 'status', '--config', config, '--json');
+    const listed = JSON.parse(json.stdout) as Array<{ sink: string; pending: number; configured: boolean }>;
+    expect(listed.map((s) => [s.sink, s.pending, s.configured])).toEqual([
+      ['hook', 0, true],
+      ['file', 2, true],
+      ['spare', 0, true],
+      ['old', 1, false],
+    ]);
+    // Without --config: the store's queues only, as before.
+    const bare = await cli('outbox', 'status', '--state-dir', stateDir, '--json');
+    expect((JSON.parse(bare.stdout) as Array<{ sink: string }>).map((s) => s.sink).sort()).toEqual([
+      'file',
+      'old',
+    ]);
   });
 });

@@ -74,8 +74,9 @@ describe('store commands with --config and unset secret variables', () => {
     const status = await cli('outbox', 'status', '--config', config);
     expect(status.stderr).toBe('');
     expect(status).toMatchObject({ code: 0 });
+    // Every configured sink is listed: hook has nothing pending (issue 31 item 6).
     expect(status.stdout).toMatch(
-      /^hub: 2 pending \(\d+ bytes\), oldest \d+s old, next attempt now, 1 dead letter\n$/,
+      /^hub: 2 pending \(\d+ bytes\), oldest \d+s old, next attempt now, 1 dead letter\nhook: 0 pending \(0 bytes\), 0 dead letters\n$/,
     );
 
     const list = await cli('deadletters', 'list', '--config', config);

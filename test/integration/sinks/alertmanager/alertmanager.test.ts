@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../../src/clock.ts';
+import { redactText } from '../../../../src/redact.ts';
 import {
   ALERTMANAGER_DEFAULT_FILTER,
   type AlertMapping,
@@ -24,6 +25,7 @@ import { httpStatusError, networkError } from '../../../../src/sinks/delivery-er
 import { portalUrl } from '../../../../src/sinks/format.ts';
 import { DeliveryError, type Sink } from '../../../../src/sinks/types.ts';
 import { AlertmanagerDouble, labelKey } from '../../../support/alertmanager-double.ts';
+import { capturingLogger } from '../../../support/logs.ts';
 import { makeRecord } from '../../../support/records.ts';
 import { context, signal } from '../../../support/sink-tests.ts';
 
@@ -216,6 +218,53 @@ describe('configuration', () => {
       expect.stringContaining('urls[1] (inline) sends basic-auth credentials over plain http://'),
     ]);
     expect(warnings.join('')).not.toContain('hunter22');
+  });
+});
+
+describe('naming a peer in logs and errors', () => {
+  it('names a failed peer by its index and host; only the credentials of a URL are redacted, never the host (issue 31 item 6)', async () => {
+    const password = 'Am-Basic-Passw0rd-4711';
+    const authed = await AlertmanagerDouble.start({ user: 'sef', password });
+    const gone = await AlertmanagerDouble.start();
+    const goneUrl = gone.baseUrl; // http://127.0.0.1:<port>: no credentials at all
+    await gone.close(); // a peer that is down: connection refused
+    const { logger, output } = capturingLogger();
+    const raw = { urls: [authed.baseUrl.replace('http://', `http://sef:${password}@`), goneUrl] };
+    const sink = createAlertmanagerSink('am', alertmanagerOptionsSchema().parse(raw), context(logger));
+    try {
+      await sink.deliver([makeRecord('scheduled')], signal()); // acknowledgeWhen any: the first peer took it
+      expect(authed.alerts()).toHaveLength(1);
+      const [warning] = output()
+        .split('\n')
+        .filter((l) => l.includes('alertmanager peer failed'));
+      expect(warning).toContain(`sink am urls[1] (${goneUrl}): network error ECONNREFUSED`);
+      expect(output()).not.toContain('([redacted])');
+      const all = await sink.deliver([makeRecord('started')], signal()).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(all).toBeUndefined();
+      const strict = createAlertmanagerSink(
+        'am-all',
+        alertmanagerOptionsSchema().parse({ ...raw, acknowledgeWhen: 'all' }),
+        context(logger),
+      );
+      const error = (await strict.deliver([makeRecord('started')], signal()).then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as DeliveryError;
+      await strict.close?.();
+      expect(error.message).toContain(`urls[1] (${goneUrl})`);
+      expect(redactText(error.message)).toBe(error.message); // nothing in it is a secret
+      for (const text of [output(), error.message]) expect(text).not.toContain(password);
+      // The password of urls[0] is redacted wherever it appears, the host beside it is not.
+      expect(redactText(`http://sef:${password}@${new URL(authed.baseUrl).host}`)).toBe(
+        `http://[redacted]@${new URL(authed.baseUrl).host}`,
+      );
+    } finally {
+      await sink.close?.();
+      await authed.close();
+    }
   });
 });
 
