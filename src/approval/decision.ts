@@ -93,7 +93,9 @@ export function cannotPost(
   hasClient: boolean,
 ): string | null {
   const nb = event === undefined ? null : notBeforeMs(event);
-  if (event === undefined || !isScheduled(event)) return 'the event is no longer Scheduled';
+  if (event === undefined || !isScheduled(event)) {
+    return 'the event was no longer Scheduled: it started (approved by another VM, or by Azure) or ended first';
+  }
   if (nb !== null && nowMs >= nb) return 'NotBefore passed before the approval was accepted';
   if (!hasClient) return 'no IMDS client (replay source): cannot POST';
   return null;

@@ -31,6 +31,13 @@ export {
   hookEnvironment,
   runHook,
 } from './hooks.ts';
+export {
+  normaliseVmName,
+  type PeerCheck,
+  type PeerGate,
+  type PeerStatus,
+  type PrepareState,
+} from './peers.ts';
 export type { ApprovalNotice, Plan, PlanAction, PlanFacts } from './plan.ts';
 export {
   DEFAULT_RULE,

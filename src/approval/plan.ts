@@ -19,6 +19,7 @@ import {
   prepareHooks,
   settle,
 } from './decision.ts';
+import { otherResources } from './peers.ts';
 import { approvalRecordKind, type EventProgress, progressKey } from './progress.ts';
 
 /**
@@ -46,6 +47,8 @@ export type PlanAction =
   | { kind: 'prepare'; key: string; event: TrackedEvent }
   /** Run the event's recover hooks; `terminal` is its completed/canceled record when this commit holds it. */
   | { kind: 'recover'; key: string; terminal: LifecycleRecord | undefined }
+  /** Wait until the other VMs in Resources (`others`) are prepared for the event (see PeerGate), then peersChecked. */
+  | { kind: 'peers'; key: string; eventId: string; others: string[] }
   /** Approvals wait to be POSTed: start the POST loop (see planPost) unless it runs. */
   | { kind: 'post' };
 
@@ -65,6 +68,11 @@ export interface PlanFacts {
   busy: ReadonlySet<string>;
   /** Stopping: no new job, no POST. */
   stopped: boolean;
+  /**
+   * A peer gate is configured (src/approval/peers.ts): an `approve-after-hooks` approval of an event whose
+   * Resources name other VMs waits until they are all prepared. Absent: false.
+   */
+  peers?: boolean;
 }
 
 /** Accumulates one plan: entries are copied before they change, actions are ordered logs → persist → jobs. */
@@ -157,7 +165,10 @@ export function resume(progress: readonly EventProgress[], config: ApprovalConfi
       const { key, eventId, eventType } = entry;
       p.notice({ kind: 'prepare-interrupted', key, eventId, eventType, hook: interrupted.name, rerun });
     }
-    if (entry.prepare === 'running' && rerun) {
+    if (entry.peers === 'checking') {
+      // Waiting for the other VMs when the process stopped: the check starts again (it only reads).
+      p.progress.push({ ...entry, peers: undefined });
+    } else if (entry.prepare === 'running' && rerun) {
       p.progress.push({ ...entry, prepare: 'pending', hooks: [] });
     } else if (entry.prepare === 'running') {
       const hooks = [...entry.hooks];
@@ -281,7 +292,8 @@ function advanceWith(p: Planner, facts: PlanFacts, terminal: ReadonlyMap<string,
   if (!facts.stopped) {
     p.progress.forEach((entry, i) => {
       if (facts.busy.has(entry.key)) return;
-      const settled = settleEntry(p, i, facts.nowMs);
+      const settled = settleEntry(p, i, facts);
+      if (settled.peers === 'checking' && !facts.busy.has(settled.key)) started.add(settled.key);
       const event = facts.tracked.get(settled.key);
       if (!settled.ended && event !== undefined && settled.prepare === 'pending') {
         p.update(i, { prepare: 'running' });
@@ -311,7 +323,8 @@ function advanceWith(p: Planner, facts: PlanFacts, terminal: ReadonlyMap<string,
 
 /** Applies settle(): `approve` at once (the leader does not wait for hooks), `approve-after-hooks` once every
  * prepare hook succeeded; a non-leader records its hooks once they finished. */
-function settleEntry(p: Planner, i: number, nowMs: number): EventProgress {
+function settleEntry(p: Planner, i: number, facts: PlanFacts): EventProgress {
+  const { nowMs } = facts;
   const entry = p.progress[i]!;
   const base = { eventId: entry.eventId, rule: entry.rule, hooks: [...entry.hooks], approvedAtMs: nowMs };
   switch (settle(entry)) {
@@ -337,14 +350,73 @@ function settleEntry(p: Planner, i: number, nowMs: number): EventProgress {
         },
         recorded: false,
       });
-    case 'approve':
+    case 'approve': {
+      const others = othersToWaitFor(entry, facts);
+      if (others.length > 0 && entry.peers !== 'ready') {
+        if (entry.peers === 'checking') return entry; // the check runs (or resumes after a restart)
+        p.log('info', 'waiting for the other affected VMs to be prepared before approving', {
+          eventId: entry.eventId,
+          others,
+        });
+        p.job({ kind: 'peers', key: entry.key, eventId: entry.eventId, others });
+        return p.update(i, { peers: 'checking' });
+      }
       if (!entry.dryRun) return p.update(i, { post: 'pending' });
       p.log('info', 'dry-run: would approve (not POSTed)', { eventId: entry.eventId, rule: entry.rule });
       return p.update(i, {
         approval: { ...base, leader: true, dryRun: true, posted: false },
         recorded: false,
       });
+    }
   }
+}
+
+/**
+ * The other VMs whose preparation an approval of this entry waits for (none: approve without waiting): with a peer
+ * gate, for `approve-after-hooks`, the event's Resources besides this VM.
+ */
+function othersToWaitFor(entry: EventProgress, facts: PlanFacts): string[] {
+  if (facts.peers !== true || entry.action !== 'approve-after-hooks') return [];
+  const event = facts.tracked.get(entry.key);
+  return event === undefined ? [] : otherResources(event, facts.vm);
+}
+
+/** How waiting for the other affected VMs ended. */
+export type PeersOutcome = { ready: true } | { ready: false; reason: string };
+
+/**
+ * The other affected VMs were checked: all ready → the approval goes ahead (advance then queues the POST); not →
+ * it is recorded as not posted, naming the VMs that blocked it (the event starts at NotBefore without us).
+ */
+export function peersChecked(
+  progress: readonly EventProgress[],
+  key: string,
+  outcome: PeersOutcome,
+  nowMs: number,
+): Plan {
+  const p = new Planner(progress);
+  const i = p.progress.findIndex((e) => e.key === key);
+  if (i < 0) return p.plan();
+  if (outcome.ready) {
+    p.update(i, { peers: 'ready' });
+    return p.plan();
+  }
+  const entry = p.progress[i]!;
+  p.log('warn', 'not approving: other affected VMs were not ready', {
+    eventId: entry.eventId,
+    why: outcome.reason,
+  });
+  p.update(i, {
+    peers: undefined,
+    post: 'failed',
+    approval: {
+      ...leaderApproval(entry, nowMs, false),
+      ...(entry.dryRun ? { dryRun: true } : {}),
+      notPostedReason: outcome.reason,
+    },
+    recorded: false,
+  });
+  return p.plan();
 }
 
 /** The leader could not POST the event's approval: records why (a not-posted approval). */

@@ -36,6 +36,11 @@ export interface EventProgress {
   recover: 'none' | 'pending' | 'done';
   /** The event is gone from the state (completed or canceled). */
   ended: boolean;
+  /**
+   * Waiting for the other VMs in Resources to be prepared (a peer gate, src/approval/peers.ts): `checking` while the
+   * check runs, `ready` once they all were. Absent: not (yet) needed.
+   */
+  peers?: 'checking' | 'ready' | undefined;
 }
 
 export function progressKey(eventId: string, occurrence: number): string {

@@ -12,16 +12,19 @@ import type { MetaStore } from '../store/index.ts';
 import { buildRecord } from '../transform/build-record.ts';
 import { type ForwarderState, recordSource, type TrackedEvent } from '../transform/index.ts';
 import type { ApprovalConfig } from './config.ts';
-import { recoverHooks } from './decision.ts';
+import { cannotPost, isScheduled, notBeforeMs, recoverHooks } from './decision.ts';
 import { type BuiltinHooks, type HookRun, runHook } from './hooks.ts';
+import { type PeerGate, peersBlockedReason, prepareStates } from './peers.ts';
 import {
   type ApprovalNotice,
   advance,
   nextPrepareHook,
+  type PeersOutcome,
   type Plan,
   type PlanAction,
   type PlanFacts,
   type PostFailure,
+  peersChecked,
   phaseDone,
   planPost,
   postAccepted,
@@ -54,9 +57,14 @@ export interface ApprovalRunnerOptions {
    * NotBefore when known; e.g. the Kubernetes reporter writes a node Event. Must not throw or block.
    */
   notify?: ((notice: ApprovalNotice, notBefore: string | null) => void) | undefined;
+  /**
+   * The peer gate (src/approval/peers.ts; on Kubernetes the cluster's Nodes): this VM's prepare states are
+   * published through it, and an `approve-after-hooks` approval of an event affecting other VMs waits for them.
+   */
+  peers?: PeerGate | undefined;
 }
 
-type Job = Extract<PlanAction, { kind: 'prepare' | 'recover' }>;
+type Job = Extract<PlanAction, { kind: 'prepare' | 'recover' | 'peers' }>;
 
 export class ApprovalRunner {
   readonly #o: ApprovalRunnerOptions;
@@ -107,6 +115,7 @@ export class ApprovalRunner {
       nowMs: this.#now(),
       busy: new Set(this.#jobs.keys()),
       stopped: this.#abort.signal.aborted,
+      peers: this.#o.peers !== undefined,
     };
   }
 
@@ -126,12 +135,17 @@ export class ApprovalRunner {
           break;
         case 'prepare':
         case 'recover':
+        case 'peers':
           this.#startJob(action);
           break;
         case 'post':
           this.#schedulePost();
       }
     }
+    // A forwarder with an approval policy publishes its preparation; without one it prepares nothing (and the
+    // others, finding nothing published, do not approve events affecting this VM).
+    const { rules, hooks } = this.#config;
+    if (rules.length > 0 || hooks.prepare.length > 0) this.#o.peers?.publish(prepareStates(this.#progress));
   }
 
   /** Resolves when no hook job and no POST is in progress (tests, shutdown). */
@@ -172,7 +186,12 @@ export class ApprovalRunner {
   }
 
   #startJob(job: Job): void {
-    const run = job.kind === 'prepare' ? this.#runPrepare(job) : this.#runRecover(job);
+    const run =
+      job.kind === 'prepare'
+        ? this.#runPrepare(job)
+        : job.kind === 'recover'
+          ? this.#runRecover(job)
+          : this.#runPeers(job);
     const tracked = run
       .catch((error: unknown) =>
         this.#o.logger.error({ err: error, eventId: this.#entry(job.key)?.eventId }, 'approval job failed'),
@@ -275,6 +294,52 @@ export class ApprovalRunner {
     }
     this.#progress = phaseDone(this.#progress, key, 'recover');
     this.#persist();
+  }
+
+  /**
+   * Checks the other affected VMs every PeerGate.pollIntervalMs until all are ready (the approval goes ahead), one
+   * will not be (blocked), or waiting is pointless — the event started or ended, or NotBefore passed (it starts
+   * without us then anyway); then hands the outcome to the plan (peersChecked). Stopped: nothing is recorded, the
+   * check starts again after the restart.
+   */
+  async #runPeers({ key, eventId, others }: Extract<Job, { kind: 'peers' }>): Promise<void> {
+    const gate = this.#o.peers;
+    if (gate === undefined) return;
+    const signal = this.#abort.signal;
+    for (;;) {
+      // Started (another VM's approval, or Azure) or ended meanwhile: nothing to wait for, nor to POST.
+      const current = this.#tracked.get(key);
+      const gone =
+        current === undefined || !isScheduled(current) ? cannotPost(current, this.#now(), true) : null;
+      const check = gone === null ? await gate.check(eventId, others, signal) : undefined;
+      if (signal.aborted) return;
+      const event = this.#tracked.get(key);
+      const nb = event === undefined ? null : notBeforeMs(event);
+      const nowMs = this.#now();
+      let outcome: PeersOutcome | undefined;
+      if (check === undefined) {
+        outcome = { ready: false, reason: gone ?? 'the event is no longer Scheduled' };
+      } else if (check.blocked.length > 0) {
+        outcome = { ready: false, reason: peersBlockedReason([...check.blocked, ...check.waiting], null) };
+      } else if (check.waiting.length === 0) {
+        outcome = { ready: true };
+      } else if (event === undefined || !isScheduled(event)) {
+        outcome = {
+          ready: false,
+          reason: cannotPost(event, nowMs, true) ?? 'the event is no longer Scheduled',
+        };
+      } else if (nb !== null && nowMs >= nb) {
+        outcome = { ready: false, reason: peersBlockedReason(check.waiting, 'NotBefore came first') };
+      }
+      if (outcome !== undefined) {
+        if (outcome.ready) this.#o.logger.info({ eventId, others }, 'the other affected VMs are prepared');
+        this.apply(peersChecked(this.#progress, key, outcome, nowMs));
+        return;
+      }
+      const waitMs = Math.min(gate.pollIntervalMs, nb === null ? gate.pollIntervalMs : nb - nowMs);
+      await sleep(Math.max(0, waitMs), undefined, { signal }).catch(() => {});
+      if (signal.aborted) return;
+    }
   }
 
   #schedulePost(): void {

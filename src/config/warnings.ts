@@ -3,9 +3,11 @@
  * function for both: `config validate` prints them (exit 0: they are not errors), `run` logs each at start-up
  * (src/pipeline/forwarder.ts), `config show` prints them too. Sources: no sink enabled, secrets written inline,
  * each sink type's own warnings (SinkFactory.warnings: a retired Teams connector URL, an unsigned webhook, an exec
- * command this machine cannot find) and approval hook commands this machine cannot find. A check that depends
+ * command this machine cannot find), approval hook commands this machine cannot find, and approval rules that can release
+ * VMs whose preparation this forwarder cannot see (src/approval/warnings.ts). A check that depends
  * on the machine it runs on says so in its message.
  */
+import { multiVmApprovalWarnings } from '../approval/warnings.ts';
 import { commandNotFoundReason } from '../platform.ts';
 import { SINK_FACTORIES } from '../sinks/registry.ts';
 import type { SinkFactory } from '../sinks/types.ts';
@@ -66,5 +68,9 @@ export function configWarnings(
       });
     });
   }
+  const { kubernetes } = config;
+  warnings.push(
+    ...multiVmApprovalWarnings(config.approval, kubernetes.enabled && kubernetes.clusterApproval.enabled),
+  );
   return warnings;
 }

@@ -251,6 +251,7 @@ function nodeView(node: V1Node): NodeView {
     annotations: { ...(node.metadata?.annotations ?? {}) },
     resourceVersion: node.metadata?.resourceVersion,
     conditions: (node.status?.conditions ?? []).map((c) => ({ type: c.type, status: c.status })),
+    providerID: node.spec?.providerID,
   };
 }
 

@@ -21,6 +21,11 @@ export const DEFAULT_PER_EVENT_TYPE: Readonly<Record<string, NodeAction>> = {
 
 /** Annotation the forwarder writes on the node: what its prepare action changed (and nothing else is undone). */
 export const ACTIONS_ANNOTATION = 'scheduled-events-forwarder/actions';
+/**
+ * Annotation the forwarder writes on its own node: its prepare state per EventId (preparing, ready, failed), which
+ * the forwarder that approves a multi-node event reads on the other affected nodes (cluster-aware approval).
+ */
+export const PREPARE_ANNOTATION = 'scheduled-events-forwarder/prepare';
 /** Label Kubernetes' service controller honours to take a node out of external load balancers. */
 export const EXCLUDE_LB_LABEL = 'node.kubernetes.io/exclude-from-external-load-balancers';
 /** Where the API server accepts an Event about a Node (a cluster-scoped object) that carries eventTime. */
@@ -118,6 +123,33 @@ const actionsSchema = z
   .prefault({})
   .describe('What the built-in `kubernetes-node` hook does (approval.hooks.*[].builtin).');
 
+const clusterApprovalSchema = z
+  .object({
+    enabled: z
+      .boolean()
+      .default(true)
+      .describe(
+        "An approve-after-hooks approval of an event that affects other VMs waits until every one of them is a node of this cluster whose prepare hooks succeeded for the event (an approval starts the event for every VM in Resources). false: approve after this node's own hooks only — unsafe for multi-VM events.",
+      ),
+    pollIntervalMs: z
+      .number()
+      .int()
+      .positive()
+      .default(2000)
+      .describe('How often the other affected nodes are read while one is not ready yet.'),
+    vmsOutsideCluster: z
+      .enum(['block', 'ignore'])
+      .default('block')
+      .describe(
+        'A VM in Resources that is not a node of this cluster (no node by its AKS name, or one whose providerID names another VM): "block" — nothing is approved (its preparation cannot be seen); "ignore" — approve without it.',
+      ),
+  })
+  .strict()
+  .prefault({})
+  .describe(
+    'Cluster-aware approval of events that affect several VMs: each node publishes its prepare state on its own Node (annotation scheduled-events-forwarder/prepare) and the approving node reads the others.',
+  );
+
 /** The `kubernetes` config section. */
 export const kubernetesSection = z
   .object({
@@ -172,6 +204,7 @@ export const kubernetesSection = z
         'Namespace of the node Events: "default" (where the kubelet writes them) or "kube-system" — the only two the API server accepts for an Event about a Node.',
       ),
     actions: actionsSchema,
+    clusterApproval: clusterApprovalSchema,
   })
   .strict()
   .prefault({})

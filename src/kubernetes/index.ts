@@ -4,10 +4,11 @@
  * here loads @kubernetes/client-node: the client module (src/kubernetes/client.ts) is imported on the first API
  * call, and only when `kubernetes.enabled` is true.
  */
-import type { ApprovalNotice, BuiltinHooks, CommitObserver } from '../approval/index.ts';
+import type { ApprovalNotice, BuiltinHooks, CommitObserver, PeerGate } from '../approval/index.ts';
 import type { KubernetesRecordContext } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
 import type { NodeApi } from './client.ts';
+import { ClusterPeers } from './cluster-approval.ts';
 import type { KubernetesConfig } from './config.ts';
 import { NodeEnrichment } from './enrichment.ts';
 import { noticeEvent } from './node-actions.ts';
@@ -29,6 +30,8 @@ export interface KubernetesAgent {
   nodeName: string;
   builtins: BuiltinHooks;
   observer: CommitObserver;
+  /** Cluster-aware approval (kubernetes.clusterApproval; undefined when disabled). */
+  peers: PeerGate | undefined;
   /** Approval's notices as node Events (ApprovalRunnerOptions.notify). */
   notify(notice: ApprovalNotice, notBefore: string | null): void;
   /** `data.kubernetes` for the records made now (an input of the transform; cached, no I/O). */
@@ -84,11 +87,18 @@ export function createKubernetesAgent(
     vmName: options.vmName,
   });
   const enrichment = new NodeEnrichment({ api, nodeName, config, logger: options.logger });
+  const peers = config.clusterApproval.enabled
+    ? new ClusterPeers({ api, nodeName, config: config.clusterApproval, logger: options.logger })
+    : undefined;
   return {
     nodeName,
     recordContext: () => enrichment.current(),
     start: () => enrichment.start(),
-    stop: () => enrichment.stop(),
+    stop: () => {
+      enrichment.stop();
+      void peers?.stop();
+    },
+    peers,
     builtins: {
       run: (hook, run) =>
         runNodeHook(hook, run, {

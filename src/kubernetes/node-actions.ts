@@ -29,6 +29,8 @@ export interface NodeView {
   resourceVersion?: string | undefined;
   /** status.conditions: type and status (the VMEventScheduled condition's status decides its lastTransitionTime). */
   conditions?: Array<{ type: string; status: string }>;
+  /** spec.providerID (`azure:///subscriptions/…`): which VM the node is (src/kubernetes/vm-nodes.ts). */
+  providerID?: string | undefined;
 }
 
 /** What the forwarder's prepare action changed on the node (stored in ACTIONS_ANNOTATION as JSON). */
@@ -370,14 +372,14 @@ function approvalEvent(value: unknown, facts: EventFacts): NodeEventText {
       message: eventMessage('Scheduled event approved (StartRequests POSTed): it may start now', facts),
     };
   }
-  if (approval.dryRun === true) {
+  const why = typeof approval.notPostedReason === 'string' ? approval.notPostedReason : undefined;
+  if (approval.dryRun === true && why === undefined) {
     return {
       reason: APPROVAL_REASONS.dryRun,
       type: 'Normal',
       message: eventMessage('Dry run: the event would have been approved (nothing POSTed)', facts),
     };
   }
-  const why = typeof approval.notPostedReason === 'string' ? approval.notPostedReason : undefined;
   if (approval.leader !== true && why === undefined) {
     return {
       reason: APPROVAL_REASONS.prepared,
@@ -389,7 +391,7 @@ function approvalEvent(value: unknown, facts: EventFacts): NodeEventText {
     reason: APPROVAL_REASONS.notApproved,
     type: 'Warning',
     // The facts first: a long reason is what the 1 KiB limit of a message cuts.
-    message: `${eventMessage('Not approved', facts)}: it starts at NotBefore without our approval: ${why ?? 'not POSTed'}`,
+    message: `${eventMessage('Not approved by this VM', facts)}: ${why ?? 'not POSTed'}`,
   };
 }
 

@@ -87,6 +87,7 @@ export function buildApproval(
     builtins: kubernetes?.builtins,
     observer: kubernetes?.observer,
     notify: kubernetes?.notify,
+    peers: kubernetes?.peers,
   });
 }
 

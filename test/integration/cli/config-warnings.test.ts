@@ -4,6 +4,7 @@
  * warning that says the check is this machine's), a retired Office 365 connector URL on a Teams sink, no sinks,
  * inline secrets. Warnings alone exit 0; what `run` would fail on exits 2, naming the key.
  */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli, spawnCli } from '../../support/child.ts';
@@ -106,5 +107,45 @@ describe('config validate prints the warnings run logs', () => {
     expect(result.stderr).toMatch(
       /sinks\[0\]\.passEnv\[0\]: expected a variable name \(HTTPS_PROXY\) or a prefix ending in \* \(MYAPP_\*\)/,
     );
+  });
+
+  describe('an approval that can release VMs whose preparation this forwarder cannot see', () => {
+    const drain = { name: 'drain', command: process.execPath };
+    const rule = (match: Record<string, unknown>) => ({
+      name: 'drain-then-approve',
+      match,
+      action: 'approve-after-hooks',
+    });
+
+    it('a rule that runs prepare hooks and matches events of several VMs: warned, naming the safe forms', async () => {
+      const file = configFile({
+        sinks: [{ name: 'out', type: 'stdout' }],
+        approval: { rules: [rule({ eventTypes: ['Reboot'] })], hooks: { prepare: [drain] } },
+      });
+      const result = await runCli(['config', 'validate', file]);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/is valid with 1 warning \(on stderr\)/);
+      expect(result.stderr).toMatch(
+        /warning: approval\.rules\[0\] \(drain-then-approve, approve-after-hooks\) runs prepare hooks \(drain\) and can approve an event that affects other VMs too/,
+      );
+      expect(result.stderr).toContain('match.resources: { max: 2 }');
+      expect(result.stderr).toContain('kubernetes.clusterApproval');
+    });
+
+    it('the safe forms: only single-VM events, or Kubernetes with cluster-aware approval: no warning', async () => {
+      const single = configFile({
+        sinks: [{ name: 'out', type: 'stdout' }],
+        approval: { rules: [rule({ resources: { max: 2 } })], hooks: { prepare: [drain] } },
+      });
+      expect(await runCli(['config', 'validate', single])).toMatchObject({ code: 0, stderr: '' });
+      const kubeconfig = join(tmp.dir, 'kubeconfig');
+      writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
+      const cluster = configFile({
+        sinks: [{ name: 'out', type: 'stdout' }],
+        kubernetes: { enabled: true, nodeName: 'aks-nodepool1-0', kubeconfig },
+        approval: { rules: [rule({})], hooks: { prepare: [{ name: 'node', builtin: 'kubernetes-node' }] } },
+      });
+      expect(await runCli(['config', 'validate', cluster])).toMatchObject({ code: 0, stderr: '' });
+    });
   });
 });

@@ -13,6 +13,7 @@ import {
   type KubernetesDouble,
   nodeFixture,
   podFixture,
+  scaleSetProviderId,
   startKubernetesDouble,
   writeKubeconfig,
 } from '../../support/kubernetes-double/index.ts';
@@ -105,6 +106,13 @@ it('the scale-set-terminate scenario: the hook gets NotBefore − safety margin 
   sim.admin.advance(10_000); // the scenario's step at 10 s: Terminate for myvmss_1 and myvmss_2, 10 min notice
   const [event] = sim.admin.events();
   expect(event).toMatchObject({ type: 'Terminate', resources: ['myvmss_1', 'myvmss_2'] });
+  // The other VM of the event is a node of this cluster whose forwarder has already drained it (its published
+  // prepare state): cluster-aware approval lets this node approve (docs/kubernetes.md#multi-node-events).
+  const other = nodeFixture('myvmss000002', { providerID: scaleSetProviderId('myvmss', 2) });
+  other.metadata.annotations['scheduled-events-forwarder/prepare'] = JSON.stringify({
+    [event!.id]: { state: 'ready' },
+  });
+  k8s.addNode(other);
 
   const { hook, approved } = await drainedAndApproved(out, event!.id);
   const scheduled = recordIn(out, event!.id, 'scheduled')!;

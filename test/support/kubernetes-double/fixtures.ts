@@ -6,9 +6,18 @@
 import { randomUUID } from 'node:crypto';
 import type { KubeObject } from './index.ts';
 
+/** The providerID Azure's cloud provider sets on the node of a scale-set instance. */
+export function scaleSetProviderId(
+  scaleSet: string,
+  instanceId: number,
+  resourceGroup = 'mc_rg_aks_westeurope',
+): string {
+  return `azure:///subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/${resourceGroup}/providers/Microsoft.Compute/virtualMachineScaleSets/${scaleSet}/virtualMachines/${instanceId}`;
+}
+
 export function nodeFixture(
   name: string,
-  options: { os?: 'linux' | 'windows'; labels?: Record<string, string> } = {},
+  options: { os?: 'linux' | 'windows'; labels?: Record<string, string>; providerID?: string } = {},
 ): KubeObject {
   const os = options.os ?? 'linux';
   return {
@@ -30,7 +39,7 @@ export function nodeFixture(
     spec: {
       podCIDR: '10.244.0.0/24',
       podCIDRs: ['10.244.0.0/24'],
-      providerID: `azure:///subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/mc_rg/providers/Microsoft.Compute/virtualMachineScaleSets/aks-nodepool1-vmss/virtualMachines/0`,
+      providerID: options.providerID ?? scaleSetProviderId('aks-nodepool1-vmss', 0, 'mc_rg'),
     },
     status: {
       conditions: [

@@ -51,7 +51,7 @@ import {
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError } from './patch.ts';
 import { matchesLabelSelector, parseFieldSelector, parseLabelSelector, SelectorError } from './selectors.ts';
 
-export { daemonSetFixture, nodeFixture, pdbFixture, podFixture } from './fixtures.ts';
+export { daemonSetFixture, nodeFixture, pdbFixture, podFixture, scaleSetProviderId } from './fixtures.ts';
 export { kubeconfigYaml, writeKubeconfig } from './kubeconfig.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: Kubernetes objects are open-ended JSON; tests read them freely.

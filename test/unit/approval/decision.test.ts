@@ -62,8 +62,20 @@ describe('settle', () => {
 describe('cannotPost', () => {
   const cases: [string, TrackedEvent | undefined, number, boolean, string | null][] = [
     ['Scheduled, before NotBefore', tracked(), NB - 1, true, null],
-    ['gone from the state', undefined, NB - 1, true, 'the event is no longer Scheduled'],
-    ['Started', tracked({ EventStatus: 'Started' }), NB - 1, true, 'the event is no longer Scheduled'],
+    [
+      'gone from the state',
+      undefined,
+      NB - 1,
+      true,
+      'the event was no longer Scheduled: it started (approved by another VM, or by Azure) or ended first',
+    ],
+    [
+      'Started',
+      tracked({ EventStatus: 'Started' }),
+      NB - 1,
+      true,
+      'the event was no longer Scheduled: it started (approved by another VM, or by Azure) or ended first',
+    ],
     ['NotBefore reached', tracked(), NB, true, 'NotBefore passed before the approval was accepted'],
     ['no NotBefore', tracked({ notBeforeUtc: null }, { lastNotBeforeUtc: null }), NB + 1, true, null],
     ['no approval client', tracked(), NB - 1, false, 'no IMDS client (replay source): cannot POST'],

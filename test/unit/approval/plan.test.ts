@@ -10,6 +10,7 @@ import {
   type PlanAction,
   type PlanFacts,
   type PostFacts,
+  peersChecked,
   pendingApprovals,
   phaseDone,
   planPost,
@@ -429,6 +430,74 @@ describe('advance: settling after the prepare hooks', () => {
     const plan = advance([eventProgress(start)], facts());
     expect(kinds(plan.actions)).toEqual(actions);
     expect(plan.progress).toEqual([expect.objectContaining(expected)]);
+  });
+});
+
+describe('advance: the peer gate (an event affecting other VMs, approve-after-hooks)', () => {
+  const ready = { action: 'approve-after-hooks' as const, prepare: 'done' as const, hooks: [ok()] };
+  const gated = facts({ peers: true }); // the fixture's event affects vm0 (this VM) and vm1
+  it('waits for the other VMs: a peers job for vm1, no POST yet', () => {
+    const plan = advance([eventProgress(ready)], gated);
+    expect(kinds(plan.actions)).toEqual([
+      'log:waiting for the other affected VMs to be prepared before approving',
+      'persist',
+      'peers',
+    ]);
+    expect(plan.actions.find((a) => a.kind === 'peers')).toEqual({
+      kind: 'peers',
+      key: 'E1#1',
+      eventId: 'E1',
+      others: ['vm1'],
+    });
+    expect(plan.progress).toEqual([expect.objectContaining({ peers: 'checking', post: 'none' })]);
+  });
+
+  it('once they are ready: queued for the POST', () => {
+    const afterCheck = peersChecked(
+      [eventProgress({ ...ready, peers: 'checking' })],
+      'E1#1',
+      { ready: true },
+      NOW,
+    );
+    const plan = advance(afterCheck.progress, gated);
+    expect(kinds(plan.actions)).toEqual(['persist', 'post']);
+    expect(plan.progress).toEqual([expect.objectContaining({ peers: 'ready', post: 'pending' })]);
+  });
+
+  it('one will not be ready: recorded as not posted, naming it', () => {
+    const plan = peersChecked(
+      [eventProgress({ ...ready, peers: 'checking' })],
+      'E1#1',
+      { ready: false, reason: 'other affected VMs were not ready: vm1 (node vm1): its preparation failed' },
+      NOW,
+    );
+    expect(kinds(plan.actions)).toEqual(['log:not approving: other affected VMs were not ready', 'persist']);
+    expect(plan.progress).toEqual([
+      expect.objectContaining({
+        post: 'failed',
+        approval: expect.objectContaining({
+          posted: false,
+          leader: true,
+          notPostedReason: 'other affected VMs were not ready: vm1 (node vm1): its preparation failed',
+        }),
+      }),
+    ]);
+    expect(pendingApprovals(plan.progress)).toHaveLength(1);
+  });
+
+  it.each([
+    ['a single-VM event', { ...ready }, facts({ peers: true, events: [tracked({ Resources: ['vm0'] })] })],
+    ['no peer gate configured', { ...ready }, facts()],
+    ['action approve (does not wait for hooks, nor for peers)', { action: 'approve' as const }, gated],
+  ])('no waiting for %s', (_name, start, plannedWith) => {
+    const plan = advance([eventProgress(start)], plannedWith);
+    expect(kinds(plan.actions)).toEqual(['persist', 'post']);
+  });
+
+  it('a check interrupted by a restart starts again', () => {
+    const resumed = resume([eventProgress({ ...ready, peers: 'checking' })], config());
+    expect(resumed.progress[0]!.peers).toBeUndefined();
+    expect(kinds(advance(resumed.progress, gated).actions)).toContain('peers');
   });
 });
 

@@ -361,7 +361,7 @@ describe('node Events', () => {
       reason: 'VMEventNotApproved',
       type: 'Warning',
       message:
-        'Not approved: Reboot E1 (NotBefore 2030-01-01T00:15:00.000Z): it starts at NotBefore without our approval: prepare hook "node" failed: drain refused, nothing evicted: default/debug-shell …',
+        'Not approved by this VM: Reboot E1 (NotBefore 2030-01-01T00:15:00.000Z): prepare hook "node" failed: drain refused, nothing evicted: default/debug-shell …',
     });
     expect(approved({ posted: false, leader: true, dryRun: true, hooks })).toMatchObject({
       reason: 'VMEventApprovalDryRun',
