@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import type { Stats } from 'node:fs';
 import { userInfo } from 'node:os';
 import { basename, dirname, join, posix, resolve, win32 } from 'node:path';
+import { errorMessage } from './errors.ts';
 
 const {
   accessSync,
@@ -213,7 +214,7 @@ export function describeOwnerAndMode(path: string, platform: NodeJS.Platform = p
   try {
     stats = statSync(path);
   } catch (error) {
-    return `cannot be examined (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`;
+    return `cannot be examined (${(error as NodeJS.ErrnoException).code ?? errorMessage(error)})`;
   }
   if (currentPlatform(platform) === 'windows') return 'protected by its ACL (see icacls)';
   return `owned by ${describeUid(stats.uid)}, mode ${formatMode(stats.mode)}`;

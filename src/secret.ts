@@ -5,6 +5,7 @@
  * (src/redact.ts), so a receiver that echoes it back cannot get it into a log line, a stored error or CLI output.
  */
 import { z } from 'zod';
+import { errorMessage } from './errors.ts';
 import { registerSecret } from './redact.ts';
 
 const { readFileSync } = process.getBuiltinModule('node:fs');
@@ -146,7 +147,7 @@ export function secretSchema(env: () => Env = () => process.env) {
       if (missingSecretsAllowed && error instanceof SecretResolutionError) {
         return new Secret('', originOf(input), error.message);
       }
-      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      ctx.addIssue({ code: 'custom', message: errorMessage(error) });
       return z.NEVER;
     }
   });

@@ -4,6 +4,7 @@
  */
 
 import { approvalRecordKind } from '../domain/index.ts';
+import { errorMessage } from '../errors.ts';
 import type { MetaStore } from '../store/index.ts';
 import type { ApprovalHookResult, ApprovalInput } from '../transform/index.ts';
 import type { ApprovalAction } from './config.ts';
@@ -59,7 +60,7 @@ export function loadProgress(store: MetaStore, onError: (message: string) => voi
         typeof entry === 'object' && entry !== null && typeof (entry as EventProgress).key === 'string',
     );
   } catch (error) {
-    onError(`stored approval progress is unreadable (${(error as Error).message})`);
+    onError(`stored approval progress is unreadable (${errorMessage(error)})`);
     return [];
   }
 }

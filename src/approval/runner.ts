@@ -6,6 +6,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { VmIdentity } from '../domain/index.ts';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { SourceRequestError } from '../sources/errors.ts';
 import type { MetaStore } from '../store/index.ts';
@@ -175,7 +176,7 @@ export class ApprovalRunner {
       saveProgress(this.#o.store, this.#progress);
     } catch (error) {
       this.#o.logger.error(
-        { err: (error as Error).message },
+        { err: errorMessage(error) },
         'cannot persist approval progress; a restart now could repeat hooks or an approval',
       );
     }
@@ -406,6 +407,6 @@ export class ApprovalRunner {
  * anything else is retried.
  */
 function postFailure(error: unknown): PostFailure {
-  if (!(error instanceof SourceRequestError)) return { message: (error as Error).message, retryable: true };
+  if (!(error instanceof SourceRequestError)) return { message: errorMessage(error), retryable: true };
   return { message: error.message, retryable: error.retryable, retryAfterMs: error.retryAfterMs };
 }

@@ -23,6 +23,7 @@ import type { BlobCheckpointStore } from '@azure/eventhubs-checkpointstore-blob'
 import { createCredential } from '../azure/credentials.ts';
 import { type BackoffOptions, exponentialBackoffMs } from '../backoff.ts';
 import { sleep, systemClock } from '../clock.ts';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { FleetConfig } from './config.ts';
 import type { FleetHistory, IngestResult, RawFleetEvent } from './history/index.ts';
@@ -169,7 +170,7 @@ export class FleetConsumer {
       });
     } catch (error) {
       logger.warn(
-        { err: (error as Error).message },
+        { err: errorMessage(error) },
         'cannot read the partition ids of the hub yet; per-partition metrics appear as partitions are claimed',
       );
     }
@@ -293,7 +294,7 @@ export class FleetConsumer {
         this.stats.commitRetries++;
         const delay = exponentialBackoffMs(attempt, FLEET_COMMIT_BACKOFF);
         this.#options.logger.error(
-          { err: (error as Error).message, partition: partitionId, retryInMs: delay },
+          { err: errorMessage(error), partition: partitionId, retryInMs: delay },
           'cannot commit the batch to the fleet database; holding the partition and retrying (no checkpoint)',
         );
         await sleep(systemClock, delay);

@@ -12,6 +12,7 @@
  *   approvals of the last 24 h; plus the configured blast-radius threshold.
  */
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { FleetConsumer } from './consumer.ts';
 import type { FleetHistory } from './history/index.ts';
@@ -143,7 +144,7 @@ export function createFleetMetrics(options: FleetMetricsOptions): FleetMetrics {
         (error: unknown) => {
           // Keep the last values; /readyz reports the history. Retried after the cache period.
           options.logger.warn(
-            { err: (error as Error).message },
+            { err: errorMessage(error) },
             'cannot compute the history metrics; serving the last values',
           );
           return lastGood;

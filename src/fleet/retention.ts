@@ -3,6 +3,8 @@
  * dashboard) and what is older is pruned. `fleet run` applies it at start and prunes every hour; `fleet import`
  * applies it once its files are in (docs/fleet.md, "Retention").
  */
+
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { parseDuration } from '../simulator/clock.ts';
 import type { FleetHistory, PruneResult } from './history/index.ts';
@@ -40,7 +42,7 @@ export function startRetention(
         if (removed.events + removed.rejected + removed.vms > 0)
           logger.info({ retention, ...removed }, 'pruned fleet history older than the retention');
       } catch (error) {
-        logger.warn({ err: (error as Error).message }, 'pruning the fleet history failed; will try again');
+        logger.warn({ err: errorMessage(error) }, 'pruning the fleet history failed; will try again');
       }
     });
   };

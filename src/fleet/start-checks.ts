@@ -12,7 +12,7 @@
  * credentials and reachability, whether this user may write the history file.
  */
 import { DatabaseSync } from 'node:sqlite';
-import { ConfigError } from '../errors.ts';
+import { ConfigError, errorMessage } from '../errors.ts';
 import type { FleetConfig } from './config.ts';
 import { isPostgresUrl, LegacyHistoryError, SCHEMA_VERSION, SchemaTooNewError } from './history/index.ts';
 import { storagePackagesProblem } from './storage-packages.ts';
@@ -59,7 +59,7 @@ function sqliteHistoryProblem(path: string): string | undefined {
     const version = Number(row?.v ?? 0);
     return version > SCHEMA_VERSION ? `${path}: ${new SchemaTooNewError(version).message}` : undefined;
   } catch (error) {
-    const message = (error as Error).message;
+    const message = errorMessage(error);
     // Not a database at all is a refusal; anything else (e.g. this user may not read it) is for the start to say.
     return /file is not a database/i.test(message)
       ? `${path} is not a SQLite database (${message})`

@@ -6,6 +6,7 @@
  */
 import type { BlobCheckpointStore } from '@azure/eventhubs-checkpointstore-blob';
 import type { ContainerClient } from '@azure/storage-blob';
+import { errorMessage } from '../errors.ts';
 
 export const MISSING_STORAGE_PACKAGES =
   'the fleet consumer needs the Azure Storage packages @azure/storage-blob and ' +
@@ -38,7 +39,7 @@ export async function storagePackagesProblem(): Promise<string | undefined> {
     await loadStoragePackages();
     return undefined;
   } catch (error) {
-    if ((error as Error).message === MISSING_STORAGE_PACKAGES) return MISSING_STORAGE_PACKAGES;
+    if (errorMessage(error) === MISSING_STORAGE_PACKAGES) return MISSING_STORAGE_PACKAGES;
     throw error;
   }
 }

@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { type LifecycleRecord, RECORD_TYPE_PREFIX, TRANSITIONS, type Transition } from '../domain/index.ts';
+import { errorMessage } from '../errors.ts';
 
 /** Largest accepted body: UTF-8 size of its JSON text form. */
 export const MAX_BODY_BYTES = 256 * 1024;
@@ -184,7 +185,7 @@ export function parseRecord(value: unknown): { record: LifecycleRecord } | { err
   } catch (error) {
     // Not expected (every input is plain JSON by now); a validator must still never throw.
     return {
-      error: cut(`body could not be checked: ${error instanceof Error ? error.message : String(error)}`),
+      error: cut(`body could not be checked: ${errorMessage(error)}`),
     };
   }
 }

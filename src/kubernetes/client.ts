@@ -22,6 +22,7 @@ import {
   type V1Node,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { errorMessage } from '../errors.ts';
 import { forbiddenMessage, type NodePatch, type NodeView, type PodView } from './node-actions.ts';
 
 /** A failed API call: its HTTP status, what was attempted, and a message fit for logs and records. */
@@ -102,7 +103,7 @@ export function createNodeApi(kubeconfig: string | undefined, requestTimeoutMs: 
       return await fn(requestOptions(both, contentType));
     } catch (error) {
       if (signal?.aborted) {
-        const why = signal.reason instanceof Error ? signal.reason.message : 'stopped';
+        const why = errorMessage(signal.reason);
         throw new KubernetesError(`Kubernetes ${verb} ${resource} abandoned: ${why}`, 0, verb, resource, {
           aborted: true,
         });
@@ -234,8 +235,12 @@ export function toKubernetesError(error: unknown, verb: string, resource: string
     const detail = statusMessage(error) ?? `HTTP ${status}`;
     return new KubernetesError(`Kubernetes ${verb} ${resource} failed: ${detail}`, status, verb, resource);
   }
-  const message = error instanceof Error ? error.message : String(error);
-  return new KubernetesError(`Kubernetes ${verb} ${resource} failed: ${message}`, 0, verb, resource);
+  return new KubernetesError(
+    `Kubernetes ${verb} ${resource} failed: ${errorMessage(error)}`,
+    0,
+    verb,
+    resource,
+  );
 }
 
 function nodeView(node: V1Node): NodeView {

@@ -6,6 +6,7 @@
  * never doing I/O itself. Without configured labels nothing is read (and the client is not loaded for this).
  */
 import type { KubernetesRecordContext } from '../domain/index.ts';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { NodeApi } from './client.ts';
 import type { KubernetesConfig } from './config.ts';
@@ -92,7 +93,7 @@ export class NodeEnrichment {
       if (this.#lastError !== undefined) this.#o.logger.info('node labels read again');
       this.#lastError = undefined;
     } catch (error) {
-      const message = (error as Error).message;
+      const message = errorMessage(error);
       // Keep the last values read (if any): a label is better slightly stale than gone from the records.
       if (message !== this.#lastError) {
         const status = (error as { status?: number }).status;

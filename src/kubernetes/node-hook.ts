@@ -9,6 +9,7 @@
  * patch as the cordon, taint and label — so a recover undoes exactly that, whenever the hook was cut short.
  */
 import { type HookConfig, HookDeadlineError, type HookRun } from '../approval/index.ts';
+import { errorMessage } from '../errors.ts';
 import type { ApprovalHookResult } from '../transform/index.ts';
 import type { NodeApi } from './client.ts';
 import type { KubernetesConfig } from './config.ts';
@@ -58,7 +59,7 @@ export async function runNodeHook(
   } catch (error) {
     const cutShort = run.signal?.aborted === true;
     const timedOut = (error instanceof DrainFailure && now() >= deadlineMs) || cutShort;
-    const why = cutShort ? stoppedBecause(run.signal) : (error as Error).message;
+    const why = cutShort ? stoppedBecause(run.signal) : errorMessage(error);
     const message = done.length > 0 ? `${why} (done: ${done.join('; ')})` : why;
     ctx.report(
       run.phase === 'prepare' ? 'VMEventNodePrepareFailed' : 'VMEventNodeRecoverFailed',

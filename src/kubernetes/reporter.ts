@@ -10,6 +10,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CommitObserver, CommittedStep } from '../approval/index.ts';
 import type { VmIdentity } from '../domain/index.ts';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { affectsVm } from '../transform/index.ts';
 import type { NodeApi } from './client.ts';
@@ -162,7 +163,7 @@ export class NodeReporter implements CommitObserver {
   }
 
   #logFailure(what: string, error: unknown, attempts: number): void {
-    const message = (error as Error).message;
+    const message = errorMessage(error);
     const status = (error as { status?: number }).status;
     if (this.#loggedErrors.has(message)) return;
     this.#loggedErrors.add(message);

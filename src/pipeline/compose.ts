@@ -140,7 +140,7 @@ export function loadState(store: Store, logger: Logger): ForwarderState {
   } catch (error) {
     // Never crash-loop on a state this build cannot read: start fresh and say so loudly.
     logger.error(
-      { err: (error as Error).message },
+      { err: errorMessage(error) },
       'cannot use the saved forwarder state; starting from an empty state (events seen again produce records again)',
     );
     return initialState();

@@ -19,6 +19,7 @@
 import type { Config, SinkConfig } from '../config/index.ts';
 import { configWarnings } from '../config/warnings.ts';
 import { DeliveryEngine, PeriodicSender } from '../delivery/index.ts';
+import { errorMessage } from '../errors.ts';
 import type { KubernetesAgent } from '../kubernetes/index.ts';
 import type { Logger } from '../log.ts';
 import { findSinkFactory } from '../sinks/registry.ts';
@@ -449,10 +450,7 @@ export class Forwarder {
       try {
         this.#step.commit({ final: true });
       } catch (error) {
-        this.#logger.error(
-          { err: (error as Error).message },
-          'cannot commit the in-memory state at shutdown',
-        );
+        this.#logger.error({ err: errorMessage(error) }, 'cannot commit the in-memory state at shutdown');
       }
     }
     this.#options.observer?.stopping?.();

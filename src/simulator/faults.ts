@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { type Clock, systemClock } from '../clock.ts';
+import { errorMessage } from '../errors.ts';
 
 export const FAULT_KINDS = [
   'latency',
@@ -85,7 +86,7 @@ export function parseFaultSpec(spec: string): Fault {
     try {
       fields = JSON.parse(text) as Record<string, unknown>;
     } catch (error) {
-      throw new RangeError(`not valid JSON (${(error as Error).message}). ${FAULT_SPEC_FORM}`);
+      throw new RangeError(`not valid JSON (${errorMessage(error)}). ${FAULT_SPEC_FORM}`);
     }
   } else {
     const [kind, rest] = text.split(/:(.*)/s, 2);

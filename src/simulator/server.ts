@@ -388,9 +388,7 @@ function adminErrorAnswer(error: unknown): Answer {
       ? (error as { issues: Array<{ path: PropertyKey[]; message: string }> }).issues
           .map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`)
           .join('; ')
-      : error instanceof Error
-        ? error.message
-        : String(error);
+      : errorMessage(error);
   const status = /^no event with EventId/.test(message) ? 404 : 400;
   return json(status, { error: message });
 }

@@ -3,6 +3,7 @@
  * quarantine of a damaged database or WAL (kept, never deleted). See docs/delivery.md.
  */
 import { DatabaseSync } from 'node:sqlite';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { createPrivateFile, restrictFile } from '../platform.ts';
 import { isCorruption, StoreOpenError } from './errors.ts';
@@ -112,7 +113,7 @@ function detectWalDamage(
       restrictFile(copy + suffix, platform);
     }
   } catch (error) {
-    copyError = (error as Error).message;
+    copyError = errorMessage(error);
     for (const path of copied) rmSync(path, { force: true });
   }
   const report = {

@@ -1,5 +1,6 @@
 /** Opening the store on a full or failing disk: the retryable error naming the disk, and the disk-full reserve. */
 import { resolve } from 'node:path';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { statePath } from '../platform.ts';
 import { RESERVE_FILE } from './database.ts';
@@ -28,7 +29,7 @@ export function diskOpenError(
   if (sqlite !== SQLITE_FULL && errno !== 'ENOSPC' && errno !== 'EDQUOT' && !io) return undefined;
   const space = freeSpace(stateDir);
   const full = !io || (space !== undefined && space.free < NEARLY_FULL_BYTES);
-  const detail = (error as Error).message;
+  const detail = errorMessage(error);
   const where =
     space === undefined ? '' : ` (${formatBytes(space.free)} free of ${formatBytes(space.total)})`;
   const message = full

@@ -1,5 +1,6 @@
 /** Opening an existing store for the CLI (inspection, dead-letter replay) beside a running forwarder. */
 import { DatabaseSync } from 'node:sqlite';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { describeOwnerAndMode, processIdentity, readAccessProblem, statePath } from '../platform.ts';
 import { BUSY_TIMEOUT_MS, DATABASE_FILE } from './database.ts';
@@ -48,7 +49,7 @@ export function openStoreForInspection(options: {
   } catch (error) {
     throw new StoreOpenError(
       `cannot open the state database ${databasePath} (${describeOwnerAndMode(databasePath, platform)}; this ` +
-        `command runs as ${processIdentity(platform)}): ${(error as Error).message}. Run the command as the user ` +
+        `command runs as ${processIdentity(platform)}): ${errorMessage(error)}. Run the command as the user ` +
         'the forwarder runs as (or root / an administrator).',
       { cause: error },
     );
@@ -72,7 +73,7 @@ export function openStoreForInspection(options: {
     if (error instanceof StoreOpenError) throw error;
     throw new StoreOpenError(
       `cannot read the state database ${databasePath} (${describeOwnerAndMode(databasePath, platform)}; this ` +
-        `command runs as ${processIdentity(platform)}): ${(error as Error).message}`,
+        `command runs as ${processIdentity(platform)}): ${errorMessage(error)}`,
       { cause: error },
     );
   }

@@ -5,6 +5,7 @@
  * pid is written next to it (forwarder.lock.pid) only to make the refusal message useful.
  */
 import { DatabaseSync } from 'node:sqlite';
+import { errorMessage } from '../errors.ts';
 import { createPrivateFile, restrictFile, statePath } from '../platform.ts';
 import { SQLITE_BUSY, StoreOpenError, sqliteErrorCode } from './errors.ts';
 
@@ -49,7 +50,7 @@ export function acquireStateDirLock(
         { cause: error },
       );
     }
-    throw new StoreOpenError(`cannot create the lock file ${path}: ${(error as Error).message}`, {
+    throw new StoreOpenError(`cannot create the lock file ${path}: ${errorMessage(error)}`, {
       cause: error,
     });
   }

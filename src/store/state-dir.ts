@@ -1,5 +1,6 @@
 /** The state directory: where it is, and creating or checking it before the store opens. */
 import { resolve } from 'node:path';
+import { errorMessage } from '../errors.ts';
 import {
   accessProblem,
   defaultStateDir,
@@ -68,7 +69,7 @@ export function prepareStateDirectory(stateDir: string, platform: NodeJS.Platfor
         ? `${ancestor} is ${describeOwnerAndMode(ancestor, platform)} and this process runs as ` +
           `${processIdentity(platform)} (${code}). Fix: create it for the service user ` +
           `(e.g. \`install -d -m 0700 -o <service user> ${stateDir}\` as root), or choose another --state-dir`
-        : (error as Error).message;
+        : errorMessage(error);
     throw new StoreOpenError(`cannot create the state directory ${stateDir}: ${detail}`, { cause: error });
   }
   if (created !== undefined) restrictDirectory(stateDir, platform); // ours: exactly 0700 whatever the umask allowed

@@ -11,6 +11,7 @@
 import { DEFAULT_SINK_READINESS, type SinkReadiness } from '../config/readiness.ts';
 import type { DeliveryEngineEvent } from '../delivery/events.ts';
 import type { PollFailureReason, PollOutcome } from '../domain/index.ts';
+import { errorMessage } from '../errors.ts';
 import { DEFAULT_POLL_INTERVAL_MS } from '../sources/imds/defaults.ts';
 import type { SinkQueueStats, StoreDamage } from '../store/index.ts';
 
@@ -289,7 +290,7 @@ export class HealthTracker {
     try {
       outbox = this.#options.outboxStats?.();
     } catch (error) {
-      this.recordStoreWrite(false, `cannot read outbox stats: ${(error as Error).message}`);
+      this.recordStoreWrite(false, `cannot read outbox stats: ${errorMessage(error)}`);
     }
     const thresholds = { ...this.#options, pollIntervalMs: this.#pollIntervalMs };
     return evaluateHealth(this.#facts, thresholds, this.#now(), outbox);

@@ -3,6 +3,7 @@
  * into our pino logger instead of the console. Call once at startup when an otel sink is configured.
  */
 import { type DiagLogger, DiagLogLevel, diag } from '@opentelemetry/api';
+import { errorMessage } from '../errors.ts';
 import { childLogger, type Logger } from '../log.ts';
 
 const LEVELS = {
@@ -16,7 +17,7 @@ const LEVELS = {
 export function routeOtelDiagnostics(logger: Logger, level: keyof typeof LEVELS = 'warn'): void {
   const log = childLogger(logger, { component: 'otel' });
   const format = (message: string, args: unknown[]): string =>
-    [message, ...args.map((a) => (a instanceof Error ? a.message : typeof a === 'string' ? a : ''))]
+    [message, ...args.map((a) => (a instanceof Error || typeof a === 'string' ? errorMessage(a) : ''))]
       .filter((s) => s !== '')
       .join(' ');
   const adapter: DiagLogger = {

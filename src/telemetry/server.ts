@@ -6,6 +6,7 @@
 import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { errorMessage } from '../errors.ts';
 import { LIVENESS_BODY } from '../probes.ts';
 import { sendPrometheusMetrics } from '../prometheus.ts';
 import { redactText } from '../redact.ts';
@@ -68,7 +69,7 @@ export async function startTelemetryServer(options: TelemetryServerOptions): Pro
   const host = options.host ?? '127.0.0.1';
   const server = createServer((req, res) => {
     handle(req, res, options).catch((error: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, { error: (error as Error).message });
+      if (!res.headersSent) sendJson(res, 500, { error: errorMessage(error) });
       else res.destroy();
     });
   });

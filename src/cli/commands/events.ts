@@ -34,7 +34,7 @@ export function cliImdsClient(opts: ImdsCliOptions): ImdsClient {
 /** IMDS 400s are configuration errors (exit 2); everything else is a runtime failure (exit 1). */
 export function cliImdsError(error: unknown): Error {
   if (error instanceof ImdsError && error.reason === 'bad-request') return new UsageError(error.message);
-  return error instanceof Error ? error : new Error(String(error));
+  return error instanceof Error ? error : new Error(errorMessage(error));
 }
 
 /** Adds --imds-endpoint, --api-version and --timeout. */

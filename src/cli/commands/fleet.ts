@@ -8,7 +8,7 @@
  * "database": PATH-or-URL-without-password, ...}; logs go to stderr.
  */
 import type { Command } from 'commander';
-import { UsageError } from '../../errors.ts';
+import { errorMessage, UsageError } from '../../errors.ts';
 import type { EventFilter } from '../../fleet/history/queries.ts';
 import type { LogLevel } from '../../log.ts';
 import { parseDuration } from '../../simulator/clock.ts';
@@ -120,7 +120,7 @@ async function loadOrUsage(opts: FleetRunOptions) {
       throw new UsageError(error.message);
     }
     if (error instanceof UsageError) throw error;
-    throw new UsageError((error as Error).message);
+    throw new UsageError(errorMessage(error));
   }
 }
 

@@ -18,6 +18,7 @@ import { once } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { errorMessage } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { LIVENESS_BODY } from '../../probes.ts';
 import { sendPrometheusMetrics } from '../../prometheus.ts';
@@ -94,7 +95,7 @@ export async function historyReachable(history: FleetHistory): Promise<{ ok: boo
     ]);
     return { ok: true };
   } catch (error) {
-    return { ok: false, error: redactText((error as Error).message) };
+    return { ok: false, error: redactText(errorMessage(error)) };
   } finally {
     clearTimeout(timer);
   }
@@ -403,7 +404,7 @@ export function dashboardHandler(
         }
         if (res.headersSent) {
           // A stream (an export) failed part way: cut the response so the client cannot take it as complete.
-          options.logger.error({ err: (error as Error).message, url: req.url }, 'dashboard export failed');
+          options.logger.error({ err: errorMessage(error), url: req.url }, 'dashboard export failed');
           res.destroy();
           return;
         }
@@ -415,7 +416,7 @@ export function dashboardHandler(
           json(res, { error: error.message, parameter: 'cursor' }, {}, 400);
           return;
         }
-        options.logger.error({ err: (error as Error).message, url: req.url }, 'dashboard request failed');
+        options.logger.error({ err: errorMessage(error), url: req.url }, 'dashboard request failed');
         json(res, { error: 'internal error' }, {}, 500);
       } catch {
         res.destroy();

@@ -5,13 +5,20 @@
  * (`npm run build`) and by scripts/package/bundle.ts for the single executable. Never loaded by the installed
  * package or the executable.
  */
-import { isAbsolute, join } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { ASSET_FILES, type DashboardAssets } from './page.ts';
 
 const { mkdirSync, readFileSync, writeFileSync } = process.getBuiltinModule('node:fs');
 
 /** The browser code's sources (index.html, app.css, app.ts and its modules; tsconfig.json checks them). */
 export const WEB_DIR = join(import.meta.dirname, 'web');
+
+/**
+ * The one module of the server's the page bundles: the one way to turn an error into text (errorMessage). It is
+ * dependency-free and held to the page's rules (biome.json applies web/'s overrides to it: no Node.js modules or
+ * globals).
+ */
+const SHARED_WITH_PAGE = [join(import.meta.dirname, '..', '..', 'errors.ts')];
 
 /** The assets built from webDir (web/; tests pass another). */
 export async function buildDashboardAssets(webDir = WEB_DIR): Promise<DashboardAssets> {
@@ -30,10 +37,11 @@ export async function buildDashboardAssets(webDir = WEB_DIR): Promise<DashboardA
     logLevel: 'silent',
     metafile: true,
   });
-  // Type-only imports of the server's API types are erased; anything else from outside web/ would put server
-  // code into the page.
+  // Type-only imports of the server's API types are erased; anything else from outside web/ (but the shared
+  // module) would put server code into the page.
   const outside = Object.keys(result.metafile.inputs).filter(
-    (input) => input.startsWith('..') || isAbsolute(input),
+    (input) =>
+      (input.startsWith('..') || isAbsolute(input)) && !SHARED_WITH_PAGE.includes(resolve(webDir, input)),
   );
   if (outside.length > 0)
     throw new Error(

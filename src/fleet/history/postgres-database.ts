@@ -16,6 +16,7 @@ import type { Pool, PoolClient, PoolConfig, QueryResult } from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import { fullJitterBackoffMs } from '../../backoff.ts';
 import { sleep, systemClock } from '../../clock.ts';
+import { errorMessage } from '../../errors.ts';
 import type { SqlDatabase, SqlExecutor, SqlRow, SqlValue } from './sql.ts';
 
 /** Scope of Azure Database for PostgreSQL access tokens (Microsoft Entra authentication). */
@@ -319,7 +320,7 @@ async function rollback(client: PoolClient): Promise<Error | undefined> {
     await query(client, 'ROLLBACK');
     return undefined;
   } catch (error) {
-    return error instanceof Error ? error : new Error(String(error));
+    return error instanceof Error ? error : new Error(errorMessage(error));
   }
 }
 
@@ -389,7 +390,7 @@ function connectionError(error: unknown, { where, user }: ConnectionTarget): Err
   }
   const code =
     typeof (error as { code?: unknown })?.code === 'string' ? (error as { code: string }).code : undefined;
-  const message = error instanceof Error ? error.message : '';
+  const message = errorMessage(error);
   if (code === '28P01' || code === '28000' || /password|SASL|SCRAM/i.test(message)) {
     return new PostgresConnectionError(
       `authentication failed at ${at}${code ? ` (SQLSTATE ${code})` : ''}: check the user name and its password or Microsoft Entra token, and that pg_hba.conf allows this user from this host`,

@@ -7,6 +7,7 @@
  */
 import { IDENTITY_REFUSED, identityRefused } from '../../azure/credential-errors.ts';
 import { parseRetryAfter } from '../../backoff.ts';
+import { errorMessage } from '../../errors.ts';
 import {
   abortedError,
   destinationError,
@@ -52,8 +53,7 @@ export interface UploadTarget {
 
 function describe(error: ErrorLike): string {
   const code = typeof error.code === 'string' && error.code !== '' ? `${error.code}: ` : '';
-  const message = typeof error.message === 'string' ? error.message : String(error);
-  return safeServiceText(`${code}${message}`);
+  return safeServiceText(`${code}${errorMessage(error)}`);
 }
 
 /** The socket error code (ECONNREFUSED, …) behind a "REQUEST_SEND_ERROR", if any. */

@@ -4,6 +4,7 @@
  * delivery.md, "Two classes of permanent failure"). The table (and why) is documented in docs/sinks-event-hubs.md.
  */
 import { IDENTITY_REFUSED, identityRefused } from '../../azure/credential-errors.ts';
+import { errorMessage } from '../../errors.ts';
 import { isSocketErrorCode } from '../delivery-errors.ts';
 import type { FailureScope } from '../types.ts';
 
@@ -129,5 +130,5 @@ export function describeError(error: unknown): string {
     const code = codeOf(error);
     return `${code ?? error.name}: ${error.message}`;
   }
-  return String(error);
+  return errorMessage(error);
 }

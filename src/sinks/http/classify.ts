@@ -4,6 +4,8 @@
  * "channel_not_found", …) and the server's Retry-After. Messages name the endpoint only by scheme and host: the
  * path and query of Slack/Teams URLs are credentials.
  */
+
+import { errorMessage } from '../../errors.ts';
 import { redactText } from '../../redact.ts';
 import {
   httpStatusError,
@@ -328,8 +330,8 @@ export function classifyTlsFailure(error: unknown, where: string): DeliveryError
 function messageChain(error: unknown): string {
   const parts: string[] = [];
   for (let e = error, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
-    if (typeof (e as { message?: unknown }).message === 'string') parts.push((e as Error).message);
-    else if (typeof e === 'string') parts.push(e);
+    if (typeof e === 'string' || typeof (e as { message?: unknown }).message === 'string')
+      parts.push(errorMessage(e));
     e = (e as { cause?: unknown }).cause;
   }
   return parts.join(' | ').toLowerCase();

@@ -7,6 +7,8 @@
  * The gRPC exporter reports a grpc-js ServiceError whose numeric `code` is the gRPC status. A TLS certificate
  * problem (src/sinks/http/classify.ts, classifyTlsFailure) is the permanent `tls` for every protocol.
  */
+
+import { errorMessage } from '../../errors.ts';
 import { httpStatusError, isSocketErrorCode, networkError, timeoutError } from '../delivery-errors.ts';
 import { classifyNameNotResolved, classifyTlsFailure } from '../http/classify.ts';
 import { httpFailureScope, isRetryableHttpStatus } from '../http-status.ts';
@@ -60,7 +62,7 @@ function describe(error: unknown): string {
     const msg = error.message.split('\n')[0]?.slice(0, 200) ?? '';
     return msg || error.name;
   }
-  return String(error).slice(0, 200);
+  return errorMessage(error).slice(0, 200);
 }
 
 /** " (permanent for this record)" or " (permanent for the destination: <fix>)"; nothing when retryable. */

@@ -26,6 +26,12 @@ describe('dashboard web build', () => {
     expect(css).toContain('.card');
   });
 
+  it('bundles the one shared module, src/errors.ts: the page turns errors into text as the server does', async () => {
+    const { js } = await buildDashboardAssets();
+    expect(js).toContain('was thrown'); // errorMessage's text for a thrown null or undefined
+    expect(js).not.toContain('UsageError'); // the rest of errors.ts is left out
+  });
+
   it('refuses browser code that imports a module from outside web/, naming it', async () => {
     const web = join(tmp.dir, 'web');
     mkdirSync(web);

@@ -14,6 +14,7 @@
  * Every event row links to the event's own page (event-page.ts). The page refreshes itself (default every 30 s;
  * interval selector, pause button; `?refresh=N` seconds in the URL; no refresh while the tab is hidden).
  */
+import { errorMessage } from '../../../errors.ts';
 import { type FleetSummary, getJson, type LeadTimeAndImpact, type Status, type TimeSeries } from './api.ts';
 import { DAY_MS, renderImpact, renderNotice, renderTimeSeries } from './charts.ts';
 import { byId, field, filterWindow, form } from './dom.ts';
@@ -53,7 +54,7 @@ function query(): string {
 
 function showError(error: unknown): void {
   const status = byId('status');
-  status.textContent = `error: ${error instanceof Error ? error.message : String(error)}`;
+  status.textContent = `error: ${errorMessage(error)}`;
   status.className = 'error';
 }
 
