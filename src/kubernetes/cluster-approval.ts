@@ -9,6 +9,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PeerCheck, PeerGate, PeerStatus, PrepareState } from '../approval/index.ts';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { NodeApi } from './client.ts';
 import { type KubernetesConfig, PREPARE_ANNOTATION } from './config.ts';
@@ -98,7 +99,7 @@ export class ClusterPeers implements PeerGate {
       node = await (await this.#o.api()).readNode(nodeName, signal);
     } catch (error) {
       if ((error as { status?: number }).status === 404) return outside(`no node ${nodeName}`);
-      return waiting(`cannot read ${where}: ${(error as Error).message}`);
+      return waiting(`cannot read ${where}: ${errorMessage(error)}`);
     }
     if (!nodeIsVm(node, vm)) {
       return outside(`node ${nodeName} is another VM: providerID ${node.providerID ?? '(unset)'}`);
@@ -144,7 +145,7 @@ export class ClusterPeers implements PeerGate {
         this.#lastError = undefined;
       } catch (error) {
         if (this.#stop.signal.aborted) return;
-        const message = (error as Error).message;
+        const message = errorMessage(error);
         if (message !== this.#lastError) {
           this.#o.logger[(error as { status?: number }).status === 403 ? 'error' : 'warn'](
             { err: message },
