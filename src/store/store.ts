@@ -4,6 +4,7 @@
  * state-directory lock keeps a second forwarder out. Opening lives in database.ts, the interfaces by role in
  * types.ts. See docs/delivery.md.
  */
+
 import type { DatabaseSync } from 'node:sqlite';
 import type { LifecycleRecord } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
@@ -11,6 +12,7 @@ import { redactText } from '../redact.ts';
 import { RESERVE_BYTES, RESERVE_RETRY_MS, runIntegrityCheck, UNLIMITED_PAGES } from './database.ts';
 import { SQLITE_FULL, sqliteErrorCode, toWriteError } from './errors.ts';
 import type { StateDirLock } from './lock.ts';
+import { emptySinkQueueStats } from './queue-stats.ts';
 import type {
   Caps,
   CapsResult,
@@ -299,17 +301,7 @@ export class SqliteStore implements Store {
     const get = (sink: string): SinkQueueStats => {
       let s = bySink.get(sink);
       if (s === undefined) {
-        s = {
-          sink,
-          pending: 0,
-          pendingBytes: 0,
-          oldestCreatedAt: null,
-          nextAttemptAt: null,
-          headAttempts: 0,
-          lastError: null,
-          deadLetters: 0,
-          deadLettersDropped: 0,
-        };
+        s = emptySinkQueueStats(sink);
         bySink.set(sink, s);
       }
       return s;

@@ -5,6 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LifecycleRecord } from '../../src/domain/index.ts';
 import { lineAuditor } from './logs.ts';
+import { waitFor } from './wait.ts';
 
 export const REPO = join(import.meta.dirname, '..', '..');
 export const MAIN = join(REPO, 'src', 'cli', 'main.ts');
@@ -121,4 +122,17 @@ export function jsonLines<T = Record<string, unknown>>(text: string): T[] {
     .split('\n')
     .filter((l) => l.trim() !== '')
     .map((l) => JSON.parse(l) as T);
+}
+
+/**
+ * The address of a `run` child's telemetry listener (its "telemetry listening" line: the listener starts before the
+ * pipeline is ready), e.g. http://127.0.0.1:41234.
+ */
+export function telemetryListener(child: ForwarderChild): Promise<URL> {
+  return waitFor(() => {
+    const line = jsonLines(child.stderr()).find(
+      (l) => l.msg === 'telemetry listening (/healthz, /readyz, /metrics)',
+    );
+    return line === undefined ? undefined : new URL(String(line.listen));
+  }, 'the telemetry listener address');
 }

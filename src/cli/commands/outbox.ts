@@ -13,6 +13,7 @@ import { formatDurationCompact } from '../../duration.ts';
 import { defaultStateDir } from '../../platform.ts';
 import { redactText } from '../../redact.ts';
 import type { SinkQueueStats, Store } from '../../store/index.ts';
+import { emptySinkQueueStats } from '../../store/queue-stats.ts';
 
 export interface StoreCommandOptions {
   stateDir?: string;
@@ -199,21 +200,7 @@ export function withConfiguredSinks(
   const bySink = new Map(stats.map((s) => [s.sink, s]));
   const names = new Set(configured);
   return [
-    ...[...names].map((sink) => ({ ...(bySink.get(sink) ?? emptyQueue(sink)), configured: true })),
+    ...[...names].map((sink) => ({ ...(bySink.get(sink) ?? emptySinkQueueStats(sink)), configured: true })),
     ...stats.filter((s) => !names.has(s.sink)).map((s) => ({ ...s, configured: false })),
   ];
-}
-
-function emptyQueue(sink: string): SinkQueueStats {
-  return {
-    sink,
-    pending: 0,
-    pendingBytes: 0,
-    oldestCreatedAt: null,
-    nextAttemptAt: null,
-    headAttempts: 0,
-    lastError: null,
-    deadLetters: 0,
-    deadLettersDropped: 0,
-  };
 }

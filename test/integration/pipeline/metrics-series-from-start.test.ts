@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import { type ForwarderChild, fileSinkRecords, jsonLines, spawnCli } from '../../support/child.ts';
+import { type ForwarderChild, fileSinkRecords, spawnCli, telemetryListener } from '../../support/child.ts';
 import { parsePrometheusText, type Sample } from '../../support/prom-text.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -86,12 +86,7 @@ describe('run: per-sink metric series', () => {
     fwd = spawnCli(['run', '--config', config]);
     const child = fwd;
     // The listener starts before the pipeline is ready: scrape as soon as it is there.
-    const port = await waitFor(() => {
-      const line = jsonLines(child.stderr()).find(
-        (l) => l.msg === 'telemetry listening (/healthz, /readyz, /metrics)',
-      );
-      return line === undefined ? undefined : Number(new URL(String(line.listen)).port);
-    }, 'the telemetry listener address');
+    const port = Number((await telemetryListener(child)).port);
     const scrape = async (): Promise<Sample[]> => {
       const response = await fetch(`http://127.0.0.1:${port}/metrics`);
       expect(response.status).toBe(200);

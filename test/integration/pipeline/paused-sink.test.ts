@@ -10,7 +10,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import { type ForwarderChild, jsonLines, readFileSinkRecords, spawnCli } from '../../support/child.ts';
+import {
+  type ForwarderChild,
+  jsonLines,
+  readFileSinkRecords,
+  spawnCli,
+  telemetryListener,
+} from '../../support/child.ts';
 import { PagerDutyEventsDouble } from '../../support/pagerduty-events-double.ts';
 import { parsePrometheusText, sampleValue } from '../../support/prom-text.ts';
 import { makeTempDir } from '../../support/tmp.ts';
@@ -77,12 +83,7 @@ describe('run: a sink whose destination refuses everything', () => {
     );
     fwd = spawnCli(['run', '--config', config], { SEF_TEST_PD_KEY: ROUTING_KEY });
     await fwd.ready;
-    const port = await waitFor(() => {
-      const line = jsonLines(fwd!.stderr()).find(
-        (l) => l.msg === 'telemetry listening (/healthz, /readyz, /metrics)',
-      );
-      return line === undefined ? undefined : Number(new URL(String(line.listen)).port);
-    }, 'the telemetry listener address');
+    const port = Number((await telemetryListener(fwd)).port);
     sim.admin.injectEvent({ id: 'E-PAUSE', type: 'Reboot', noticeSeconds: 900, resources: ['sim-vm-0'] });
 
     // Paused: two probes refused, the record pending, /readyz 200 (sinks do not count by default).

@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
-import { type ForwarderChild, jsonLines, spawnCli } from '../../support/child.ts';
+import { type ForwarderChild, jsonLines, spawnCli, telemetryListener } from '../../support/child.ts';
 import { HttpSinkServer } from '../../support/http-sink-server.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -64,12 +64,7 @@ describe('run: a sink that fails and recovers', () => {
     );
     fwd = spawnCli(['run', '--config', config, '--log-level', 'debug']);
     await fwd.ready;
-    const port = await waitFor(() => {
-      const line = jsonLines(fwd!.stderr()).find(
-        (l) => l.msg === 'telemetry listening (/healthz, /readyz, /metrics)',
-      );
-      return line === undefined ? undefined : Number(new URL(String(line.listen)).port);
-    }, 'the telemetry listener address');
+    const port = Number((await telemetryListener(fwd)).port);
 
     // Failing: the record waits in the outbox and /readyz says so.
     await server.waitForRequests(3);

@@ -144,6 +144,16 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     store?.close?.();
     storeDir?.cleanup();
   });
+  /** Resolves once nothing is pending for `sink` any more. */
+  const untilDrained = (sink: string, what: string) =>
+    waitFor(() => (store.stats().find((s) => s.sink === sink)?.pending ?? 0) === 0, what);
+  /** The ids of `batch` that reached the destination, each once, in the order they first arrived. */
+  const firstArrivals = (batch: readonly LifecycleRecord[]): string[] => {
+    const mine = new Set(batch.map((r) => r.id));
+    const arrived = harness.arrived().filter((id) => mine.has(id));
+    return arrived.filter((id, i) => arrived.indexOf(id) === i);
+  };
+
   function freshStore() {
     storeDir = makeTempDir('sef-compliance-store-');
     store = openStore({ stateDir: storeDir.dir, logger: silentLogger() });
@@ -163,15 +173,9 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     engine.notify();
     await waitFor(() => messages.length >= 2, 'two retryable failures');
     harness.repair();
-    await waitFor(
-      () => (store.stats().find((s) => s.sink === sink.name)?.pending ?? 0) === 0,
-      'the outbox to drain',
-    );
+    await untilDrained(sink.name, 'the outbox to drain');
 
-    const mine = new Set(batch.map((r) => r.id));
-    const arrived = harness.arrived().filter((id) => mine.has(id));
-    const firstSeen = arrived.filter((id, i) => arrived.indexOf(id) === i);
-    expect(firstSeen).toEqual(batch.map((r) => r.id));
+    expect(firstArrivals(batch)).toEqual(batch.map((r) => r.id));
     expect(store.listDeadLetters({ sink: sink.name })).toEqual([]);
     for (const m of messages) for (const s of harness.secrets) expect(m).not.toContain(s);
   });
@@ -190,7 +194,7 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
       await waitFor(() => messages.length >= 2, 'retries');
       expect(store.listDeadLetters({ sink: sink.name })).toEqual([]);
       harness.repair();
-      await waitFor(() => (store.stats().find((s) => s.sink === sink.name)?.pending ?? 0) === 0, 'drain');
+      await untilDrained(sink.name, 'drain');
       return;
     }
     harness.breakDestination('record');
@@ -261,13 +265,8 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
     }
 
     harness.repair(); // the credentials fixed, the endpoint back
-    await waitFor(
-      () => (store.stats().find((s) => s.sink === observed.name)?.pending ?? 0) === 0,
-      'the paused sink to resume by itself and drain',
-    );
-    const mine = new Set(batch.map((r) => r.id));
-    const arrived = harness.arrived().filter((id) => mine.has(id));
-    expect(arrived.filter((id, i) => arrived.indexOf(id) === i)).toEqual(batch.map((r) => r.id));
+    await untilDrained(observed.name, 'the paused sink to resume by itself and drain');
+    expect(firstArrivals(batch)).toEqual(batch.map((r) => r.id));
     expect(resumed).toEqual([expect.objectContaining({ sink: observed.name, code: failures[0]!.code })]);
     expect(engine.paused()).toEqual([]);
     expect(store.listDeadLetters({ sink: observed.name })).toEqual([]);
@@ -403,13 +402,8 @@ describe.each(SINK_FACTORIES.map((f) => [f.type, f] as const))('sink type %s', (
       );
       harness.repair();
     }
-    await waitFor(
-      () => (store.stats().find((s) => s.sink === sink.name)?.pending ?? 0) === 0,
-      'the outbox to drain',
-    );
-    const mine = new Set(batch.map((r) => r.id));
-    const arrived = harness.arrived().filter((id) => mine.has(id));
-    expect(arrived.filter((id, i) => arrived.indexOf(id) === i)).toEqual(batch.map((r) => r.id));
+    await untilDrained(sink.name, 'the outbox to drain');
+    expect(firstArrivals(batch)).toEqual(batch.map((r) => r.id));
   });
 
   it('rejects a delivery whose signal is already aborted, and close() twice is fine', async () => {
