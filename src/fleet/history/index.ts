@@ -8,6 +8,7 @@
  *
  * Both run the same SQL (`ingest.ts`, `queries.ts`, `schema.ts`) through `SqlDatabase` (`sql.ts`).
  */
+import { DimensionDeltas } from './dimensions.ts';
 import { type IngestResult, ingestBatch, type RawFleetEvent } from './ingest.ts';
 import {
   distinctValues,
@@ -28,6 +29,8 @@ import {
   type VmView,
   vmTimeline,
 } from './queries.ts';
+import { eventKey } from './rollups/aggregate.ts';
+import { applyEntryChanges, type EntryChange, refreshRollups } from './rollups/store.ts';
 import type { MaintenanceView, ObservationView } from './rows.ts';
 import { migrate, SCHEMA_VERSION } from './schema.ts';
 import type { SqlDatabase } from './sql.ts';
@@ -67,10 +70,25 @@ export interface PruneResult {
 /** Maintenance events removed per prune transaction (small, so ingest never waits long behind one). */
 const PRUNE_BATCH = 200;
 
+/**
+ * How often ingest rebuilds the stale rollup buckets of each level (4 hours, a day, 8 days, 64 days): the fine
+ * ones often (the hour digests are read instead of a stale 4-hour bucket), the coarse ones, whose rebuild reads
+ * more, less often (a stale 64-day bucket costs a reader its eight 8-day buckets). A timer rebuilds what is left
+ * stale when ingest pauses.
+ */
+export const LEVEL_REFRESH_MS = [0, 2_000, 10_000, 60_000, 300_000] as const;
+export const REFRESH_IDLE_MS = 10_000;
+
 /** The fleet history over one store; see the module comment. */
 export class FleetHistory {
   readonly db: SqlDatabase;
   readonly #now: () => Date;
+  #refreshing: Promise<number> | undefined;
+  /** performance.now() of the last rebuild of each level's stale buckets. */
+  readonly #refreshedAt: number[] = LEVEL_REFRESH_MS.map(() => Number.NEGATIVE_INFINITY);
+  #refreshTimer: NodeJS.Timeout | undefined;
+  #refreshFailure: Error | undefined;
+  #closed = false;
 
   constructor(db: SqlDatabase, now: () => Date = () => new Date()) {
     this.db = db;
@@ -82,12 +100,78 @@ export class FleetHistory {
     return this.db.description;
   }
 
-  /** Ingests a batch in one transaction; see ingest.ts. */
-  ingest(batch: readonly RawFleetEvent[]): Promise<IngestResult> {
+  /**
+   * Ingests a batch in one transaction (ingest.ts); then, at most every REFRESH_INTERVAL_MS, rebuilds the
+   * rollup buckets it left stale (refreshRollups).
+   */
+  async ingest(batch: readonly RawFleetEvent[]): Promise<IngestResult> {
     if (batch.length === 0)
-      return Promise.resolve({ accepted: 0, duplicates: 0, rejected: 0, eventsTouched: 0, rejections: [] });
+      return { accepted: 0, duplicates: 0, rejected: 0, eventsTouched: 0, rejections: [] };
     const ingestedAt = this.#now().toISOString();
-    return this.db.transaction((tx) => ingestBatch(tx, batch, ingestedAt));
+    const result = await this.db.transaction((tx) => ingestBatch(tx, batch, ingestedAt));
+    if (result.eventsTouched > 0) await this.#refreshDue();
+    return result;
+  }
+
+  /**
+   * Rebuilds the rollup buckets whose hours changed since they were built (rollups/store.ts). Readers are exact
+   * without it (they read a stale bucket's children); it keeps what they read small. Returns the buckets rebuilt
+   * (0 when another consumer of the same PostgreSQL database is refreshing right now).
+   */
+  refreshRollups(maxLevel: number = LEVEL_REFRESH_MS.length - 1): Promise<number> {
+    const run = async (): Promise<number> => {
+      // One refresh at a time in this process: a second waits for the first, then covers what it left.
+      await this.#refreshing?.catch(() => undefined);
+      const started = performance.now();
+      const rebuilt = await refreshRollups(this.db, maxLevel);
+      for (let level = 1; level <= maxLevel; level++) this.#refreshedAt[level] = started;
+      return rebuilt;
+    };
+    const promise = run();
+    this.#refreshing = promise;
+    return promise.finally(() => {
+      if (this.#refreshing === promise) this.#refreshing = undefined;
+    });
+  }
+
+  /** The last automatic refresh's failure (the next one retries; readers stay exact meanwhile). */
+  get refreshFailure(): Error | undefined {
+    return this.#refreshFailure;
+  }
+
+  /** Rebuilds the levels that are due (LEVEL_REFRESH_MS), and arms the timer for the rest. */
+  async #refreshDue(): Promise<void> {
+    if (this.#refreshing !== undefined) return;
+    const now = performance.now();
+    let due = 0;
+    while (
+      due + 1 < LEVEL_REFRESH_MS.length &&
+      now - this.#refreshedAt[due + 1]! >= LEVEL_REFRESH_MS[due + 1]!
+    )
+      due++;
+    if (due > 0) {
+      try {
+        await this.refreshRollups(due);
+        this.#refreshFailure = undefined;
+      } catch (error) {
+        this.#refreshFailure = error instanceof Error ? error : new Error(String(error));
+      }
+    }
+    // When ingest pauses, everything left stale is rebuilt REFRESH_IDLE_MS after the last batch.
+    clearTimeout(this.#refreshTimer);
+    if (this.#closed) return;
+    this.#refreshTimer = setTimeout(() => {
+      this.#refreshTimer = undefined;
+      this.refreshRollups().then(
+        () => {
+          this.#refreshFailure = undefined;
+        },
+        (error: unknown) => {
+          this.#refreshFailure = error instanceof Error ? error : new Error(String(error));
+        },
+      );
+    }, REFRESH_IDLE_MS);
+    this.#refreshTimer.unref();
   }
 
   summary(filter: EventFilter = {}): Promise<FleetSummary> {
@@ -174,9 +258,12 @@ export class FleetHistory {
     for (;;) {
       const done = await this.db.transaction(async (tx) => {
         const keys = await tx.all(
-          'SELECT event_id, occurrence FROM maintenance WHERE last_record_at < ? ORDER BY last_record_at LIMIT ?',
+          `SELECT event_id, occurrence, first_seen_at, event_type, status FROM maintenance
+           WHERE last_record_at < ? ORDER BY last_record_at LIMIT ?`,
           [before, PRUNE_BATCH],
         );
+        const changes: EntryChange[] = [];
+        const dimensions = new DimensionDeltas();
         for (const k of keys) {
           const params = [String(k.event_id), Number(k.occurrence)];
           await tx.lockKey(`${params[0]}#${params[1]}`);
@@ -186,22 +273,48 @@ export class FleetHistory {
           result.observations += (
             await tx.run('DELETE FROM observations WHERE event_id = ? AND occurrence = ?', params)
           ).changes;
-          result.events += (
+          const deleted = (
             await tx.run('DELETE FROM maintenance WHERE event_id = ? AND occurrence = ?', params)
           ).changes;
+          result.events += deleted;
+          if (deleted === 0) continue;
+          dimensions.add('type', String(k.event_type), -1);
+          dimensions.add('status', String(k.status), -1);
+          changes.push({
+            key: eventKey(String(k.event_id), Number(k.occurrence)),
+            before: String(k.first_seen_at),
+            after: null,
+          });
         }
+        await dimensions.write(tx, '*');
+        await applyEntryChanges(tx, changes);
         return keys.length < PRUNE_BATCH;
       });
       if (done) break;
     }
     await this.db.transaction(async (tx) => {
       result.rejected = (await tx.run('DELETE FROM rejected WHERE received_at < ?', [before])).changes;
-      result.vms = (await tx.run('DELETE FROM vms WHERE last_record_at < ?', [before])).changes;
+      const vms = await tx.all(
+        'DELETE FROM vms WHERE last_record_at < ? RETURNING location, zone, scale_set',
+        [before],
+      );
+      result.vms = vms.length;
+      const dimensions = new DimensionDeltas();
+      for (const vm of vms)
+        dimensions.vm(
+          { location: String(vm.location), zone: String(vm.zone), scaleSet: String(vm.scale_set) },
+          -1,
+        );
+      await dimensions.write(tx, '*');
     });
+    await this.refreshRollups();
     return result;
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#refreshTimer);
+    await this.#refreshing?.catch(() => undefined);
     return this.db.close();
   }
 }
@@ -263,5 +376,8 @@ export async function openHistory(target: HistoryTarget): Promise<FleetHistory> 
     await db.close();
     throw error;
   }
-  return new FleetHistory(db, now);
+  const history = new FleetHistory(db, now);
+  // Buckets a migration's backfill (or a consumer stopped before its refresh) left stale.
+  if (!target.readOnly) await history.refreshRollups();
+  return history;
 }

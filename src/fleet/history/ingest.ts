@@ -9,7 +9,9 @@
  *    fleet-wide row from all its observations. Folding from what is stored, under the event's lock, makes the
  *    result independent of arrival order and of which consumer got which record: two consumers that both hold
  *    a partition during a handover produce the history one consumer would have;
- * 4. per-VM and per-partition counters are bumped (commutative upserts).
+ * 4. per-VM and per-partition counters and the dimension counts (dimensions.ts) are bumped (commutative upserts);
+ * 5. last, each changed event's entry moves between the hour digests of the rollups (rollups/store.ts), whose
+ *    coarser buckets are marked for rebuilding.
  *
  * Only failures of the store itself (disk full, server unreachable, lost serialization races beyond their
  * retries) throw; then nothing of the batch is stored and the consumer holds the partition.
@@ -19,6 +21,9 @@ import { type FleetEvent, foldEvent, occurrenceOf } from '../fold.ts';
 import { foldMaintenance, type MaintenanceEvent } from '../fold-maintenance.ts';
 import { parseRecord } from '../validate.ts';
 import { decodeBody, encodeBody } from './body.ts';
+import { DimensionDeltas } from './dimensions.ts';
+import { entryOf, eventKey } from './rollups/aggregate.ts';
+import { applyEntryChanges, type EntryChange } from './rollups/store.ts';
 import { observationFromRow } from './rows.ts';
 import type { SqlExecutor, SqlValue } from './sql.ts';
 
@@ -164,9 +169,14 @@ export async function ingestBatch(
     }
     entry.sources.add(record.source);
   }
-  for (const k of [...touched.keys()].sort()) {
+  const keys = [...touched.keys()].sort();
+  await tx.lockKeys(keys);
+  // What the rollups and the dimension counts held of each event before this fold (read under its lock).
+  const before = await storedEvents(tx, [...touched.values()]);
+  const changes: EntryChange[] = [];
+  const dimensions = new DimensionDeltas();
+  for (const k of keys) {
     const { eventId, occurrence, sources } = touched.get(k)!;
-    await tx.lockKey(k);
     for (const source of [...sources].sort()) {
       const rows = await tx.all(
         'SELECT body FROM records WHERE event_id = ? AND occurrence = ? AND source = ?',
@@ -181,13 +191,64 @@ export async function ingestBatch(
       eventId,
       occurrence,
     ]);
-    await upsertMaintenance(tx, foldMaintenance(observations.map(observationFromRow)));
+    const folded = foldMaintenance(observations.map(observationFromRow));
+    await upsertMaintenance(tx, folded);
+    const old = before.get(k);
+    if (old !== undefined) {
+      dimensions.add('type', old.eventType, -1);
+      dimensions.add('status', old.status, -1);
+    }
+    dimensions.add('type', folded.eventType, 1);
+    dimensions.add('status', folded.status, 1);
+    const affected = observations.filter((o) => Number(o.affects_vm) === 1).map((o) => String(o.source));
+    changes.push({
+      key: eventKey(eventId, occurrence),
+      before: old?.firstSeenAt ?? null,
+      after: entryOf(folded, affected),
+    });
   }
   result.eventsTouched = touched.size;
 
-  await bumpVms(tx, inserted);
-  await bumpStats(tx, batch, result);
+  const partition = partitionOf(batch);
+  await bumpVms(tx, inserted, dimensions);
+  await bumpStats(tx, partition, result, batch.length);
+  await dimensions.write(tx, partition);
+  // Last, so that the hour digests (which every transaction of the same hours locks) are held only until commit.
+  await applyEntryChanges(tx, changes);
   return result;
+}
+
+/** The stored type, status and first sighting of events, by key (absent when new). */
+async function storedEvents(
+  tx: SqlExecutor,
+  events: ReadonlyArray<{ eventId: string; occurrence: number }>,
+): Promise<Map<string, { firstSeenAt: string; eventType: string; status: string }>> {
+  const out = new Map<string, { firstSeenAt: string; eventType: string; status: string }>();
+  const ids = [...new Set(events.map((e) => e.eventId))];
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500);
+    const rows = await tx.all(
+      `SELECT event_id, occurrence, first_seen_at, event_type, status FROM maintenance
+       WHERE event_id IN (${chunk.map(() => '?').join(', ')})`,
+      chunk,
+    );
+    for (const row of rows)
+      out.set(key(String(row.event_id), Number(row.occurrence)), {
+        firstSeenAt: String(row.first_seen_at),
+        eventType: String(row.event_type),
+        status: String(row.status),
+      });
+  }
+  return out;
+}
+
+/**
+ * The partition counters and dimension counts of a batch are kept under (one consumer owns a partition at a
+ * time, so writers rarely share a row); a batch is one partition's when it comes from the consumer.
+ */
+function partitionOf(batch: readonly RawFleetEvent[]): string {
+  const partitions = [...new Set(batch.map((e) => e.partitionId))];
+  return partitions.length === 1 ? partitions[0]! : '*';
 }
 
 function observationRow(e: FleetEvent): Record<string, SqlValue> {
@@ -298,7 +359,11 @@ const upsertObservation = (tx: SqlExecutor, e: FleetEvent) =>
 export const upsertMaintenance = (tx: SqlExecutor, m: MaintenanceEvent) =>
   upsert(tx, 'maintenance', maintenanceRow(m), ['event_id', 'occurrence']);
 
-async function bumpVms(tx: SqlExecutor, inserted: readonly Accepted[]): Promise<void> {
+async function bumpVms(
+  tx: SqlExecutor,
+  inserted: readonly Accepted[],
+  dimensions: DimensionDeltas,
+): Promise<void> {
   const perVm = new Map<string, { record: LifecycleRecord; count: number; first: string; last: string }>();
   for (const { record } of inserted) {
     const time = new Date(record.time).toISOString();
@@ -313,10 +378,28 @@ async function bumpVms(tx: SqlExecutor, inserted: readonly Accepted[]): Promise<
       }
     }
   }
-  for (const source of [...perVm.keys()].sort()) {
+  const sources = [...perVm.keys()].sort();
+  if (sources.length === 0) return;
+  // The VMs' rows are read (for the dimension counts) and written under their locks, so two transactions
+  // upserting the same VM count its region, zone and scale set once.
+  await tx.lockKeys(sources.map((source) => `vm:${source}`));
+  const stored = new Map<string, { location: string; zone: string; scaleSet: string }>();
+  for (let i = 0; i < sources.length; i += 500) {
+    const chunk = sources.slice(i, i + 500);
+    for (const row of await tx.all(
+      `SELECT source, location, zone, scale_set FROM vms WHERE source IN (${chunk.map(() => '?').join(', ')})`,
+      chunk,
+    ))
+      stored.set(String(row.source), {
+        location: String(row.location),
+        zone: String(row.zone),
+        scaleSet: String(row.scale_set),
+      });
+  }
+  for (const source of sources) {
     const { record, count, first, last } = perVm.get(source)!;
     const vm = record.data.vm;
-    await tx.run(
+    const [row] = await tx.all(
       `INSERT INTO vms (source, vm_name, vm_id, location, zone, scale_set, records, first_record_at, last_record_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (source) DO UPDATE SET
@@ -330,7 +413,8 @@ async function bumpVms(tx: SqlExecutor, inserted: readonly Accepted[]): Promise<
          scale_set = CASE WHEN excluded.last_record_at >= vms.last_record_at
            THEN excluded.scale_set ELSE vms.scale_set END,
          last_record_at = CASE WHEN excluded.last_record_at > vms.last_record_at
-           THEN excluded.last_record_at ELSE vms.last_record_at END`,
+           THEN excluded.last_record_at ELSE vms.last_record_at END
+       RETURNING location, zone, scale_set`,
       [
         source,
         vm.name ?? '',
@@ -343,20 +427,24 @@ async function bumpVms(tx: SqlExecutor, inserted: readonly Accepted[]): Promise<
         last,
       ],
     );
+    const old = stored.get(source);
+    if (old !== undefined) dimensions.vm(old, -1);
+    if (row !== undefined)
+      dimensions.vm(
+        { location: String(row.location), zone: String(row.zone), scaleSet: String(row.scale_set) },
+        1,
+      );
   }
 }
 
 async function bumpStats(
   tx: SqlExecutor,
-  batch: readonly RawFleetEvent[],
+  partition: string,
   result: IngestResult,
+  received: number,
 ): Promise<void> {
-  const partitions = [...new Set(batch.map((e) => e.partitionId))].sort();
-  // Counters are kept per partition (one consumer owns a partition at a time, so writers rarely share a row);
-  // a batch is one partition's when it comes from the consumer.
-  const partition = partitions.length === 1 ? partitions[0]! : '*';
   for (const [name, value] of [
-    ['received', batch.length],
+    ['received', received],
     ['accepted', result.accepted],
     ['duplicates', result.duplicates],
     ['rejected', result.rejected],

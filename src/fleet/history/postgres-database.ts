@@ -215,6 +215,9 @@ export async function openPostgresDatabase(options: PostgresDatabaseOptions): Pr
     async lockKey() {
       throw new Error('lockKey() is only meaningful inside transaction()');
     },
+    async lockKeys() {
+      throw new Error('lockKeys() is only meaningful inside transaction()');
+    },
   };
 
   try {
@@ -283,6 +286,18 @@ function transactionExecutor(client: PoolClient): SqlExecutor {
     run: (sql, params) => run(client, sql, params),
     async lockKey(key) {
       await query(client, 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
+    },
+    async lockKeys(keys) {
+      if (keys.length === 0) return;
+      // The locks are taken in the array's order (the subquery's ORDER BY feeds the calls one row at a time).
+      await new Promise<void>((resolve, reject) => {
+        client.query(
+          `SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM
+             (SELECT k FROM unnest($1::text[]) WITH ORDINALITY AS t(k, i) ORDER BY i) ordered`,
+          [[...keys]],
+          (error) => (error ? reject(error) : resolve()),
+        );
+      });
     },
   };
 }

@@ -4,10 +4,13 @@
  * index. Counts are of maintenance events (EventId + occurrence, once fleet-wide) and the VMs they affect;
  * per-VM views (observations, timelines) show what each VM reported.
  */
-import { approvalRecordPosted } from '../../domain/index.ts';
+import { approvalRecordPosted, TRANSITIONS } from '../../domain/index.ts';
 import { decodeBody } from './body.ts';
+import { Aggregate, entryOf, STATUSES } from './rollups/aggregate.ts';
+import type { Distribution as Measure } from './rollups/distribution.ts';
+import { type RollupFilter, readWindow, type WindowRead } from './rollups/store.ts';
 import { type MaintenanceView, maintenanceView, type ObservationView, observationView } from './rows.ts';
-import { type SqlExecutor, type SqlValue, toNumber, toNumberOrNull } from './sql.ts';
+import { type SqlExecutor, type SqlValue, toNumber } from './sql.ts';
 
 /** Filters shared by the dashboard, the API, the exports and `fleet report`. Times are ISO 8601. */
 export interface EventFilter {
@@ -345,16 +348,12 @@ export async function listVms(db: SqlExecutor, request: PageRequest = {}): Promi
 export const VALUE_FIELDS = ['type', 'location', 'zone', 'scaleSet', 'status'] as const;
 export type ValueField = (typeof VALUE_FIELDS)[number];
 
-/** Distinct values of one filter field (from the small tables and indexes, never a scan of the history). */
+/** Distinct values of one filter field, from the dimension counts (dimensions.ts): a few hundred rows at most. */
 export async function distinctValues(db: SqlExecutor, field: ValueField): Promise<string[]> {
-  const sql: Record<ValueField, string> = {
-    type: 'SELECT DISTINCT event_type AS v FROM maintenance ORDER BY 1',
-    location: 'SELECT DISTINCT location AS v FROM vms ORDER BY 1',
-    zone: 'SELECT DISTINCT zone AS v FROM vms ORDER BY 1',
-    scaleSet: 'SELECT DISTINCT scale_set AS v FROM vms ORDER BY 1',
-    status: 'SELECT DISTINCT status AS v FROM maintenance ORDER BY 1',
-  };
-  const rows = await db.all(sql[field]);
+  const rows = await db.all(
+    'SELECT value AS v FROM dimension_refs WHERE field = ? GROUP BY value HAVING sum(refs) > 0 ORDER BY 1',
+    [field],
+  );
   const values = rows.map((r) => String(r.v ?? ''));
   if (field === 'zone' || field === 'scaleSet') return values.map((v) => (v === '' ? '(none)' : v));
   return values.filter((v) => v !== '');
@@ -427,10 +426,7 @@ export interface FleetSummary {
   pending: MaintenanceView[];
 }
 
-const STATUSES = ['scheduled', 'started', 'completed', 'canceled'] as const;
 const APPROVALS = ['us', 'dry-run', 'lapsed', 'none'] as const;
-const DISTRIBUTION_COLUMNS = ['notice_seconds', 'advertised_seconds', 'observed_seconds'] as const;
-const TRANSITION_NAMES = ['approved', 'canceled', 'completed', 'scheduled', 'started', 'updated'] as const;
 
 /** Non-zero counts, keys sorted. */
 function nonZero(entries: Iterable<[string, number]>): Record<string, number> {
@@ -439,131 +435,110 @@ function nonZero(entries: Iterable<[string, number]>): Record<string, number> {
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
-/**
- * Nearest-rank p50 and p90 of a column in one sorted pass (row_number() over the window's values), given the
- * number of non-null values.
- */
-async function percentiles(
-  db: SqlExecutor,
-  column: string,
-  w: Where,
-): Promise<{ p50: number | null; p90: number | null }> {
-  // Nearest-rank percentiles, ceil(p × n / 100) in integer arithmetic both stores share; the count comes with
-  // the ranking, so this statement does not wait for the totals.
-  const rank = (p: number, n: string) => `(${p} * ${n} + 99) / 100`;
-  const rows = await db.all(
-    `SELECT v, rn, n FROM (
-       SELECT m.${column} AS v, row_number() OVER (ORDER BY m.${column}) AS rn, count(*) OVER () AS n
-       FROM maintenance m ${sqlWhere(w, [`m.${column} IS NOT NULL`])}
-     ) ranked WHERE rn = ${rank(50, 'n')} OR rn = ${rank(90, 'n')}`,
-    w.params,
-  );
-  const n = toNumber(rows[0]?.n);
-  const at = (p: number) => {
-    const r = Math.floor((p * n + 99) / 100);
-    return toNumberOrNull(rows.find((row) => toNumber(row.rn) === r)?.v);
+/** The part of the shared filter the rollups answer, or undefined when it needs the maintenance rows. */
+export function rollupFilter(filter: EventFilter): RollupFilter | undefined {
+  // A scale set or a VM name selects events by a dimension the rollups do not key: those views read the
+  // window's maintenance rows instead (a scale set's own events; a VM-name search reads every event).
+  if (filter.scaleSet || filter.vm) return undefined;
+  const time = (v: string | undefined) => (v ? new Date(v).getTime() : null);
+  return {
+    sinceMs: time(filter.since),
+    untilMs: time(filter.until),
+    eventType: filter.eventType || undefined,
+    location: filter.location || undefined,
+    zone: filter.zone ? (filter.zone === '(none)' ? '' : filter.zone) : undefined,
+    status: filter.status || undefined,
   };
-  return rows.length === 0 ? { p50: null, p90: null } : { p50: at(50), p90: at(90) };
 }
 
 /**
- * Summary of the maintenance events matching `filter`, computed in the database: one pass for the totals (with
- * the fixed-vocabulary status and approval counts and each distribution's count/min/max/mean), one GROUP BY for
- * type × region × zone × scale set, one for inferred endings, one sorted pass per distribution for its
- * percentiles. The statements are independent and issued together (PostgreSQL runs them on several pooled
- * connections, SQLite on its reader threads).
+ * The maintenance events of the filter's window as the views aggregate them: from the rollups (rollups/store.ts:
+ * whole buckets and the entries of the edge hours), or, for a filter on a scale set or a VM name, the entries of
+ * the matching maintenance rows (exact, read through the filter's index). `view` names the rollup rows a
+ * filter without dimensions reads ('all', or 'tl' per type and region); `maxLevel` caps the bucket size.
+ */
+export async function readEvents(
+  db: SqlExecutor,
+  filter: EventFilter,
+  view: 'all' | 'tl',
+  maxLevel?: number,
+): Promise<WindowRead> {
+  const rf = rollupFilter(filter);
+  if (rf !== undefined) return readWindow(db, rf, view, maxLevel);
+  const w = where(filter, 'm');
+  const [rows, affected] = await Promise.all([
+    db.all(`SELECT * FROM maintenance m ${sqlWhere(w)}`, w.params),
+    db.all(
+      `SELECT o.event_id, o.occurrence, o.source FROM maintenance m CROSS JOIN observations o
+         ${sqlWhere(w, ['o.event_id = m.event_id', 'o.occurrence = m.occurrence', 'o.affects_vm = 1'])}`,
+      w.params,
+    ),
+  ]);
+  const sources = new Map<string, string[]>();
+  for (const row of affected) {
+    const k = `${String(row.event_id)}#${toNumber(row.occurrence)}`;
+    const list = sources.get(k) ?? [];
+    list.push(String(row.source));
+    sources.set(k, list);
+  }
+  return {
+    buckets: [],
+    entries: rows.map((row) => {
+      const m = maintenanceView(row);
+      return entryOf(m, sources.get(`${m.eventId}#${m.occurrence}`) ?? []);
+    }),
+  };
+}
+
+/** The Aggregate of a window read: its buckets' and its entries'. */
+export function aggregateOf(read: WindowRead): Aggregate {
+  const total = new Aggregate();
+  for (const b of read.buckets) total.merge(b.aggregate);
+  for (const e of read.entries) total.add(e);
+  return total;
+}
+
+/** A distribution as the summary shows it (mean to 3 decimals; p50 and p90 nearest-rank, rollups/distribution.ts). */
+export function distributionOf(d: Measure): Distribution {
+  return d.count === 0
+    ? { count: 0, min: null, p50: null, p90: null, max: null, mean: null }
+    : {
+        count: d.count,
+        min: d.min,
+        p50: d.percentile(50),
+        p90: d.percentile(90),
+        max: d.max,
+        mean: Math.round((d.sum / d.count) * 1000) / 1000,
+      };
+}
+
+const label = (value: string, empty: string) => (value === '' ? empty : value);
+const labelled = (map: Map<string, number>, empty: string): Array<[string, number]> =>
+  [...map].map(([k, n]) => [label(k, empty), n]);
+
+/**
+ * Summary of the maintenance events matching `filter`, from the rollups (rollups/store.ts): the window's
+ * buckets and edge hours merged into one Aggregate — what it reads depends on the window's length in buckets,
+ * not on the number of events — and, beside it, the pending list, the ingest counters, the retention, the oldest
+ * event and the number of reporting VMs, each a small read. Counts, sums, minima, maxima and means are exact;
+ * p50 and p90 are exact over at most 256 values and otherwise within 1% (rollups/distribution.ts); the
+ * affected VMs are exact up to 2,048 and otherwise a HyperLogLog estimate (standard error 0.81%,
+ * rollups/distinct.ts). The statements are independent and issued together.
  */
 export async function summarize(
   db: SqlExecutor,
   filter: EventFilter = {},
   now: Date = new Date(),
 ): Promise<FleetSummary> {
-  const w = where(filter, 'm');
-  const sum = (expression: string, alias: string) => `coalesce(sum(${expression}), 0) AS ${alias}`;
-  const columns = [
-    'count(*) AS events',
-    sum('m.affected_vms', 'affected'),
-    sum('m.records', 'records'),
-    ...TRANSITION_NAMES.map((t) => sum(`m.n_${t}`, `n_${t}`)),
-    sum("CASE WHEN m.missing <> '[]' THEN 1 ELSE 0 END", 'missing'),
-    sum('m.vm_deleted', 'vm_deleted'),
-    ...STATUSES.map((st) =>
-      sum(`CASE WHEN m.vm_deleted = 0 AND m.status = '${st}' THEN 1 ELSE 0 END`, `s_${st}`),
-    ),
-    ...APPROVALS.map((a, i) => sum(`CASE WHEN m.approval = '${a}' THEN 1 ELSE 0 END`, `a_${i}`)),
-    sum(
-      'CASE WHEN m.advertised_seconds IS NOT NULL AND m.observed_seconds IS NOT NULL THEN 1 ELSE 0 END',
-      'compared',
-    ),
-    sum('CASE WHEN m.observed_seconds > m.advertised_seconds THEN 1 ELSE 0 END', 'exceeded'),
-    ...DISTRIBUTION_COLUMNS.flatMap((c) => [
-      `count(m.${c}) AS ${c}_n`,
-      `min(m.${c}) AS ${c}_min`,
-      `max(m.${c}) AS ${c}_max`,
-      `avg(m.${c}) AS ${c}_mean`,
-    ]),
-  ];
-  const orLabel = (column: string, label: string) =>
-    `CASE WHEN m.${column} = '' THEN '${label}' ELSE m.${column} END`;
-  const [
-    totalsRows,
-    groups,
-    inferred,
-    vmsRows,
-    reportingRows,
-    retentionRows,
-    oldestRows,
-    ingest,
-    pending,
-    ranked,
-  ] = await Promise.all([
-    db.all(`SELECT ${columns.join(', ')} FROM maintenance m ${sqlWhere(w)}`, w.params),
-    db.all(
-      `SELECT m.event_type AS t, ${orLabel('location', '(unknown)')} AS l, ${orLabel('zone', '(none)')} AS z,
-           ${orLabel('scale_set', '(none)')} AS s, count(*) AS n
-         FROM maintenance m ${sqlWhere(w)} GROUP BY m.event_type, m.location, m.zone, m.scale_set`,
-      w.params,
-    ),
-    db.all(
-      `SELECT coalesce(m.reason, '(unknown)') AS k, count(*) AS n FROM maintenance m
-         ${sqlWhere(w, ['m.inferred = 1'])} GROUP BY coalesce(m.reason, '(unknown)')`,
-      w.params,
-    ),
-    // From the window's maintenance rows to their affected observations (covering index
-    // observations_affected). CROSS JOIN keeps that order in SQLite, whose planner would otherwise scan every
-    // observation for the DISTINCT; in PostgreSQL it is an ordinary inner join.
-    db.all(
-      `SELECT count(DISTINCT o.source) AS n FROM maintenance m CROSS JOIN observations o
-         ${sqlWhere(w, ['o.event_id = m.event_id', 'o.occurrence = m.occurrence', 'o.affects_vm = 1'])}`,
-      w.params,
-    ),
-    db.all('SELECT count(*) AS n FROM vms'),
+  const [read, reportingRows, retentionRows, oldestRows, ingest, pending] = await Promise.all([
+    readEvents(db, filter, 'all'),
+    db.all("SELECT coalesce(sum(refs), 0) AS n FROM dimension_refs WHERE field = 'vm'"),
     db.all("SELECT value FROM history_settings WHERE name = 'retention'"),
     db.all('SELECT min(first_seen_at) AS t FROM maintenance'),
     ingestStats(db),
     listPending(db, filter, { limit: DEFAULT_PAGE_SIZE }),
-    Promise.all(DISTRIBUTION_COLUMNS.map((c) => percentiles(db, c, w))),
   ]);
-  const totals = totalsRows[0] ?? {};
-  const distribution = (
-    c: (typeof DISTRIBUTION_COLUMNS)[number],
-    p: { p50: number | null; p90: number | null },
-  ) => {
-    const count = toNumber(totals[`${c}_n`]);
-    const mean = toNumberOrNull(totals[`${c}_mean`]);
-    return count === 0
-      ? { count: 0, min: null, p50: null, p90: null, max: null, mean: null }
-      : {
-          count,
-          min: toNumberOrNull(totals[`${c}_min`]),
-          p50: p.p50,
-          p90: p.p90,
-          max: toNumberOrNull(totals[`${c}_max`]),
-          mean: mean === null ? null : Math.round(mean * 1000) / 1000,
-        };
-  };
-  const by = (key: 't' | 'l' | 'z' | 's') =>
-    nonZero(groups.map((g) => [String(g[key] ?? ''), toNumber(g.n)]));
+  const a = aggregateOf(read);
   const oldest = oldestRows[0]?.t;
   return {
     filter,
@@ -571,28 +546,28 @@ export async function summarize(
     retention: retentionRows[0] === undefined ? null : String(retentionRows[0].value),
     oldestEventAt: oldest === null || oldest === undefined ? null : String(oldest),
     ingest,
-    events: toNumber(totals.events),
-    vms: toNumber(vmsRows[0]?.n),
-    affectedVmEvents: toNumber(totals.affected),
+    events: a.events,
+    vms: a.vms.count(),
+    affectedVmEvents: a.affectedVmEvents,
     reportingVms: toNumber(reportingRows[0]?.n),
-    records: toNumber(totals.records),
+    records: a.records,
     byStatus: nonZero([
-      ...STATUSES.map((st): [string, number] => [st, toNumber(totals[`s_${st}`])]),
-      ['vm-deleted', toNumber(totals.vm_deleted)],
+      ...STATUSES.map((st): [string, number] => [st, a.byStatus.get(st) ?? 0]),
+      ['vm-deleted', a.vmDeleted],
     ]),
-    byType: by('t'),
-    byTransition: nonZero(TRANSITION_NAMES.map((t) => [t, toNumber(totals[`n_${t}`])])),
-    byLocation: by('l'),
-    byZone: by('z'),
-    byScaleSet: by('s'),
-    noticeSeconds: distribution('notice_seconds', ranked[0]!),
-    advertisedSeconds: distribution('advertised_seconds', ranked[1]!),
-    observedSeconds: distribution('observed_seconds', ranked[2]!),
-    impactVsAdvertised: { compared: toNumber(totals.compared), exceeded: toNumber(totals.exceeded) },
-    approvals: nonZero(APPROVALS.map((a, i) => [a, toNumber(totals[`a_${i}`])])),
-    inferredEndings: nonZero(inferred.map((r) => [String(r.k), toNumber(r.n)])),
-    missingTransitions: toNumber(totals.missing),
-    vmDeleted: toNumber(totals.vm_deleted),
+    byType: nonZero(a.byType),
+    byTransition: nonZero(TRANSITIONS.map((t, i) => [t, a.transitions[i]!])),
+    byLocation: nonZero(labelled(a.byLocation, '(unknown)')),
+    byZone: nonZero(labelled(a.byZone, '(none)')),
+    byScaleSet: nonZero(labelled(a.byScaleSet, '(none)')),
+    noticeSeconds: distributionOf(a.notice),
+    advertisedSeconds: distributionOf(a.advertised),
+    observedSeconds: distributionOf(a.observed),
+    impactVsAdvertised: { compared: a.compared, exceeded: a.exceeded },
+    approvals: nonZero(APPROVALS.map((ap) => [ap, a.byApproval.get(ap) ?? 0])),
+    inferredEndings: nonZero(a.inferredEndings),
+    missingTransitions: a.missing,
+    vmDeleted: a.vmDeleted,
     pendingTotal: pending.total,
     pending: pending.items,
   };

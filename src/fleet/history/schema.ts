@@ -7,12 +7,16 @@
  * Storage: `records` is an ordinary (rowid) table in SQLite, so a record's body sits in the table's leaf page
  * instead of spilling to an overflow page of a WITHOUT ROWID b-tree, and its indexes hold only their keys.
  */
+import { dimensionBackfill, dimensionTables } from './dimensions.ts';
+import { backfillRollups, rollupTables } from './rollups/store.ts';
 import type { SqlExecutor } from './sql.ts';
 
 interface Migration {
   version: number;
   name: string;
   statements: (dialect: SqlExecutor['dialect']) => string[];
+  /** Fills what the statements created from the rows already stored, in the same transaction. */
+  backfill?: (tx: SqlExecutor) => Promise<void>;
 }
 
 const OBSERVATION_COLUMNS = `
@@ -184,6 +188,19 @@ const MIGRATIONS: readonly Migration[] = [
         (pending, (coalesce(not_before, first_seen_at)), event_id, occurrence, first_seen_at)`,
     ],
   },
+  {
+    version: 3,
+    name: 'rollups: hour digests, bucket aggregates, the dimension counts',
+    // Issue 35: the summary, report, time series and lead time read these instead of every event of the window
+    // (rollups/store.ts, dimensions.ts). The indexes that served those scans of the maintenance table remain for
+    // the filtered lists. The backfill writes the digests and counts of the rows already stored; the buckets
+    // above the digests are rebuilt when the history is next opened for writing.
+    statements: (dialect) => [...rollupTables(dialect), ...dimensionTables()],
+    backfill: async (tx) => {
+      for (const statement of dimensionBackfill()) await tx.run(statement);
+      await backfillRollups(tx);
+    },
+  },
 ];
 
 /** The newest schema version this build knows. */
@@ -234,6 +251,7 @@ export async function migrate(tx: SqlExecutor, now: () => Date): Promise<number[
   for (const migration of MIGRATIONS) {
     if (migration.version <= current) continue;
     for (const statement of migration.statements(tx.dialect)) await tx.run(statement);
+    await migration.backfill?.(tx);
     await tx.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
       migration.version,
       migration.name,

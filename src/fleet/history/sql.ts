@@ -29,6 +29,8 @@ export interface SqlExecutor {
    * the key). A no-op in SQLite, whose write transactions are already one at a time. Only inside transaction().
    */
   lockKey(key: string): Promise<void>;
+  /** lockKey() of each key, in the order given, in one statement (PostgreSQL); a no-op in SQLite. */
+  lockKeys(keys: readonly string[]): Promise<void>;
 }
 
 /** A store's database: queries, write transactions, schema migrations. */

@@ -157,6 +157,7 @@ class SqliteWriter implements SqlExecutor {
   async lockKey(): Promise<void> {
     // One writer at a time already (BEGIN IMMEDIATE).
   }
+  async lockKeys(): Promise<void> {}
 }
 
 export interface OpenSqliteOptions {
@@ -239,6 +240,7 @@ export function openSqliteDatabase(options: OpenSqliteOptions): SqlDatabase {
     all: (sql, params = []) => reader.all(sql, params),
     run: (sql, params = []) => transaction((tx) => tx.run(sql, params)),
     lockKey: async () => undefined,
+    lockKeys: async () => undefined,
     transaction,
     withMigrationLock: transaction,
     close: async () => {

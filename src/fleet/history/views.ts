@@ -15,12 +15,16 @@ import {
   type Page,
   type PageRequest,
   pageSize,
+  readEvents,
   sqlWhere,
   type TimelineEntry,
   timelineDetail,
   where,
 } from './queries.ts';
-import { type SqlExecutor, type SqlValue, toNumber, toNumberOrNull } from './sql.ts';
+import { Aggregate, type SeriesCounters } from './rollups/aggregate.ts';
+import { DAY_LEVEL, HOUR_MS } from './rollups/buckets.ts';
+import type { Distribution as Measure } from './rollups/distribution.ts';
+import { type SqlExecutor, type SqlValue, toNumber } from './sql.ts';
 
 /** `dashboard.blastRadiusThreshold` when the configuration does not set it (VMs). */
 export const DEFAULT_BLAST_RADIUS_THRESHOLD = 10;
@@ -54,45 +58,74 @@ export interface TimeSeries {
   days: TimeSeriesDay[];
 }
 
-/** One GROUP BY day × type over the window (at most days × types rows). */
+/**
+ * Events per UTC day and type from the rollups: buckets of at most a day (rollups/buckets.ts DAY_LEVEL) and the
+ * entries of the edge hours, each day's per-type counters merged (rollups/aggregate.ts SeriesCounters). What it
+ * reads grows with the days of the window, not with the events in them.
+ */
 export async function timeSeries(db: SqlExecutor, filter: EventFilter = {}): Promise<TimeSeries> {
-  const w = where(filter, 'm');
-  const day = 'substr(m.first_seen_at, 1, 10)';
-  const rows = await db.all(
-    `SELECT ${day} AS d, m.event_type AS t, count(*) AS n, coalesce(sum(m.affected_vms), 0) AS a,
-       count(m.observed_seconds) AS oc, coalesce(sum(m.observed_seconds), 0) AS os, max(m.observed_seconds) AS om
-     FROM maintenance m ${sqlWhere(w)}
-     GROUP BY ${day}, m.event_type ORDER BY 1, 2`,
-    w.params,
-  );
+  const read = await readEvents(db, filter, 'all', DAY_LEVEL);
+  const perDay = new Map<string, Map<string, SeriesCounters>>();
+  const add = (day: string, type: string, s: SeriesCounters) => {
+    let types = perDay.get(day);
+    if (types === undefined) {
+      types = new Map();
+      perDay.set(day, types);
+    }
+    const mine = types.get(type);
+    if (mine === undefined) types.set(type, { ...s });
+    else {
+      mine.events += s.events;
+      mine.affected += s.affected;
+      mine.observedEvents += s.observedEvents;
+      mine.observedSum += s.observedSum;
+      if (s.observedMax !== null && (mine.observedMax === null || s.observedMax > mine.observedMax))
+        mine.observedMax = s.observedMax;
+    }
+  };
+  const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  for (const b of read.buckets) {
+    const day = dayOf(b.startHour * HOUR_MS);
+    for (const [type, s] of b.aggregate.series) add(day, type, s);
+  }
+  for (const e of read.entries) {
+    add(dayOf(e.firstSeenMs), e.eventType, {
+      events: 1,
+      affected: e.affectedVms,
+      observedEvents: e.observed === null ? 0 : 1,
+      observedSum: e.observed ?? 0,
+      observedMax: e.observed,
+    });
+  }
   const days: TimeSeriesDay[] = [];
   const types = new Set<string>();
-  for (const row of rows) {
-    const d = String(row.d);
-    let current = days.at(-1);
-    if (current === undefined || current.day !== d) {
-      current = {
-        day: d,
-        events: 0,
-        byType: {},
-        affectedVms: 0,
-        observedEvents: 0,
-        observedSecondsSum: 0,
-        observedSecondsMax: null,
-      };
-      days.push(current);
+  for (const d of [...perDay.keys()].sort(cmp)) {
+    const current: TimeSeriesDay = {
+      day: d,
+      events: 0,
+      byType: {},
+      affectedVms: 0,
+      observedEvents: 0,
+      observedSecondsSum: 0,
+      observedSecondsMax: null,
+    };
+    const perType = perDay.get(d)!;
+    for (const raw of [...perType.keys()].sort(cmp)) {
+      const s = perType.get(raw)!;
+      const type = raw || UNKNOWN_TYPE;
+      types.add(type);
+      current.events += s.events;
+      current.byType[type] = (current.byType[type] ?? 0) + s.events;
+      current.affectedVms += s.affected;
+      current.observedEvents += s.observedEvents;
+      current.observedSecondsSum = round3(current.observedSecondsSum + s.observedSum);
+      if (
+        s.observedMax !== null &&
+        (current.observedSecondsMax === null || s.observedMax > current.observedSecondsMax)
+      )
+        current.observedSecondsMax = s.observedMax;
     }
-    const type = String(row.t ?? '') || UNKNOWN_TYPE;
-    const n = toNumber(row.n);
-    types.add(type);
-    current.events += n;
-    current.byType[type] = (current.byType[type] ?? 0) + n;
-    current.affectedVms += toNumber(row.a);
-    current.observedEvents += toNumber(row.oc);
-    current.observedSecondsSum = round3(current.observedSecondsSum + toNumber(row.os));
-    const max = toNumberOrNull(row.om);
-    if (max !== null && (current.observedSecondsMax === null || max > current.observedSecondsMax))
-      current.observedSecondsMax = max;
+    days.push(current);
   }
   return { filter, types: [...types].sort(), days };
 }
@@ -296,77 +329,68 @@ export interface LeadTimeAndImpact {
 /** The `location` of a type's row over every region. */
 export const ALL_REGIONS = '(all)';
 
-const MEASURES = { notice: 'notice_seconds', observed: 'observed_seconds' } as const;
-
 /**
  * Notice lead time and observed impact per event type and region (and per type over all regions): count, p50,
- * p90 (nearest rank: the value at rank ceil(p·n/100), as the summary's percentiles) and max. One statement:
- * row_number() and count() over each (measure, type, region) partition of the window's non-null values, the
- * ranks picked out by a GROUP BY; a second counts the events per group.
+ * p90 (nearest rank, as the summary's: exact over at most 256 values, otherwise within 1%) and max (exact), from
+ * the rollups' per-type-and-region rows ('tl'; with a dimension filter the 'dims' rows) and the edge hours'
+ * entries, merged per group.
  */
 export async function leadTimeAndImpact(
   db: SqlExecutor,
   filter: EventFilter = {},
 ): Promise<LeadTimeAndImpact> {
-  const w = where(filter, 'm');
-  const ranked = (measure: keyof typeof MEASURES, byRegion: boolean) => {
-    const column = `m.${MEASURES[measure]}`;
-    const partition = byRegion ? 'm.event_type, m.location' : 'm.event_type';
-    return `SELECT '${measure}' AS k, m.event_type AS t, ${byRegion ? 'm.location' : 'NULL'} AS l, ${column} AS v,
-        row_number() OVER (PARTITION BY ${partition} ORDER BY ${column}) AS rn,
-        count(*) OVER (PARTITION BY ${partition}) AS n
-      FROM maintenance m ${sqlWhere(w, [`${column} IS NOT NULL`])}`;
-  };
-  const parts = [
-    ranked('notice', true),
-    ranked('observed', true),
-    ranked('notice', false),
-    ranked('observed', false),
-  ];
-  const [spreads, counts] = await Promise.all([
-    db.all(
-      `SELECT k, t, l, n, max(CASE WHEN rn = (50 * n + 99) / 100 THEN v END) AS p50,
-         max(CASE WHEN rn = (90 * n + 99) / 100 THEN v END) AS p90, max(v) AS mx
-       FROM (${parts.join(' UNION ALL ')}) r GROUP BY k, t, l, n`,
-      parts.flatMap(() => w.params),
-    ),
-    db.all(
-      `SELECT m.event_type AS t, m.location AS l, count(*) AS n FROM maintenance m ${sqlWhere(w)}
-       GROUP BY m.event_type, m.location`,
-      w.params,
-    ),
-  ]);
-  const empty = (): Spread => ({ count: 0, p50: null, p90: null, max: null });
-  const groups = new Map<string, LeadTimeRow>();
-  const group = (type: unknown, location: unknown): LeadTimeRow => {
-    const eventType = String(type ?? '') || UNKNOWN_TYPE;
-    const region =
-      location === null || location === undefined ? ALL_REGIONS : String(location) || '(unknown)';
-    const key = `${eventType}\u0000${region}`;
-    let row = groups.get(key);
-    if (row === undefined) {
-      row = { eventType, location: region, events: 0, notice: empty(), observed: empty() };
-      groups.set(key, row);
+  const read = await readEvents(db, filter, 'tl');
+  const byGroup = new Map<string, { type: string; location: string; aggregate: Aggregate }>();
+  const groupOf = (type: string, location: string) => {
+    const key = `${type}\u0000${location}`;
+    let g = byGroup.get(key);
+    if (g === undefined) {
+      g = { type, location, aggregate: new Aggregate() };
+      byGroup.set(key, g);
     }
-    return row;
+    return g.aggregate;
   };
-  for (const c of counts) {
-    const n = toNumber(c.n);
-    group(c.t, c.l).events += n;
-    group(c.t, null).events += n;
+  for (const b of read.buckets) groupOf(b.dims.eventType, b.dims.location).merge(b.aggregate);
+  for (const e of read.entries) groupOf(e.eventType, e.location).addLeadTime(e);
+  const spread = (d: Measure): Spread => ({
+    count: d.count,
+    p50: d.percentile(50),
+    p90: d.percentile(90),
+    max: d.max,
+  });
+  const rows = new Map<string, LeadTimeRow>();
+  const perType = new Map<string, Aggregate>();
+  const put = (eventType: string, location: string, a: Aggregate) => {
+    const key = `${eventType}\u0000${location}`;
+    const row = rows.get(key);
+    if (row === undefined) {
+      rows.set(key, {
+        eventType,
+        location,
+        events: a.events,
+        notice: spread(a.notice),
+        observed: spread(a.observed),
+      });
+      return;
+    }
+    row.events += a.events;
+  };
+  for (const g of byGroup.values()) {
+    const eventType = g.type || UNKNOWN_TYPE;
+    put(eventType, g.location || '(unknown)', g.aggregate);
+    let all = perType.get(eventType);
+    if (all === undefined) {
+      all = new Aggregate();
+      perType.set(eventType, all);
+    }
+    all.merge(g.aggregate);
   }
-  for (const s of spreads) {
-    const row = group(s.t, s.l);
-    row[String(s.k) as keyof typeof MEASURES] = {
-      count: toNumber(s.n),
-      p50: toNumberOrNull(s.p50),
-      p90: toNumberOrNull(s.p90),
-      max: toNumberOrNull(s.mx),
-    };
-  }
+  for (const [eventType, a] of perType) put(eventType, ALL_REGIONS, a);
   const rank = (r: LeadTimeRow) => (r.location === ALL_REGIONS ? '' : r.location);
-  const rows = [...groups.values()].sort((a, b) => cmp(a.eventType, b.eventType) || cmp(rank(a), rank(b)));
-  return { filter, rows };
+  return {
+    filter,
+    rows: [...rows.values()].sort((a, b) => cmp(a.eventType, b.eventType) || cmp(rank(a), rank(b))),
+  };
 }
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

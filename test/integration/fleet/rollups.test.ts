@@ -1,0 +1,229 @@
+/**
+ * The rollups (src/fleet/history/rollups, issue 35) answer the summary, the report, the time series, the lead
+ * time and the filter values with the numbers the exact queries give (test/support/exact-fleet-views.ts, what
+ * the views ran before), on both stores, for random histories: a synthetic fleet's records in a shuffled order
+ * (late records, re-folds), in batches of random size over random partitions, some delivered twice, with the
+ * rollup buckets refreshed never, midway or at the end, and part of the history pruned. Only the documented
+ * approximations differ: p50 and p90 over more than 256 values (a sketch, within 1% of the exact value); the
+ * means are compared to 3 decimals as the views round them (float sums in another order).
+ */
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import type { LifecycleRecord } from '../../../src/domain/index.ts';
+import {
+  type Distribution,
+  type EventFilter,
+  type FleetHistory,
+  type FleetSummary,
+  type LeadTimeAndImpact,
+  openHistory,
+  type RawFleetEvent,
+  type Spread,
+  type TimeSeries,
+  VALUE_FIELDS,
+  type ValueField,
+} from '../../../src/fleet/history/index.ts';
+import { EXACT_LIMIT, RELATIVE_ACCURACY } from '../../../src/fleet/history/rollups/distribution.ts';
+import { generateFleet } from '../../../src/simulator/fleet.ts';
+import {
+  exactLeadTimeAndImpact,
+  exactSummary,
+  exactTimeSeries,
+  exactValues,
+} from '../../support/exact-fleet-views.ts';
+import { createTestDatabase } from '../../support/postgres.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+
+const tmp = makeTempDir('sef-fleet-rollups-');
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+afterAll(() => tmp.cleanup());
+
+type Kind = 'sqlite' | 'postgres';
+let seq = 0;
+
+async function open(kind: Kind, now: Date, database?: string): Promise<FleetHistory> {
+  let url = database;
+  if (url === undefined) {
+    if (kind === 'sqlite') url = join(tmp.dir, `h-${seq++}`, 'fleet.db');
+    else {
+      const db = await createTestDatabase(inject('pgAdminUrl'));
+      cleanups.push(() => db.drop());
+      url = db.url;
+    }
+  }
+  const history = await openHistory({ database: url, now: () => now });
+  cleanups.push(() => history.close());
+  return history;
+}
+
+/** A seeded PRNG (mulberry32): the same case gives the same order, batches and filters. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** p50/p90 are exact over at most EXACT_LIMIT values, otherwise within RELATIVE_ACCURACY of the exact value. */
+function expectPercentile(got: number | null, exact: number | null, count: number, what: string): void {
+  if (exact === null || got === null || count <= EXACT_LIMIT) {
+    expect(got, what).toBe(exact);
+    return;
+  }
+  expect(Math.abs(got - exact), `${what}: ${got} vs ${exact}`).toBeLessThanOrEqual(
+    RELATIVE_ACCURACY * Math.abs(exact) + 1e-9,
+  );
+}
+
+function expectDistribution(got: Distribution, exact: Distribution, what: string): void {
+  const { p50, p90, mean, ...rest } = got;
+  const { p50: ep50, p90: ep90, mean: emean, ...erest } = exact;
+  expect(rest, what).toEqual(erest);
+  expectPercentile(p50, ep50, exact.count, `${what} p50`);
+  expectPercentile(p90, ep90, exact.count, `${what} p90`);
+  if (emean === null) expect(mean).toBeNull();
+  else expect(Math.abs((mean ?? Number.NaN) - emean), `${what} mean`).toBeLessThanOrEqual(0.0011);
+}
+
+function expectSameSummary(got: FleetSummary, exact: FleetSummary, what: string): void {
+  const strip = (s: FleetSummary) => {
+    const { noticeSeconds, advertisedSeconds, observedSeconds, ...rest } = s;
+    return rest;
+  };
+  expect(strip(got), what).toEqual(strip(exact));
+  expectDistribution(got.noticeSeconds, exact.noticeSeconds, `${what} notice`);
+  expectDistribution(got.advertisedSeconds, exact.advertisedSeconds, `${what} advertised`);
+  expectDistribution(got.observedSeconds, exact.observedSeconds, `${what} observed`);
+}
+
+function expectSameSeries(got: TimeSeries, exact: TimeSeries, what: string): void {
+  expect(got.types, what).toEqual(exact.types);
+  expect(
+    got.days.map((d) => d.day),
+    what,
+  ).toEqual(exact.days.map((d) => d.day));
+  got.days.forEach((d, i) => {
+    const e = exact.days[i]!;
+    const { observedSecondsSum, ...rest } = d;
+    const { observedSecondsSum: esum, ...erest } = e;
+    expect(rest, `${what} ${d.day}`).toEqual(erest);
+    expect(Math.abs(observedSecondsSum - esum), `${what} ${d.day} sum`).toBeLessThanOrEqual(0.002);
+  });
+}
+
+function expectSameLeadTime(got: LeadTimeAndImpact, exact: LeadTimeAndImpact, what: string): void {
+  const key = (r: { eventType: string; location: string }) => `${r.eventType}/${r.location}`;
+  expect(got.rows.map(key), what).toEqual(exact.rows.map(key));
+  const spread = (g: Spread, e: Spread, w: string) => {
+    expect({ count: g.count, max: g.max }, w).toEqual({ count: e.count, max: e.max });
+    expectPercentile(g.p50, e.p50, e.count, `${w} p50`);
+    expectPercentile(g.p90, e.p90, e.count, `${w} p90`);
+  };
+  got.rows.forEach((r, i) => {
+    const e = exact.rows[i]!;
+    expect(r.events, `${what} ${key(r)} events`).toBe(e.events);
+    spread(r.notice, e.notice, `${what} ${key(r)} notice`);
+    spread(r.observed, e.observed, `${what} ${key(r)} observed`);
+  });
+}
+
+/** Every view the rollups answer, against the exact queries, for a set of filters drawn from the history. */
+async function expectViewsExact(
+  h: FleetHistory,
+  end: Date,
+  random: () => number,
+  what: string,
+): Promise<void> {
+  const at = (daysBefore: number) => new Date(end.getTime() - daysBefore * 86_400_000).toISOString();
+  const pick = <T>(values: readonly T[]): T | undefined => values[Math.floor(random() * values.length)];
+  const values = Object.fromEntries(
+    await Promise.all(VALUE_FIELDS.map(async (f) => [f, await exactValues(h.db, f)] as const)),
+  ) as Record<ValueField, string[]>;
+  for (const f of VALUE_FIELDS) expect(await h.values(f), `${what} values ${f}`).toEqual(values[f]);
+  const [vm] = await h.db.all('SELECT vm_name FROM vms ORDER BY vm_name LIMIT 1');
+  const filters: EventFilter[] = [
+    {},
+    { since: at(random() * 3) },
+    { since: at(2 + random() * 3), until: at(random() * 2) },
+    { until: at(random() * 4) },
+    { since: at(random() * 0.1), until: at(random() * 0.05) },
+    { eventType: pick(values.type) },
+    {
+      location: pick(values.location),
+      status: pick([...values.status, 'vm-deleted']),
+      since: at(random() * 5),
+    },
+    { zone: pick(values.zone) },
+    { status: 'vm-deleted' },
+    { scaleSet: pick(values.scaleSet), since: at(random() * 4) },
+    { vm: String(vm?.vm_name ?? '').slice(0, 6) },
+  ];
+  for (const filter of filters) {
+    const w = `${what} ${JSON.stringify(filter)}`;
+    expectSameSummary(await h.summary(filter), await exactSummary(h.db, filter, end), w);
+    expectSameSeries(await h.timeSeries(filter), await exactTimeSeries(h.db, filter), w);
+    expectSameLeadTime(await h.leadTimeAndImpact(filter), await exactLeadTimeAndImpact(h.db, filter), w);
+  }
+}
+
+/** One random history: how it is made and delivered. */
+const historyCase = fc.record({
+  seed: fc.integer({ min: 1, max: 1_000_000 }),
+  vms: fc.integer({ min: 15, max: 120 }),
+  days: fc.integer({ min: 1, max: 5 }),
+  rate: fc.constantFrom(0.2, 1, 3),
+  duplicates: fc.constantFrom(0, 0.1),
+  refresh: fc.constantFrom('never', 'midway', 'end'),
+  prune: fc.boolean(),
+});
+
+describe.each(['sqlite', 'postgres'] as const)('fleet rollups on %s', (kind) => {
+  it('answer every view as the exact queries do, on random histories', async () => {
+    await fc.assert(
+      fc.asyncProperty(historyCase, async (c) => {
+        const fleet = generateFleet({ vms: c.vms, days: c.days, seed: c.seed, ownEventsPerVmPerDay: c.rate });
+        const end = new Date(fleet.window.end);
+        const random = prng(c.seed);
+        const records: LifecycleRecord[] = [...fleet.records()];
+        // Shuffled: an event's later records may come first (late records, re-folds, earlier first sightings).
+        for (let i = records.length - 1; i > 0; i--) {
+          const j = Math.floor(random() * (i + 1));
+          [records[i], records[j]] = [records[j]!, records[i]!];
+        }
+        for (const r of [...records]) if (random() < c.duplicates) records.push(r);
+        const h = await open(kind, end);
+        let sequence = 0;
+        let i = 0;
+        while (i < records.length) {
+          const size = 1 + Math.floor(random() * 100);
+          const partitionId = String(Math.floor(random() * 4));
+          const batch: RawFleetEvent[] = records.slice(i, i + size).map((body) => ({
+            body,
+            partitionId,
+            sequenceNumber: sequence++,
+            enqueuedAt: new Date(body.time),
+          }));
+          await h.ingest(batch);
+          i += size;
+          if (c.refresh === 'midway' && i >= records.length / 2 && i - size < records.length / 2)
+            await h.refreshRollups();
+        }
+        if (c.refresh === 'end') await h.refreshRollups();
+        await expectViewsExact(h, end, random, `case ${JSON.stringify(c)}`);
+        if (c.prune) {
+          await h.prune(new Date(end.getTime() - (c.days / 2) * 86_400_000));
+          await expectViewsExact(h, end, random, `case ${JSON.stringify(c)} after prune`);
+        }
+      }),
+      { numRuns: 6, seed: 35, endOnFailure: true },
+    );
+  }, 600_000);
+});
