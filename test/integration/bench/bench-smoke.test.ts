@@ -3,10 +3,10 @@
  * counts into a temporary directory; each JSON file must have the documented shape and the report must render
  * from them. Timing values are deliberately not asserted.
  */
-import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FLEET_APIS, type FleetRunResult, WINDOWS } from '../../../bench/fleet.ts';
 import type { BenchResultFile } from '../../../bench/lib/harness.ts';
@@ -14,7 +14,6 @@ import { readResults, renderReport } from '../../../bench/report.ts';
 import { BENCHMARKS } from '../../../bench/run.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 
-const run = promisify(execFile);
 const REPO = join(import.meta.dirname, '..', '..', '..');
 const out = makeTempDir('sef-bench-smoke-');
 afterAll(() => out.cleanup());
@@ -22,12 +21,40 @@ afterAll(() => out.cleanup());
 describe('npm run bench (smoke)', () => {
   it('writes one JSON file per benchmark with machine info, tables and raw data', {
     timeout: 120_000,
-  }, async () => {
-    const { stdout } = await run(
-      process.execPath,
-      ['bench/run.ts', '--smoke', '--duration', '2s', '--out', out.dir],
-      { cwd: REPO, maxBuffer: 16 * 1024 * 1024 },
-    );
+  }, async ({ signal }) => {
+    // Everything the benchmarks create in the temporary directory (state directories, a PostgreSQL server, fleet
+    // files) lands inside `out`, which afterAll removes. The harness runs in a process group of its own: when the
+    // test times out on a loaded machine, the whole group is killed, so no forwarder or server outlives it.
+    const tmp = join(out.dir, 'tmp');
+    mkdirSync(tmp);
+    // Like /tmp: the PostgreSQL server the fleet benchmark starts runs as an unprivileged user when this is root.
+    chmodSync(out.dir, 0o755);
+    chmodSync(tmp, 0o1777);
+    const bench = spawn(process.execPath, ['bench/run.ts', '--smoke', '--duration', '2s', '--out', out.dir], {
+      cwd: REPO,
+      env: { ...process.env, TMPDIR: tmp },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const killGroup = () => {
+      try {
+        if (bench.pid !== undefined) process.kill(-bench.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    signal.addEventListener('abort', killGroup, { once: true });
+    let stdout = '';
+    let stderr = '';
+    bench.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+    });
+    bench.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+    });
+    const [code] = (await once(bench, 'close')) as [number | null];
+    signal.removeEventListener('abort', killGroup);
+    expect(code, stderr.slice(-4000)).toBe(0);
     const names = BENCHMARKS.map((b) => b.name);
     expect(names).toEqual([
       'detection',

@@ -60,7 +60,7 @@ function pendingRows(db: string): number {
 
 it(`survives ${KILLS} SIGKILLs: no transition lost, duplicates only with identical ids, ≤ 1 batch per kill`, {
   timeout: 15 * 60_000,
-}, async ({ annotate }) => {
+}, async ({ annotate, signal: aborted }) => {
   const started = Date.now();
   const sim = await startSimulator({ timeScale: 0 });
   const stateDir = join(tmp.dir, 'state');
@@ -96,6 +96,18 @@ it(`survives ${KILLS} SIGKILLs: no transition lost, duplicates only with identic
   const expected: Array<{ id: string; transitions: string[]; round: number }> = [];
   let lastRound = -1;
   let stopDriver = false;
+  // When the test times out (a loaded machine), its loops stop and the running forwarder is killed: nothing goes
+  // on writing into the temporary directory after it is removed.
+  let current: ReturnType<typeof spawnCli> | undefined;
+  aborted.addEventListener(
+    'abort',
+    () => {
+      stopDriver = true;
+      current?.child.kill('SIGKILL');
+      void sim.close();
+    },
+    { once: true },
+  );
   const driver = (async () => {
     for (let n = 0; !stopDriver; n++) {
       lastRound = n;
@@ -130,8 +142,9 @@ it(`survives ${KILLS} SIGKILLs: no transition lost, duplicates only with identic
   let kills = 0;
   let integrityFailures = 0;
   let beforeReady = 0;
-  while (kills < KILLS) {
+  while (kills < KILLS && !aborted.aborted) {
     const fwd = spawnCli(args);
+    current = fwd;
     if (kills % 2 === 0) {
       await fwd.ready;
       await sleep(rand(20, 300));
@@ -148,7 +161,9 @@ it(`survives ${KILLS} SIGKILLs: no transition lost, duplicates only with identic
   stopDriver = true;
   await driver;
   // Events still mid-lifecycle when the driver stopped are excluded from the expectations: finish them now.
+  if (aborted.aborted) return;
   const final = spawnCli(args);
+  current = final;
   await final.ready;
   const lastIncarnation = sim.admin.document().DocumentIncarnation;
   await waitFor(
