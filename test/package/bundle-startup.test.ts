@@ -178,6 +178,8 @@ describe('bundled CLI start-up', () => {
     const chunk = join(tmp.dir, 'chunks', 'kubernetes.cjs');
     expect(existsSync(chunk)).toBe(true);
     expect(readFileSync(chunk, 'utf8')).toContain('loadFromCluster');
-    expect(readFileSync(outfile, 'utf8')).not.toContain('KUBERNETES_SERVICE_HOST');
+    expect(readFileSync(chunk, 'utf8')).toContain('inClusterContext');
+    // A name only the client's in-cluster loader uses (the forwarder's own start check names KUBERNETES_SERVICE_HOST).
+    expect(readFileSync(outfile, 'utf8')).not.toContain('inClusterContext');
   });
 });
