@@ -46,6 +46,11 @@ export function errorMessage(error: unknown): string {
   return String(error);
 }
 
+/** Anything thrown as an Error: itself when it is one, else a new Error with its errorMessage. */
+export function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(errorMessage(error));
+}
+
 function emptyErrorMessage(error: Error): string {
   if (error instanceof AggregateError && Array.isArray(error.errors) && error.errors.length > 0) {
     return (error.errors as unknown[]).map(errorMessage).join('; ');

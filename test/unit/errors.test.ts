@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { errorMessage, UsageError } from '../../src/errors.ts';
+import { errorMessage, toError, UsageError } from '../../src/errors.ts';
 import { redactedMessage } from '../../src/redact.ts';
 
 describe('errorMessage', () => {
@@ -53,6 +53,13 @@ describe('errorMessage', () => {
     expect(errorMessage(Object.assign(new Error(''), { code: 'ECONNRESET' }))).toBe('ECONNRESET');
     expect(errorMessage(new TypeError(''))).toBe('TypeError');
     expect(errorMessage(new AggregateError([], 'all failed'))).toBe('all failed');
+  });
+
+  it('toError keeps an Error and makes anything else one, with its errorMessage', () => {
+    const error = new RangeError('out of range');
+    expect(toError(error)).toBe(error);
+    expect(toError('disk full')).toEqual(new Error('disk full'));
+    expect(toError({ code: 'E1' }).message).toBe('{"code":"E1"}');
   });
 
   it('agrees with redactedMessage on text that carries no secret', () => {

@@ -2,7 +2,7 @@
  * `events`: one-shot GET of the Scheduled Events document, printed as JSON (like the docs' curl example).
  */
 import type { Command } from 'commander';
-import { errorMessage, UsageError } from '../../errors.ts';
+import { errorMessage, toError, UsageError } from '../../errors.ts';
 import { ImdsClient } from '../../sources/imds/client.ts';
 import { DEFAULT_API_VERSION, DEFAULT_IMDS_ENDPOINT } from '../../sources/imds/defaults.ts';
 import { ImdsError } from '../../sources/imds-protocol/errors.ts';
@@ -34,7 +34,7 @@ export function cliImdsClient(opts: ImdsCliOptions): ImdsClient {
 /** IMDS 400s are configuration errors (exit 2); everything else is a runtime failure (exit 1). */
 export function cliImdsError(error: unknown): Error {
   if (error instanceof ImdsError && error.reason === 'bad-request') return new UsageError(error.message);
-  return error instanceof Error ? error : new Error(errorMessage(error));
+  return toError(error);
 }
 
 /** Adds --imds-endpoint, --api-version and --timeout. */

@@ -8,6 +8,8 @@
  *
  * Both run the same SQL (`ingest.ts`, `queries.ts`, `schema.ts`) through `SqlDatabase` (`sql.ts`).
  */
+
+import { toError } from '../../errors.ts';
 import { DimensionDeltas } from './dimensions.ts';
 import { type IngestResult, ingestBatch, type RawFleetEvent } from './ingest.ts';
 import {
@@ -154,7 +156,7 @@ export class FleetHistory {
         await this.refreshRollups(due);
         this.#refreshFailure = undefined;
       } catch (error) {
-        this.#refreshFailure = error instanceof Error ? error : new Error(String(error));
+        this.#refreshFailure = toError(error);
       }
     }
     // When ingest pauses, everything left stale is rebuilt REFRESH_IDLE_MS after the last batch.
@@ -167,7 +169,7 @@ export class FleetHistory {
           this.#refreshFailure = undefined;
         },
         (error: unknown) => {
-          this.#refreshFailure = error instanceof Error ? error : new Error(String(error));
+          this.#refreshFailure = toError(error);
         },
       );
     }, REFRESH_IDLE_MS);

@@ -16,7 +16,7 @@ import type { Pool, PoolClient, PoolConfig, QueryResult } from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import { fullJitterBackoffMs } from '../../backoff.ts';
 import { sleep, systemClock } from '../../clock.ts';
-import { errorMessage } from '../../errors.ts';
+import { errorMessage, toError } from '../../errors.ts';
 import type { SqlDatabase, SqlExecutor, SqlRow, SqlValue } from './sql.ts';
 
 /** Scope of Azure Database for PostgreSQL access tokens (Microsoft Entra authentication). */
@@ -335,7 +335,7 @@ async function rollback(client: PoolClient): Promise<Error | undefined> {
     await query(client, 'ROLLBACK');
     return undefined;
   } catch (error) {
-    return error instanceof Error ? error : new Error(errorMessage(error));
+    return toError(error);
   }
 }
 
