@@ -35,6 +35,8 @@ export interface SinkConfig {
   enabled: boolean;
   filter: SinkFilter;
   delivery: SinkDeliveryConfig;
+  /** Send this sink the heartbeats (only sink types with SinkFactory.heartbeats can be true). */
+  heartbeats: boolean;
   options: Record<string, unknown>;
 }
 
@@ -114,6 +116,7 @@ function normalize(parsed: ParsedConfig): Config {
       enabled: all.enabled as boolean,
       filter: all.filter as SinkFilter,
       delivery: all.delivery as SinkDeliveryConfig,
+      heartbeats: all.heartbeats === true,
       options,
     };
   });
@@ -312,6 +315,7 @@ export function redactConfig(config: Config): { value: unknown; inlineSecrets: s
       enabled: s.enabled,
       filter: s.filter,
       delivery: s.delivery,
+      heartbeats: s.heartbeats,
       ...s.options,
     })),
   };

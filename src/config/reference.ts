@@ -204,7 +204,13 @@ export function renderConfigDocs(factories: readonly SinkFactory[] = SINK_FACTOR
             required: first.required ?? [],
           },
           'sinks[]',
-        ).filter(([path]) => !path.startsWith('`sinks[].type`')),
+        )
+          .filter(([path]) => !path.startsWith('`sinks[].type`'))
+          // Its default is the type's (each type's section says it), not the first type's.
+          .map(
+            (row): Row =>
+              row[0] === '`sinks[].heartbeats`' ? [row[0], row[1], 'per sink type', row[3]] : row,
+          ),
       ),
       '',
     );
@@ -217,12 +223,19 @@ export function renderConfigDocs(factories: readonly SinkFactory[] = SINK_FACTOR
             filter.eventTypes?.default,
           )}, scope ${JSON.stringify(filter.scope?.default)}.`
         : '';
+      const heartbeats = factories.find((f) => f.type === type)?.heartbeats;
+      const heartbeatLine =
+        heartbeats === undefined
+          ? 'Heartbeats: never (`heartbeats: true` is an error).'
+          : `Heartbeats: ${heartbeats.default ? 'on' : 'off'} by default (\`heartbeats\`).`;
       parts.push(
         `### Sink type \`${type}\``,
         '',
         branch.description ?? '',
         '',
         filterDefaults,
+        '',
+        heartbeatLine,
         '',
         own.length === 0 ? 'No options of its own.' : table(own),
         '',

@@ -105,6 +105,23 @@ const logSection = z
   .prefault({})
   .describe('Logging.');
 
+/** How often the forwarder sends a heartbeat, unless it is set (docs/record-format.md, Heartbeats). */
+export const DEFAULT_HEARTBEAT_INTERVAL_SECONDS = 3600;
+
+const heartbeatSection = z
+  .object({
+    intervalSeconds: positiveInt()
+      .default(DEFAULT_HEARTBEAT_INTERVAL_SECONDS)
+      .describe(
+        'Seconds between two heartbeats (one is also sent at start and at a clean stop). The fleet counts a VM silent when none came for longer than this plus its margin: 3600 lets it notice a dead forwarder within about 1.5 h for about 40 KB per VM per day.',
+      ),
+  })
+  .strict()
+  .prefault({})
+  .describe(
+    'Heartbeats: what the forwarder sends, outside the outbox, to the sinks whose `heartbeats` option is on (Event Hubs by default) to say it runs and how.',
+  );
+
 const telemetrySection = z
   .object({
     listen: z
@@ -243,11 +260,36 @@ export const deliverySchema = z
   .describe('Delivery tuning for this sink.');
 
 /** Keys every sink entry has besides its type's own options. */
-export const COMMON_SINK_KEYS = ['name', 'type', 'enabled', 'filter', 'delivery'] as const;
+export const COMMON_SINK_KEYS = ['name', 'type', 'enabled', 'filter', 'delivery', 'heartbeats'] as const;
+
+/** The sink types that can receive heartbeats, for messages (from the registry). */
+export function heartbeatSinkTypes(factories: readonly SinkFactory[] = SINK_FACTORIES): string[] {
+  return factories.filter((f) => f.heartbeats !== undefined).map((f) => f.type);
+}
+
+/**
+ * A sink entry's `heartbeats` key: a boolean with the type's default where the type can receive heartbeats;
+ * elsewhere only `false` (an error naming the types that can).
+ */
+function heartbeatsSchema(factory: SinkFactory, factories: readonly SinkFactory[]) {
+  if (factory.heartbeats !== undefined)
+    return z
+      .boolean()
+      .default(factory.heartbeats.default)
+      .describe(
+        "Send this sink the forwarder's heartbeats (heartbeat.intervalSeconds; docs/record-format.md, Heartbeats), outside the outbox: latest wins. The default depends on the sink type (on for eventhubs); slack, teams, pagerduty and alertmanager never receive them.",
+      );
+  const never = `${factory.type} sinks never receive heartbeats; they go to ${heartbeatSinkTypes(factories).join(', ')} sinks`;
+  return z
+    .boolean()
+    .default(false)
+    .refine((on) => !on, never)
+    .describe(`${factory.type} sinks never receive heartbeats.`);
+}
 
 const SINK_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
-function sinkEntrySchema(factory: SinkFactory) {
+function sinkEntrySchema(factory: SinkFactory, factories: readonly SinkFactory[]) {
   const common = {
     name: z
       .string()
@@ -260,6 +302,7 @@ function sinkEntrySchema(factory: SinkFactory) {
       .describe('Disabled sinks get no new outbox rows (already pending rows stay).'),
     filter: filterSchema(factory.defaultFilter),
     delivery: deliverySchema,
+    heartbeats: heartbeatsSchema(factory, factories),
   };
   for (const key of COMMON_SINK_KEYS) {
     if (key in factory.optionsSchema.shape) {
@@ -274,8 +317,9 @@ function sinkEntrySchema(factory: SinkFactory) {
   return entry.describe(`${factory.type}: ${factory.description}`);
 }
 
-function sinksSchema(factories: readonly SinkFactory[]) {
-  const entries = factories.map(sinkEntrySchema);
+/** `registered`: every sink type (the messages name those that take heartbeats), `factories` those parsed. */
+function sinksSchema(factories: readonly SinkFactory[], registered: readonly SinkFactory[] = factories) {
+  const entries = factories.map((f) => sinkEntrySchema(f, registered));
   const entry =
     entries.length === 0
       ? z.never({ error: 'no sink types are registered' })
@@ -347,12 +391,13 @@ export function buildConfigSchema(options: BuildSchemaOptions = {}) {
       ),
     log: logSection,
     telemetry: telemetrySection,
+    heartbeat: heartbeatSection,
     shutdownDeadlineMs: positiveInt()
       .default(5000)
       .describe(
         'On SIGTERM/SIGINT, in-flight deliveries get this long before the process exits; on a reload, so does the in-flight delivery of a sink that is removed or rebuilt.',
       ),
-    sinks: sinksSchema(factories),
+    sinks: sinksSchema(factories, registered),
     approval: approvalSection,
     kubernetes: kubernetesSection,
   };

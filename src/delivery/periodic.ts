@@ -66,27 +66,63 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Runs every configured periodic send; see the module comment. */
 export class PeriodicSender {
-  readonly #slots: Slot[];
+  #slots: Slot[] = [];
   readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #observer: ((event: PeriodicSendEvent) => void) | undefined;
   #started = false;
   #stopped: Promise<void> | undefined;
 
   constructor(options: PeriodicSenderOptions) {
     this.#clock = options.clock ?? systemClock;
-    this.#slots = options.sends.map(
+    this.#logger = options.logger;
+    this.#observer = options.observer;
+    this.add(options.sends);
+  }
+
+  /**
+   * Adds sends (the sinks a reload leaves running): started at once when the sender runs (their atStart send
+   * made with `trigger`, 'start' by default), else with start(). Ignored once stopping.
+   */
+  add(sends: readonly PeriodicSend[], options: { trigger?: PeriodicTrigger } = {}): void {
+    if (this.#stopped !== undefined) return;
+    const trigger = options.trigger ?? 'start';
+    const slots = sends.map(
       (send) =>
         new Slot(send, {
           clock: this.#clock,
-          logger: childLogger(options.logger, { component: 'periodic', kind: send.kind, sink: send.sink }),
+          logger: childLogger(this.#logger, { component: 'periodic', kind: send.kind, sink: send.sink }),
           report: (event) => {
             try {
-              options.observer?.(event);
+              this.#observer?.(event);
             } catch {
               // a faulty observer must never break sending
             }
           },
         }),
     );
+    this.#slots.push(...slots);
+    if (this.#started) for (const slot of slots) slot.start(trigger);
+  }
+
+  /**
+   * Removes every send to `sink` (a sink a reload removes or rebuilds: call it before the sink is closed): no
+   * more sends, the one in flight is aborted; resolves once it has ended. No stop-send is made.
+   */
+  async remove(sink: string): Promise<void> {
+    await this.#removeWhere((s) => s.send.sink === sink);
+  }
+
+  /** Removes every send (a reload before it changes the sinks), as remove() does. */
+  async removeAll(): Promise<void> {
+    await this.#removeWhere(() => true);
+  }
+
+  async #removeWhere(removing: (slot: Slot) => boolean): Promise<void> {
+    const removed = this.#slots.filter(removing);
+    this.#slots = this.#slots.filter((s) => !removing(s));
+    for (const slot of removed) slot.halt();
+    await Promise.all(removed.map((slot) => slot.idle));
   }
 
   /** The sends' kinds and sinks, for logs. */
@@ -168,8 +204,8 @@ class Slot {
     return this.#inFlight?.promise ?? Promise.resolve();
   }
 
-  start(): void {
-    if (this.send.atStart === true) this.run('start');
+  start(trigger: PeriodicTrigger = 'start'): void {
+    if (this.send.atStart === true) this.run(trigger);
     this.#schedule();
   }
 

@@ -7,6 +7,21 @@ export {
   type RecordedApprovalHook,
   recordedApproval,
 } from './approval.ts';
+export {
+  type ForwarderEvent,
+  HEARTBEAT_SINK_STATES,
+  HEARTBEAT_TRIGGERS,
+  HEARTBEAT_TYPE,
+  type HeartbeatData,
+  type HeartbeatProblem,
+  type HeartbeatRecord,
+  type HeartbeatSink,
+  type HeartbeatSinkState,
+  type HeartbeatThresholds,
+  type HeartbeatTrigger,
+  heartbeatProblems,
+  isHeartbeat,
+} from './heartbeat.ts';
 export type {
   ObservationTime,
   PollDocumentOutcome,

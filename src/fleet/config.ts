@@ -55,6 +55,43 @@ function historyFields(env: () => Env) {
   };
 }
 
+/** A positive duration setting ("30m", "7d"), parsed to seconds. */
+function durationSetting(fallback: string, what: string) {
+  return z
+    .string()
+    .default(fallback)
+    .refine((v) => {
+      try {
+        return parseDuration(v) > 0;
+      } catch {
+        return false;
+      }
+    }, 'a duration such as 30m, 2h or 7d')
+    .transform((v) => parseDuration(v) / 1000)
+    .describe(what);
+}
+
+/**
+ * Coverage (docs/fleet.md, Coverage): when a VM whose forwarder sends heartbeats counts as silent, gone or
+ * unhealthy. `fleet run` stores them in the history for every dashboard and report reading it.
+ */
+const coverageSchema = z
+  .object({
+    silentMargin: durationSetting(
+      '30m',
+      "a VM is silent when no heartbeat came for longer than its forwarder's heartbeat interval plus this",
+    ),
+    goneAfter: durationSetting(
+      '7d',
+      'a VM silent for longer than this is gone (one Azure deleted is gone at once); gone VMs are not counted as silent',
+    ),
+    backlogAfter: durationSetting(
+      '30m',
+      "a forwarder is unhealthy when a sink's oldest pending record is older than this (a stuck backlog)",
+    ),
+  })
+  .strict();
+
 /** A host name for `Host` (optionally name:port or [IPv6]:port), without a scheme or path. */
 const allowedHost = z
   .string()
@@ -230,6 +267,7 @@ export function fleetConfigSchema(env: () => Env = () => process.env) {
       checkpoints,
       ...historyFields(env),
       dashboard: dashboardSchema(env).prefault({}),
+      coverage: coverageSchema.prefault({}).describe('when VMs count as silent, gone or unhealthy'),
       log: z
         .object({ level: z.enum(LOG_LEVELS).default('info') })
         .strict()

@@ -48,7 +48,15 @@ interface PartitionState {
   /** The last ingested sequence number (before any: one before the first event received). */
   lastIngested: number | undefined;
   lagSeconds: number;
+  /** When this instance last stored that the partition was read through (ms; 0: never). */
+  readThroughSavedAt: number;
 }
+
+/**
+ * How often a caught-up partition's read-through mark is stored (history.recordReadThrough): the coverage views
+ * measure a VM's silence up to it (src/fleet/history/coverage.ts), so it lags the truth by at most this much.
+ */
+const READ_THROUGH_INTERVAL_MS = 15_000;
 
 /** Retrying a failed commit of a batch (store unavailable, disk full): 200 ms doubling to 10 s. */
 const FLEET_COMMIT_BACKOFF: BackoffOptions = { initialMs: 200, maxMs: 10_000 };
@@ -58,6 +66,8 @@ export interface FleetConsumerStats {
   batches: number;
   events: number;
   accepted: number;
+  /** Heartbeats (kept as each VM's latest, not as records). */
+  heartbeats: number;
   duplicates: number;
   rejected: number;
   checkpoints: number;
@@ -120,6 +130,7 @@ export class FleetConsumer {
     batches: 0,
     events: 0,
     accepted: 0,
+    heartbeats: 0,
     duplicates: 0,
     rejected: 0,
     checkpoints: 0,
@@ -213,7 +224,7 @@ export class FleetConsumer {
   #state(partitionId: string): PartitionState {
     let state = this.#partitions.get(partitionId);
     if (state === undefined) {
-      state = { context: undefined, lastIngested: undefined, lagSeconds: 0 };
+      state = { context: undefined, lastIngested: undefined, lagSeconds: 0, readThroughSavedAt: 0 };
       this.#partitions.set(partitionId, state);
     }
     return state;
@@ -239,7 +250,11 @@ export class FleetConsumer {
   }
 
   async #processEvents(events: ReceivedEventData[], context: PartitionContext): Promise<void> {
-    if (events.length === 0) return;
+    if (events.length === 0) {
+      // No event within maxWaitTime: the partition may be caught up (its read-through mark moves to now).
+      await this.#saveReadThrough(this.#state(context.partitionId), context);
+      return;
+    }
     const state = this.#state(context.partitionId);
     state.context = context;
     state.lastIngested ??= events[0]!.sequenceNumber - 1;
@@ -260,6 +275,7 @@ export class FleetConsumer {
     this.stats.batches++;
     this.stats.events += events.length;
     this.stats.accepted += result.accepted;
+    this.stats.heartbeats += result.heartbeats;
     this.stats.duplicates += result.duplicates;
     this.stats.rejected += result.rejected;
     if (result.rejected > 0) {
@@ -274,11 +290,37 @@ export class FleetConsumer {
     }
     await context.updateCheckpoint(last);
     this.stats.checkpoints++;
+    await this.#saveReadThrough(state, context);
     this.#options.onBatch?.({
       partitionId: context.partitionId,
       result,
       lastSequenceNumber: last.sequenceNumber,
     });
+  }
+
+  /**
+   * When the partition is caught up (its last enqueued event is ingested, or it has none), stores that it was
+   * read through the time that was checked, at most every READ_THROUGH_INTERVAL_MS. Best effort: a failure only
+   * leaves the mark older (the coverage views then count silence up to the older mark).
+   */
+  async #saveReadThrough(state: PartitionState, context: PartitionContext): Promise<void> {
+    const properties = context.lastEnqueuedEventProperties;
+    const lastEnqueued = properties?.sequenceNumber;
+    const caughtUp =
+      lastEnqueued !== undefined &&
+      (lastEnqueued < 0 || (state.lastIngested !== undefined && lastEnqueued <= state.lastIngested));
+    const now = Date.now();
+    if (!caughtUp || this.#closing || now - state.readThroughSavedAt < READ_THROUGH_INTERVAL_MS) return;
+    state.readThroughSavedAt = now;
+    const at = Math.min(now, properties?.retrievedOn?.getTime() ?? now);
+    try {
+      await this.#options.history.recordReadThrough(context.partitionId, at);
+    } catch (error) {
+      this.#options.logger.debug(
+        { err: (error as Error).message, partition: context.partitionId },
+        'cannot store how far the partition was read; coverage measures silence up to the older mark',
+      );
+    }
   }
 
   /**

@@ -76,6 +76,11 @@ export async function startFleet(
   if (config.dashboard.enabled) assertDashboardAccess(config.dashboard.host, config.dashboard.auth);
   const history = await openConfiguredHistory(config);
   await history.setRetention(config.retention);
+  await history.setCoverageSettings({
+    silentMarginSeconds: config.coverage.silentMargin,
+    goneAfterSeconds: config.coverage.goneAfter,
+    backlogSeconds: config.coverage.backlogAfter,
+  });
   const stopRetention = startRetention(history, config.retention, logger.child({ component: 'retention' }));
   const consumer = new FleetConsumer({
     config,

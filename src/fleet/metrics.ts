@@ -4,18 +4,19 @@
  * docs/fleet.md, Metrics); every series exists from the start at 0, never absent.
  *
  * - From the consumer (`fleet run` only), read at scrape time: per-partition lag and events behind (every
- *   partition of the hub; 0 on an instance that does not own the partition), records by result, failed commit
+ *   partition of the hub; 0 on an instance that does not own the partition), records by result, heartbeats, failed commit
  *   attempts, owned partitions, the age of the newest ingested record.
  * - From the history (both), computed in SQL that SQLite and PostgreSQL share (maintenance pending = 1,
  *   observations affects_vm = 1, vms) and cached for HISTORY_CACHE_MS, so scrapes never hammer the store:
  *   pending events per type, affected VMs of pending events per location / zone / scale set and in all, lapsed
- *   approvals of the last 24 h; plus the configured blast-radius threshold.
+ *   approvals of the last 24 h, the VMs whose forwarders report / are silent / unhealthy / gone (coverage, in all
+ *   and per forwarder version); plus the configured blast-radius threshold.
  */
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { FleetConsumer } from './consumer.ts';
-import type { FleetHistory } from './history/index.ts';
+import { COVERAGE_STATES, coverageGauges, type FleetHistory, type StateCounts } from './history/index.ts';
 import { toNumber } from './history/sql.ts';
 
 export const FLEET_METRIC_PREFIX = 'sef_fleet_';
@@ -47,6 +48,9 @@ export interface HistoryGauges {
   affectedVmsPending: number;
   /** Maintenance events first seen in the last 24 h whose approval lapsed. */
   lapsedEvents: number;
+  /** VMs by coverage state (src/fleet/history/coverage.ts), in all and per forwarder version. */
+  forwarders: StateCounts;
+  forwardersByVersion: Record<string, StateCounts>;
 }
 
 /** The label of an empty scope value: "(unknown)" location (as the summary), "(none)" zone or scale set. */
@@ -86,11 +90,14 @@ export async function readHistoryGauges(history: FleetHistory, now: Date): Promi
     "SELECT count(*) AS n FROM maintenance WHERE approval = 'lapsed' AND first_seen_at >= ?",
     [new Date(now.getTime() - LAPSED_WINDOW_MS).toISOString()],
   );
+  const coverage = await coverageGauges(db, now);
   return {
     pendingEvents,
     pendingVms,
     affectedVmsPending: toNumber(affected?.n),
     lapsedEvents: toNumber(lapsed?.n),
+    forwarders: coverage.byState,
+    forwardersByVersion: coverage.byVersion,
   };
 }
 
@@ -118,6 +125,8 @@ const EMPTY: HistoryGauges = {
   pendingVms: { location: {}, zone: {}, scale_set: {} },
   affectedVmsPending: 0,
   lapsedEvents: 0,
+  forwarders: { reporting: 0, silent: 0, unhealthy: 0, gone: 0 },
+  forwardersByVersion: {},
 };
 
 /** Creates the registry and every fleet instrument; see the module comment. */
@@ -199,6 +208,31 @@ export function createFleetMetrics(options: FleetMetricsOptions): FleetMetrics {
     },
   });
   new Gauge({
+    name: `${p}forwarders`,
+    help:
+      'VMs whose forwarders send heartbeats, by coverage state: reporting, silent (no heartbeat for longer than ' +
+      'the interval plus coverage.silentMargin), unhealthy (the last heartbeat reported dead letters, a stuck ' +
+      'backlog, IMDS failing, a failing or paused sink), gone (deleted, or quiet longer than coverage.goneAfter).',
+    labelNames: ['state'],
+    registers,
+    async collect() {
+      const gauges = await historyGauges();
+      for (const state of COVERAGE_STATES) this.set({ state }, gauges.forwarders[state]);
+    },
+  });
+  new Gauge({
+    name: `${p}forwarders_by_version`,
+    help: 'VMs whose forwarders send heartbeats, per forwarder version and coverage state.',
+    labelNames: ['version', 'state'],
+    registers,
+    async collect() {
+      const gauges = await historyGauges();
+      this.reset();
+      for (const [version, counts] of Object.entries(gauges.forwardersByVersion))
+        for (const state of COVERAGE_STATES) this.set({ version, state }, counts[state]);
+    },
+  });
+  new Gauge({
     name: `${p}blast_radius_threshold`,
     help: 'The configured blast-radius threshold (dashboard.blastRadiusThreshold), in VMs.',
     registers,
@@ -240,6 +274,17 @@ export function createFleetMetrics(options: FleetMetricsOptions): FleetMetrics {
           this.inc({ result }, Math.max(0, total - counted[result]!));
           counted[result] = Math.max(total, counted[result]!);
         }
+      },
+    });
+    let heartbeats = 0;
+    new Counter({
+      name: `${p}heartbeats_total`,
+      help: "Forwarders' heartbeats ingested by this instance (kept as each VM's latest, not as records).",
+      registers,
+      collect() {
+        const total = consumer.stats.heartbeats;
+        this.inc(Math.max(0, total - heartbeats));
+        heartbeats = Math.max(total, heartbeats);
       },
     });
     let failures = 0;

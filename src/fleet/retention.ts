@@ -39,7 +39,7 @@ export function startRetention(
     running = running.then(async () => {
       try {
         const removed = await pruneOlder(history, retention, Date.now());
-        if (removed.events + removed.rejected + removed.vms > 0)
+        if (removed.events + removed.rejected + removed.vms + removed.heartbeats + removed.coverageDays > 0)
           logger.info({ retention, ...removed }, 'pruned fleet history older than the retention');
       } catch (error) {
         logger.warn({ err: errorMessage(error) }, 'pruning the fleet history failed; will try again');

@@ -8,7 +8,16 @@
  * `data.vm.name: expected a string, got an object`, so one poison record never freezes a partition.
  */
 import { z } from 'zod';
-import { type LifecycleRecord, RECORD_TYPE_PREFIX, TRANSITIONS, type Transition } from '../domain/index.ts';
+import {
+  HEARTBEAT_SINK_STATES,
+  HEARTBEAT_TRIGGERS,
+  HEARTBEAT_TYPE,
+  type HeartbeatRecord,
+  type LifecycleRecord,
+  RECORD_TYPE_PREFIX,
+  TRANSITIONS,
+  type Transition,
+} from '../domain/index.ts';
 import { errorMessage } from '../errors.ts';
 
 /** Largest accepted body: UTF-8 size of its JSON text form. */
@@ -52,6 +61,14 @@ export const MAX_CHANGED = 16;
 export const MAX_HOOKS = 100;
 /** Longest rejection reason. */
 export const MAX_REASON_LENGTH = 300;
+/** Entries of a heartbeat's data.sinks. */
+export const MAX_HEARTBEAT_SINKS = 100;
+/** A heartbeat's sinks[].lastError (the forwarder cuts it at 300). */
+export const MAX_HEARTBEAT_ERROR_LENGTH = 1000;
+/** data.intervalSeconds of a heartbeat: at most a week. */
+export const MAX_HEARTBEAT_INTERVAL_SECONDS = 7 * 24 * 3600;
+/** Counts in a heartbeat (sequence, pending, dead letters, failures). */
+export const MAX_HEARTBEAT_COUNT = 1_000_000_000_000;
 
 const name = z.string().max(MAX_NAME_LENGTH);
 const nonEmpty = (max: number) => z.string().min(1).max(max);
@@ -175,11 +192,74 @@ export const fleetRecordSchema = z.looseObject({
   data: dataSchema,
 });
 
+const count = z.int().min(0).max(MAX_HEARTBEAT_COUNT);
+const heartbeatSinkSchema = z.looseObject({
+  name: nonEmpty(MAX_NAME_LENGTH),
+  type: nonEmpty(MAX_NAME_LENGTH),
+  state: z.enum(HEARTBEAT_SINK_STATES),
+  pending: count,
+  oldestPendingAgeSeconds: z.number().min(0).max(MAX_HEARTBEAT_COUNT),
+  deadLetters: count,
+  lastError: z.string().max(MAX_HEARTBEAT_ERROR_LENGTH).optional(),
+});
+
+/** The checked part of a heartbeat (docs/record-format.md, Heartbeats); other fields pass unchanged. */
+export const fleetHeartbeatSchema = z.looseObject({
+  specversion: z.literal('1.0'),
+  id: nonEmpty(MAX_ID_LENGTH),
+  source: nonEmpty(MAX_SOURCE_LENGTH),
+  type: z.literal(HEARTBEAT_TYPE),
+  time: timestamp,
+  vmid: name.optional(),
+  data: z.looseObject({
+    trigger: z.enum(HEARTBEAT_TRIGGERS),
+    sequence: z.int().min(1).max(MAX_HEARTBEAT_COUNT),
+    intervalSeconds: z.int().min(1).max(MAX_HEARTBEAT_INTERVAL_SECONDS),
+    vm: vmSchema,
+    kubernetes: z.looseObject({ nodeName: name, clusterName: name.optional() }).optional(),
+    forwarder: z.looseObject({
+      version: nonEmpty(MAX_NAME_LENGTH),
+      configDigest: name,
+      startedAt: timestamp,
+      platform: name,
+      source: name,
+    }),
+    imds: z.looseObject({
+      ok: z.boolean(),
+      lastSuccessAt: optionalTimestamp,
+      consecutiveFailures: count,
+      lastFailure: z.looseObject({ reason: name, at: timestamp }).optional(),
+    }),
+    store: z.looseObject({ ok: z.boolean() }),
+    sinks: z.array(heartbeatSinkSchema).max(MAX_HEARTBEAT_SINKS),
+    approval: z.looseObject({
+      policy: z.boolean(),
+      rules: count,
+      dryRun: z.boolean(),
+      leader: name,
+      hooks: count,
+    }),
+  }),
+});
+
 /**
  * Checks that `value` (an event body: object, JSON text or bytes) is a lifecycle record this consumer can store
  * and fold. Returns the record (with `transition` set from `type`), or the reason it is rejected. Never throws.
+ * A heartbeat is rejected here: parseFleetEvent takes both.
  */
 export function parseRecord(value: unknown): { record: LifecycleRecord } | { error: string } {
+  const parsed = parseFleetEvent(value);
+  if ('heartbeat' in parsed) return { error: 'body is a heartbeat, not a lifecycle record' };
+  return parsed;
+}
+
+/**
+ * Checks that `value` is a lifecycle record (as parseRecord) or a heartbeat this consumer can keep (type and size
+ * of every field it reads, under the same bounds). Never throws.
+ */
+export function parseFleetEvent(
+  value: unknown,
+): { record: LifecycleRecord } | { heartbeat: HeartbeatRecord } | { error: string } {
   try {
     return check(value);
   } catch (error) {
@@ -190,7 +270,9 @@ export function parseRecord(value: unknown): { record: LifecycleRecord } | { err
   }
 }
 
-function check(value: unknown): { record: LifecycleRecord } | { error: string } {
+function check(
+  value: unknown,
+): { record: LifecycleRecord } | { heartbeat: HeartbeatRecord } | { error: string } {
   let text: string;
   let bytes: number;
   if (value instanceof Uint8Array || typeof value === 'string') {
@@ -223,6 +305,12 @@ function check(value: unknown): { record: LifecycleRecord } | { error: string } 
 
   const structure = checkStructure(body, [], 0);
   if (structure !== undefined) return { error: cut(structure) };
+  if ((body as { type?: unknown }).type === HEARTBEAT_TYPE) {
+    const beat = fleetHeartbeatSchema.safeParse(body);
+    if (!beat.success) return { error: describeIssues(beat.error.issues, body, 'a heartbeat') };
+    if (bytes > MAX_BODY_BYTES) return { error: tooLarge(bytes) };
+    return { heartbeat: body as HeartbeatRecord };
+  }
   const parsed = fleetRecordSchema.safeParse(body);
   if (!parsed.success) return { error: describeIssues(parsed.error.issues, body) };
   if (bytes > MAX_BODY_BYTES) return { error: tooLarge(bytes) };
@@ -349,9 +437,13 @@ function describeIssue(issue: z.core.$ZodIssue, body: unknown): string {
   }
 }
 
-function describeIssues(issues: readonly z.core.$ZodIssue[], body: unknown): string {
+function describeIssues(
+  issues: readonly z.core.$ZodIssue[],
+  body: unknown,
+  what = 'a lifecycle record',
+): string {
   const first = issues[0];
-  if (first === undefined) return 'body is not a lifecycle record';
+  if (first === undefined) return `body is not ${what}`;
   const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
   return cut(`${describeIssue(first, body)}${more}`);
 }

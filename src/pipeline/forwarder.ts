@@ -18,7 +18,7 @@
  */
 import type { Config, SinkConfig } from '../config/index.ts';
 import { configWarnings } from '../config/warnings.ts';
-import { DeliveryEngine, PeriodicSender } from '../delivery/index.ts';
+import { DeliveryEngine } from '../delivery/index.ts';
 import { errorMessage } from '../errors.ts';
 import type { KubernetesAgent } from '../kubernetes/index.ts';
 import type { Logger } from '../log.ts';
@@ -42,6 +42,13 @@ import {
 } from './compose.ts';
 import type { PipelineObserver } from './observer.ts';
 import type { ApprovalParticipant } from './participants.ts';
+import {
+  collectPeriodicSends,
+  createPeriodicSender,
+  type PeriodicParts,
+  type PeriodicSendsFactory,
+  startPeriodicSender,
+} from './periodic-sends.ts';
 import { type PeriodicSends, Reloader } from './reload.ts';
 import type { ReloadReport } from './reload-plan.ts';
 import type { RoutedSink } from './route.ts';
@@ -71,6 +78,11 @@ export interface ForwarderOptions {
   observationCheckpointMs?: number;
   /** Transitions kept in memory while commits fail (default MAX_WAITING_RECORDS; tests). */
   maxWaitingRecords?: number;
+  /**
+   * Periodic sends outside the outbox besides the pipeline's own: the heartbeats (src/telemetry/heartbeat.ts,
+   * wired by the CLI), built once the sinks are (src/pipeline/periodic-sends.ts).
+   */
+  periodicSends?: PeriodicSendsFactory;
 }
 
 /** The running forwarder; see the module comment. */
@@ -217,7 +229,11 @@ export class Forwarder {
     await firstOutcomeOrWait(step, polling, built.firstOutcomeWaitMs, running.signal);
     await this.#buildSinks(enabled, sinks, identity, polling, running);
     const engine = this.#startEngine(store, enabled, sinks, running);
-    const periodic = this.#startAlertRefresh({ enabled, sinks, step, identity, kubernetes }, running);
+    const periodic = this.#startPeriodicSends(
+      { enabled, sinks, running },
+      { store, identity, kubernetes, source: built.source, step },
+      Promise.race([step.firstHandled, polling.then(noop, noop)]),
+    );
     this.#startReloads({ engine, step, approval, store, identity, running, periodic });
     this.#announceRunning(store, built.source, enabled, bootTimeMs);
     return { polling, step, engine };
@@ -391,39 +407,56 @@ export class Forwarder {
   }
 
   /**
-   * The alert re-sends (src/pipeline/alert-refresh.ts), from the committed state, through one PeriodicSender;
-   * none without a sink that re-sends (no timer at all). Registered after the engine, it stops before the engine
-   * closes the sinks. Returns what a reload uses to stop the sends before it changes the sinks and to start them
-   * again over the sinks that run afterwards (a removed sink gets no re-send, an added one gets its own).
+   * The run's ONE PeriodicSender (src/pipeline/periodic-sends.ts) for the enabled sinks: the alert re-sends
+   * (src/pipeline/alert-refresh.ts, from the committed state) and the heartbeats (ForwarderOptions.periodicSends,
+   * src/telemetry/heartbeat.ts). It starts once the first poll outcome was handled (the identity is known then,
+   * so the first heartbeat names the VM), at most one send interval after the engine started. Registered after
+   * the engine, it stops before the engine closes the sinks (the heartbeats' stop-sends go out then). Returns
+   * what a reload uses: `stop` removes every send before the sinks change (no stop-send: the forwarder goes on),
+   * `start` adds those of the sinks that run afterwards under the configuration in effect.
    */
-  #startAlertRefresh(
-    parts: {
-      enabled: readonly SinkConfig[];
-      sinks: readonly Sink[];
-      step: PipelineStep;
-      identity: IdentitySource | undefined;
-      kubernetes: KubernetesAgent | undefined;
-    },
-    running: RunningPipeline,
+  #startPeriodicSends(
+    parts: { enabled: readonly SinkConfig[]; sinks: readonly Sink[]; running: RunningPipeline },
+    context: PeriodicContext,
+    firstHandled: Promise<void>,
   ): PeriodicSends {
-    let sender: PeriodicSender | undefined;
-    const start = (sinks: ReadonlyArray<{ config: SinkConfig; sink: Sink }>) => {
-      const sends = alertRefreshSends({
-        sinks,
-        committedState: () => parts.step.committedState,
-        identity: () => parts.identity?.current(),
-        kubernetes: () => parts.kubernetes?.recordContext(),
-      });
-      sender = sends.length === 0 ? undefined : new PeriodicSender({ sends, logger: this.#logger });
-      sender?.start();
+    const { observer, periodicSends } = this.#options;
+    const { running } = parts;
+    const sender = createPeriodicSender([], {
+      running,
+      logger: this.#logger,
+      deadlineMs: () => this.#config.shutdownDeadlineMs,
+      observer: observer?.periodic?.bind(observer),
+    });
+    const sendsOf = (sinks: PeriodicParts['sinks'], config: Config) =>
+      collectPeriodicSends(this.#periodicParts(sinks, config, context), [alertRefreshSends, periodicSends]);
+    const initial = sendsOf(
+      parts.enabled.map((config, i) => ({ config, sink: parts.sinks[i]! })),
+      this.#config,
+    );
+    sender.add(initial);
+    const firstWithin = Math.min(...initial.map((s) => s.intervalMs), MAX_FIRST_PERIODIC_WAIT_MS);
+    void Promise.race([firstHandled, delay(firstWithin, running.signal)]).then(() => {
+      if (!running.signal.aborted && !running.stopping) startPeriodicSender(sender, this.#logger);
+    });
+    return {
+      stop: () => sender.removeAll(),
+      start: (sinks, config) => sender.add(sendsOf(sinks, config), { trigger: 'interval' }),
     };
-    const stop = async () => {
-      await sender?.stop(this.#config.shutdownDeadlineMs);
-      sender = undefined;
+  }
+
+  /** What the periodic sends of `sinks` are built from (PeriodicParts). */
+  #periodicParts(sinks: PeriodicParts['sinks'], config: Config, context: PeriodicContext): PeriodicParts {
+    const { identity, kubernetes, step } = context;
+    return {
+      sinks,
+      config,
+      store: context.store,
+      identity: () => identity?.current(),
+      kubernetes: () => kubernetes?.recordContext(),
+      source: context.source.name,
+      committedState: () => step.committedState,
     };
-    running.onStop(stop);
-    start(parts.enabled.map((config, i) => ({ config, sink: parts.sinks[i]! })));
-    return { start, stop };
   }
 
   /** Logs that the forwarder runs and tells the observer it is ready. */
@@ -463,6 +496,21 @@ interface StartedPipeline {
   step: PipelineStep;
   engine: DeliveryEngine;
 }
+
+/** What every periodic send of the run is built from besides its sink (see #periodicParts). */
+interface PeriodicContext {
+  store: Store;
+  identity: IdentitySource | undefined;
+  kubernetes: KubernetesAgent | undefined;
+  source: Source;
+  step: PipelineStep;
+}
+
+/**
+ * The longest the periodic sends wait for the first poll outcome to be handled (IMDS's first answer can take
+ * minutes after a boot): then they start with whatever is known.
+ */
+const MAX_FIRST_PERIODIC_WAIT_MS = 5 * 60_000;
 
 /** The parts the per-outcome step works with (see #createStep). */
 interface StepParts {
@@ -505,6 +553,8 @@ function firstOutcomeOrWait(
     delay(waitMs, signal),
   ]);
 }
+
+function noop(): void {}
 
 /** Resolves after `ms`, or at once when `signal` aborts; never keeps the process alive by itself. */
 function delay(ms: number, signal: AbortSignal): Promise<void> {

@@ -6,6 +6,7 @@
  */
 
 import type { DeliveryEngineEvent, DeliveryObserver } from '../delivery/events.ts';
+import type { PeriodicSendEvent } from '../delivery/periodic.ts';
 import type { LifecycleRecord, PollOutcome } from '../domain/index.ts';
 import type { StoreDamage } from '../store/index.ts';
 import type { ReloadReport } from './reload-plan.ts';
@@ -37,6 +38,8 @@ export interface PipelineObserver extends DeliveryObserver {
   delivery?(event: DeliveryEngineEvent): void;
   /** A configuration reload ended (SIGHUP; src/pipeline/reload.ts): its outcome and the sinks delivered to now. */
   reloaded?(report: ReloadReport): void;
+  /** A periodic send outside the outbox (a heartbeat) reached its sink or failed (src/pipeline/periodic-sends.ts). */
+  periodic?(event: PeriodicSendEvent): void;
   /** Shutdown began (no delivery event is reported after this). */
   stopping?(): void;
 }

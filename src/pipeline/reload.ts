@@ -40,7 +40,8 @@ import type { PipelineStep } from './step.ts';
  */
 export interface PeriodicSends {
   stop(): Promise<void>;
-  start(sinks: ReadonlyArray<{ config: SinkConfig; sink: Sink }>): void;
+  /** Starts the sends of `sinks` under `config`, the configuration in effect after the reload. */
+  start(sinks: ReadonlyArray<{ config: SinkConfig; sink: Sink }>, config: Config): void;
 }
 
 /** The running parts a reload changes (see the module comment). */
@@ -150,7 +151,7 @@ export class Reloader {
     if (plan.approval) approval.reconfigure(next.approval);
     this.#config = plan.effective;
     if (stopping()) return undefined;
-    if (sinksChange) periodic?.start(runningSinks(next, engine));
+    if (sinksChange) periodic?.start(runningSinks(next, engine), this.#config);
     this.#reportRemoved(plan.sinks.removed);
     return this.#finish(plan, 'applied');
   }

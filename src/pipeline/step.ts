@@ -90,6 +90,7 @@ export class PipelineStep {
   #beforeFirstOutcome: Promise<void> | undefined;
   /** Resolves when the source delivers its first outcome (the first GET was answered). */
   readonly #firstOutcome = Promise.withResolvers<void>();
+  readonly #firstHandled = Promise.withResolvers<void>();
 
   constructor(options: StepOptions) {
     this.#o = options;
@@ -127,6 +128,14 @@ export class PipelineStep {
     return this.#firstOutcome.promise;
   }
 
+  /**
+   * Resolves once the first outcome was taken in: the first identity read (and Kubernetes labels) had settled,
+   * and the observer saw it (what a heartbeat reports is known by then).
+   */
+  get firstHandled(): Promise<void> {
+    return this.#firstHandled.promise;
+  }
+
   /** The first outcome is handled only once `ready` settles (the first identity request; see forwarder.ts). */
   holdFirstOutcomeUntil(ready: Promise<void>): void {
     this.#beforeFirstOutcome = ready.finally(() => {
@@ -140,6 +149,7 @@ export class PipelineStep {
     const { stats, identity, approval, stall } = this.#o;
     stats.outcomes++;
     this.#o.observer?.outcome?.(outcome);
+    this.#firstHandled.resolve();
     if (outcome.kind === 'failure') {
       stats.failures++;
       // A failed poll never changes state (the poller logs failures once per streak); transitions waiting

@@ -20,6 +20,8 @@
  */
 
 import {
+  type HeartbeatRecord,
+  type HeartbeatSink,
   type LifecycleRecord,
   type ScheduledEvent,
   TRANSITION_RANK,
@@ -27,6 +29,7 @@ import {
   type VmIdentity,
 } from '../domain/index.ts';
 import { buildRecord, isoTime, type RecordContext } from '../transform/build-record.ts';
+import { buildHeartbeat } from '../transform/heartbeat.ts';
 import { contentHash } from '../transform/ids.ts';
 import type { TrackedEvent } from '../transform/state.ts';
 
@@ -46,6 +49,8 @@ export const FLEET_DEFAULTS = {
   availabilitySetFraction: 0.3,
   regions: ['westeurope', 'northeurope', 'eastus2'] as readonly string[],
   observerReports: true,
+  heartbeatIntervalSeconds: 3600,
+  heartbeatDays: 0,
 } as const;
 
 export interface FleetOptions {
@@ -67,6 +72,10 @@ export interface FleetOptions {
   regions?: readonly string[];
   /** Whether unaffected members of an availability set report its events (affectsThisVm false). Default true. */
   observerReports?: boolean;
+  /** Every forwarder's heartbeat interval (the forwarder's default, 3600); 0: no heartbeats. */
+  heartbeatIntervalSeconds?: number;
+  /** Heartbeats over the last this many days of the window only; 0 (default): the whole window. */
+  heartbeatDays?: number;
 }
 
 /** One VM of the fleet (scale-set replacements included). */
@@ -137,8 +146,27 @@ export interface Fleet {
   vms: VmInfo[];
   /** Streams every record, in time order across the fleet (per VM in the order it observed them). Re-iterable. */
   records(): Generator<LifecycleRecord>;
+  /** Streams every forwarder's heartbeats (docs/record-format.md, Heartbeats), in time order. Re-iterable. */
+  heartbeats(): Generator<HeartbeatRecord>;
+  /** records() and heartbeats() merged in time order (what a hub would carry). Re-iterable. */
+  events(): Generator<LifecycleRecord | HeartbeatRecord>;
   truth: FleetTruth;
+  /** What the heartbeats say about each VM (see HeartbeatTruth). */
+  heartbeatTruth: HeartbeatTruth;
 }
+
+/** The forwarders' story behind heartbeats(). */
+export interface HeartbeatTruth {
+  /** Heartbeats heartbeats() yields. */
+  heartbeats: number;
+  /** VMs whose forwarder stopped sending before the end (SIGKILL, or a clean stop), with when it stopped. */
+  stopped: Array<{ vm: string; atMs: number; clean: boolean }>;
+  /** VMs whose heartbeats report a problem during [fromMs, toMs) (toMs = the end: still at the end). */
+  sick: Array<{ vm: string; kind: SickKind; fromMs: number; toMs: number }>;
+}
+
+/** What a sick forwarder's heartbeats report. */
+export type SickKind = 'dead-letters' | 'backlog' | 'imds' | 'failing';
 
 // ----------------------------------------------------------------------------------------------------------
 // PRNG: sfc32 seeded through splitmix32 (fast, good enough statistically, fully deterministic).
@@ -328,6 +356,8 @@ function validate(options: FleetOptions): Required<FleetOptions> {
     availabilitySetFraction: options.availabilitySetFraction ?? FLEET_DEFAULTS.availabilitySetFraction,
     regions: [...(options.regions ?? FLEET_DEFAULTS.regions)],
     observerReports: options.observerReports ?? FLEET_DEFAULTS.observerReports,
+    heartbeatIntervalSeconds: options.heartbeatIntervalSeconds ?? FLEET_DEFAULTS.heartbeatIntervalSeconds,
+    heartbeatDays: options.heartbeatDays ?? FLEET_DEFAULTS.heartbeatDays,
   };
   const integer = (name: string, value: number, min: number) => {
     if (!Number.isInteger(value) || value < min)
@@ -345,6 +375,9 @@ function validate(options: FleetOptions): Required<FleetOptions> {
     throw new RangeError(`availabilitySetFraction must be between 0 and 1, got ${o.availabilitySetFraction}`);
   if (o.regions.length === 0 || o.regions.some((r) => typeof r !== 'string' || r === ''))
     throw new RangeError('regions must be a non-empty list of region names');
+  integer('heartbeatIntervalSeconds', o.heartbeatIntervalSeconds, 0);
+  if (!Number.isFinite(o.heartbeatDays) || o.heartbeatDays < 0)
+    throw new RangeError(`heartbeatDays must be a number >= 0, got ${o.heartbeatDays}`);
   if (!/^\d{4}-\d{2}-\d{2}T/.test(o.start) || Number.isNaN(Date.parse(o.start)))
     throw new RangeError(`start must be an ISO 8601 time, got ${o.start}`);
   return o;
@@ -654,16 +687,22 @@ export function generateFleet(input: FleetOptions = {}): Fleet {
     };
   });
 
+  // 4. The forwarders' heartbeats: planned with a PRNG of their own, so the records above are the same whether
+  //    or not heartbeats are asked for.
+  const beats = planHeartbeats(world, infos, startMs);
   return {
     options,
     window: { start: isoTime(startMs), end: isoTime(endMs) },
     vms: infos,
     records: () => streamRecords(world),
+    heartbeats: () => streamHeartbeats(world, beats.plans),
+    events: () => mergeByTime(streamRecords(world), streamHeartbeats(world, beats.plans)),
     truth: {
       maintenanceEvents: events.length,
       events: truthEvents,
       counts: { records: recordCount, affectedVmEvents, byTransition, byType },
     },
+    heartbeatTruth: beats.truth,
   };
 }
 
@@ -934,5 +973,238 @@ function buildStepRecord(world: World, step: Step, incarnation: number): Lifecyc
     }
     default:
       return buildRecord(ctx, tracked, base);
+  }
+}
+
+// ----------------------------------------------------------------------------------------------------------
+// Heartbeats.
+
+/** Forwarder versions of the synthetic fleet: most run the current one, some the previous. */
+const FORWARDER_VERSIONS = ['0.1.0', '0.0.9'] as const;
+/** Share of VMs whose forwarder stops sending before the end: in the last 6 days (silent at the end)… */
+const STOP_RECENT_SHARE = 0.015;
+/** …or earlier in the window (gone at the end: quiet for more than 7 days). */
+const STOP_EARLY_SHARE = 0.01;
+/** Of the stopped forwarders, the share that stopped cleanly (a stop heartbeat: service stopped, VM off). */
+const CLEAN_STOP_SHARE = 0.5;
+/** Share of VMs with a problem spell lasting to the end, and with one that ended before it. */
+const SICK_AT_END_SHARE = 0.015;
+const SICK_BEFORE_SHARE = 0.01;
+const SICK_KINDS: readonly SickKind[] = ['dead-letters', 'backlog', 'imds', 'failing'];
+/** VMs that also report a Slack sink in their heartbeats. */
+const SLACK_SHARE = 0.3;
+
+interface HeartbeatPlan {
+  v: number;
+  phaseMs: number;
+  version: string;
+  slack: boolean;
+  /** The run's start (for the heartbeat ids and sequence numbers). */
+  runStartMs: number;
+  /** First and last (exclusive) heartbeat time. */
+  fromMs: number;
+  toMs: number;
+  /** A start heartbeat at fromMs (a VM created in the window). */
+  starts: boolean;
+  /** A stop heartbeat at toMs (a clean stop). */
+  cleanStop: boolean;
+  sick: { kind: SickKind; fromMs: number; toMs: number } | null;
+}
+
+function planHeartbeats(
+  world: World,
+  infos: readonly VmInfo[],
+  startMs: number,
+): { plans: HeartbeatPlan[]; truth: HeartbeatTruth } {
+  const { options, endMs } = world;
+  const truth: HeartbeatTruth = { heartbeats: 0, stopped: [], sick: [] };
+  const intervalMs = options.heartbeatIntervalSeconds * 1000;
+  if (intervalMs === 0) return { plans: [], truth };
+  const from =
+    options.heartbeatDays > 0 ? Math.max(startMs, endMs - Math.round(options.heartbeatDays * DAY)) : startMs;
+  const rng = new Prng((options.seed ^ 0x6e61b3a7) >>> 0);
+  const plans: HeartbeatPlan[] = [];
+  infos.forEach((info, v) => {
+    const created = info.createdAt === null ? null : Date.parse(info.createdAt);
+    const deleted = info.deletedAt === null ? null : Date.parse(info.deletedAt);
+    const plan: HeartbeatPlan = {
+      v,
+      phaseMs: rng.int(0, intervalMs - 1),
+      version: rng.chance(0.85) ? FORWARDER_VERSIONS[0] : FORWARDER_VERSIONS[1],
+      slack: rng.chance(SLACK_SHARE),
+      runStartMs: created === null ? startMs - rng.int(1, 30) * DAY : created + 30_000,
+      fromMs: created === null ? from : Math.max(from, created + 30_000),
+      toMs: deleted ?? endMs,
+      starts: created !== null && created + 30_000 >= from,
+      cleanStop: false,
+      sick: null,
+    };
+    const roll = rng.next();
+    if (deleted === null && roll < STOP_RECENT_SHARE + STOP_EARLY_SHARE) {
+      const recent = roll < STOP_RECENT_SHARE;
+      // Recent stops fall inside the heartbeat window (a VM that stopped before it sent none: it is unknown).
+      const recentWithin = Math.max(4 * 3600, Math.min(6 * 86_400, (endMs - from) / 1000 - 3600));
+      const stopAt = recent
+        ? endMs - rng.int(3 * 3600, recentWithin) * 1000
+        : startMs + rng.uniform(0, Math.max(0, endMs - startMs - 8 * DAY));
+      plan.toMs = Math.max(plan.fromMs, Math.round(stopAt));
+      plan.cleanStop = rng.chance(CLEAN_STOP_SHARE);
+    }
+    const sickRoll = rng.next();
+    if (sickRoll < SICK_AT_END_SHARE + SICK_BEFORE_SHARE) {
+      const kind = rng.pick(SICK_KINDS);
+      const sickFrom = endMs - rng.int(2 * 3600, 20 * 86_400) * 1000;
+      const sickTo = sickRoll < SICK_AT_END_SHARE ? endMs : sickFrom + rng.int(2 * 3600, 3 * 86_400) * 1000;
+      plan.sick = { kind, fromMs: sickFrom, toMs: Math.min(endMs, sickTo) };
+    }
+    // A forwarder that sends nothing in the heartbeat window (stopped or deleted before it) is not known.
+    if (plan.toMs <= plan.fromMs) return;
+    plans.push(plan);
+    if (plan.toMs < (deleted ?? endMs))
+      truth.stopped.push({ vm: info.name, atMs: plan.toMs, clean: plan.cleanStop });
+    if (plan.sick !== null && plan.sick.toMs > plan.fromMs && plan.sick.fromMs < plan.toMs)
+      truth.sick.push({
+        vm: info.name,
+        kind: plan.sick.kind,
+        fromMs: plan.sick.fromMs,
+        toMs: plan.sick.toMs,
+      });
+  });
+  for (const plan of plans) truth.heartbeats += countHeartbeats(plan, intervalMs);
+  return { plans, truth };
+}
+
+/** The times a plan's forwarder sends heartbeats (start, every interval at its phase, a clean stop), in order. */
+function* heartbeatTimes(plan: HeartbeatPlan, intervalMs: number): Generator<number> {
+  if (plan.starts) yield plan.fromMs;
+  const first = plan.fromMs + ((((plan.phaseMs - plan.fromMs) % intervalMs) + intervalMs) % intervalMs);
+  for (
+    let t = first === plan.fromMs && plan.starts ? first + intervalMs : first;
+    t < plan.toMs;
+    t += intervalMs
+  )
+    yield t;
+  if (plan.cleanStop) yield plan.toMs;
+}
+
+function countHeartbeats(plan: HeartbeatPlan, intervalMs: number): number {
+  let n = 0;
+  for (const _ of heartbeatTimes(plan, intervalMs)) n++;
+  return n;
+}
+
+function* streamHeartbeats(world: World, plans: readonly HeartbeatPlan[]): Generator<HeartbeatRecord> {
+  const intervalMs = world.options.heartbeatIntervalSeconds * 1000;
+  if (intervalMs === 0) return;
+  // One lazy cursor per VM in a heap by its next time (then VM): memory grows with the VMs, not the heartbeats.
+  const cursors = plans.map((plan) => {
+    const times = heartbeatTimes(plan, intervalMs);
+    return { plan, times, current: times.next(), index: 0 };
+  });
+  const heap = new StepHeap();
+  cursors.forEach((c, i) => {
+    if (!c.current.done) heap.push({ t: c.current.value, rank: 0, e: i, v: c.plan.v, kind: 'scheduled' });
+  });
+  for (let top = heap.pop(); top !== undefined; top = heap.pop()) {
+    const cursor = cursors[top.e]!;
+    const next = cursor.times.next();
+    yield buildFleetHeartbeat(world, cursor.plan, top.t, cursor.index++, next.done === true);
+    cursor.current = next;
+    if (!next.done) heap.push({ t: next.value, rank: 0, e: top.e, v: top.v, kind: 'scheduled' });
+  }
+}
+
+function buildFleetHeartbeat(
+  world: World,
+  plan: HeartbeatPlan,
+  t: number,
+  index: number,
+  last: boolean,
+): HeartbeatRecord {
+  const intervalMs = world.options.heartbeatIntervalSeconds * 1000;
+  const trigger = plan.starts && index === 0 ? 'start' : plan.cleanStop && last ? 'stop' : 'interval';
+  const sick = plan.sick !== null && t >= plan.sick.fromMs && t < plan.sick.toMs ? plan.sick : null;
+  const sinks: HeartbeatSink[] = [
+    {
+      name: 'fleet-hub',
+      type: 'eventhubs',
+      state: 'ok',
+      pending: 0,
+      oldestPendingAgeSeconds: 0,
+      deadLetters: 0,
+    },
+  ];
+  if (plan.slack)
+    sinks.push({
+      name: 'ops-slack',
+      type: 'slack',
+      state: 'ok',
+      pending: 0,
+      oldestPendingAgeSeconds: 0,
+      deadLetters: 0,
+    });
+  const sickSink = sinks.at(-1)!;
+  if (sick?.kind === 'dead-letters')
+    sickSink.deadLetters = 1 + Math.floor((t - sick.fromMs) / (6 * 3_600_000));
+  if (sick?.kind === 'backlog') {
+    sickSink.state = 'retrying';
+    sickSink.pending = 3 + Math.floor((t - sick.fromMs) / 3_600_000);
+    sickSink.oldestPendingAgeSeconds = Math.round((t - sick.fromMs) / 1000) + 3600;
+    sickSink.lastError = 'http-503: destination unavailable';
+  }
+  if (sick?.kind === 'failing') {
+    sickSink.state = 'failing';
+    sickSink.pending = 1;
+    sickSink.oldestPendingAgeSeconds = Math.min(1200, Math.round((t - sick.fromMs) / 1000));
+    sickSink.lastError = 'Unauthorized: the identity has no Azure Event Hubs Data Sender role';
+  }
+  const imdsOk = sick?.kind !== 'imds';
+  const vm = world.identities[plan.v] as VmIdentity;
+  return buildHeartbeat({
+    trigger,
+    sequence: 1 + Math.max(0, Math.round((t - plan.runStartMs) / intervalMs)),
+    intervalSeconds: world.options.heartbeatIntervalSeconds,
+    timeMs: t,
+    vm,
+    forwarder: {
+      version: plan.version,
+      configDigest: plan.slack ? 'sha256:5a1e0b2c9d8f7e61' : 'sha256:0e9d8c7b6a5f4e32',
+      startedAtMs: plan.runStartMs,
+      platform: 'linux',
+      source: 'imds',
+    },
+    imds: imdsOk
+      ? { ok: true, lastSuccessAt: isoTime(t - 400), consecutiveFailures: 0 }
+      : {
+          ok: false,
+          lastSuccessAt: isoTime(sick!.fromMs),
+          consecutiveFailures: Math.round((t - sick!.fromMs) / POLL_MS),
+          lastFailure: { reason: 'timeout', at: isoTime(t - 400) },
+        },
+    store: { ok: true },
+    sinks,
+    approval: { policy: false, rules: 0, dryRun: false, leader: 'first', hooks: 0 },
+  });
+}
+
+/** Two time-ordered streams as one (records before heartbeats at the same millisecond). */
+function* mergeByTime(
+  records: Generator<LifecycleRecord>,
+  heartbeats: Generator<HeartbeatRecord>,
+): Generator<LifecycleRecord | HeartbeatRecord> {
+  let r = records.next();
+  let h = heartbeats.next();
+  for (;;) {
+    if (r.done) {
+      if (h.done) return;
+      yield h.value;
+      h = heartbeats.next();
+    } else if (h.done || r.value.time <= h.value.time) {
+      yield r.value;
+      r = records.next();
+    } else {
+      yield h.value;
+      h = heartbeats.next();
+    }
   }
 }

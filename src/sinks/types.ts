@@ -5,7 +5,7 @@
  * factory stays light and loads its implementation inside create() with `await import(...)`.
  */
 import type { z } from 'zod';
-import type { LifecycleRecord, VmIdentity } from '../domain/index.ts';
+import type { HeartbeatRecord, LifecycleRecord, VmIdentity } from '../domain/index.ts';
 import type { Logger } from '../log.ts';
 
 /**
@@ -80,6 +80,12 @@ export interface Sink {
    * event. Resolves when the destination accepted it; rejects with a DeliveryError (latest wins: not retried).
    */
   readonly refreshPending?: RefreshPending;
+  /**
+   * Sends one heartbeat (docs/record-format.md, Heartbeats) straight to the destination, never through the
+   * outbox: resolves when it was accepted, rejects (DeliveryError) when not; the next heartbeat replaces a lost
+   * one. Only sinks whose factory declares `heartbeats` implement it. Must honour the signal.
+   */
+  sendHeartbeat?(heartbeat: HeartbeatRecord, signal: AbortSignal): Promise<void>;
   close?(): Promise<void>;
 }
 
@@ -107,6 +113,12 @@ export interface SinkFactory<Schema extends z.ZodObject = z.ZodObject> {
   readonly optionsSchema: Schema;
   /** Default record filter for this sink type (e.g. slack/teams: this VM only). */
   readonly defaultFilter?: Partial<SinkFilter>;
+  /**
+   * Sinks of this type can receive heartbeats (their Sink implements sendHeartbeat): the sink entry's
+   * `heartbeats` option, with this default. Absent: the type never receives heartbeats (chat and alerting
+   * sinks, whose every message reaches a person) and `heartbeats: true` is a configuration error.
+   */
+  readonly heartbeats?: { readonly default: boolean };
   /**
    * Builds the sink; throws (or rejects) with a clear message when the options cannot work. May return a
    * Promise so that the implementation loads only when a sink of this type is configured: callers always

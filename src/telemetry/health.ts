@@ -12,6 +12,7 @@ import { DEFAULT_SINK_READINESS, type SinkReadiness } from '../config/readiness.
 import type { DeliveryEngineEvent } from '../delivery/events.ts';
 import type { PollFailureReason, PollOutcome } from '../domain/index.ts';
 import { errorMessage } from '../errors.ts';
+import type { PipelineObserver } from '../pipeline/observer.ts';
 import { DEFAULT_POLL_INTERVAL_MS } from '../sources/imds/defaults.ts';
 import type { SinkQueueStats, StoreDamage } from '../store/index.ts';
 
@@ -299,4 +300,34 @@ export class HealthTracker {
 
 function emptySink(): SinkFacts {
   return { consecutiveFailures: 0, lastSuccessAt: undefined, lastError: undefined, deadLettered: 0 };
+}
+
+/**
+ * The pipeline observer that feeds a HealthTracker (poll outcomes, commits, delivery events): /readyz and the
+ * heartbeats read it. The telemetry observer (observer.ts) adds the metrics to it.
+ */
+export function healthObserver(health: HealthTracker): PipelineObserver {
+  return {
+    sourceBuilt: ({ pollIntervalMs }) => health.recordPollInterval(pollIntervalMs),
+    ready: ({ sinks, storeDamage }) => {
+      health.addSinks(sinks);
+      health.recordStoreWrite(true); // the store is open (it may have waited for the disk)
+      health.recordStoreDamage(storeDamage ?? []);
+    },
+    delivery: (event) => health.recordDeliveryEvent(event),
+    outcome: (outcome) => health.recordPoll(outcome),
+    committed: () => health.recordStoreWrite(true),
+    reloaded: (report) => {
+      // A removed sink no longer counts for readiness; a rebuilt one starts afresh (its old failures were the old
+      // settings').
+      health.removeSinks([...report.removed, ...report.rebuilt]);
+      health.addSinks(report.sinks);
+    },
+    storeUnavailable: ({ message }) => {
+      health.recordStoreWrite(false, `cannot open the state store: ${message}`);
+    },
+    commitFailed: ({ message, full }) => {
+      health.recordStoreWrite(false, full ? `disk full: ${message}` : message);
+    },
+  };
 }

@@ -11,10 +11,13 @@ export {
   type HealthThresholds,
   HealthTracker,
   type HealthTrackerOptions,
+  healthObserver,
   type SinkState,
 } from './health.ts';
+export { configDigest, type HeartbeatOptions, heartbeatSends, heartbeatSinkNames } from './heartbeat.ts';
 export { timedScheduledEventsReader } from './imds-latency.ts';
 export {
+  addPeriodicSends,
   addSinks,
   bindOutboxStats,
   type CreateMetricsOptions,
@@ -22,6 +25,7 @@ export {
   type ForwarderMetrics,
   METRIC_PREFIX,
   observeDeliveryEvent,
+  observePeriodicSend,
   observePollOutcome,
   observeRecords,
 } from './metrics.ts';

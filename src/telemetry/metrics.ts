@@ -11,6 +11,7 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { DeliveryEngineEvent } from '../delivery/events.ts';
+import type { PeriodicSendEvent } from '../delivery/periodic.ts';
 import {
   type LifecycleRecord,
   type PollFailureReason,
@@ -79,6 +80,7 @@ export interface ForwarderMetrics {
   readonly imdsLatency: Histogram<never>;
   readonly configReloads: Counter<'outcome'>;
   readonly configLastReloadSuccessful: Gauge<never>;
+  readonly periodicSends: Counter<'kind' | 'sink' | 'result'>;
   /**
    * Source of the outbox gauges, read on every scrape (e.g. `() => store.stats()`); set with
    * bindOutboxStats. Until set, the outbox gauges are empty.
@@ -278,6 +280,14 @@ export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetr
         'too), 1 otherwise (also before any reload).',
       registers,
     }),
+    periodicSends: new Counter({
+      name: `${p}periodic_sends_total`,
+      help:
+        'Periodic sends outside the outbox (kind="heartbeat"), per sink, by result (sent, failed); a failed one ' +
+        'is replaced by the next, never retried.',
+      labelNames: ['kind', 'sink', 'result'],
+      registers,
+    }),
   };
   for (const reason of Object.keys(POLL_FAILURE_REASONS)) metrics.pollFailures.inc({ reason }, 0);
   for (const transition of TRANSITIONS) metrics.records.inc({ transition }, 0);
@@ -312,6 +322,24 @@ export function addSinks(metrics: ForwarderMetrics, sinks: readonly string[]): v
     for (const full of ['true', 'false']) metrics.storeErrors.inc({ sink, full }, 0);
     metrics.deliveryLatency.zero({ sink });
   }
+}
+
+/** Declare periodic sends (a kind to a sink): their sent and failed series start at 0. */
+export function addPeriodicSends(
+  metrics: ForwarderMetrics,
+  sends: ReadonlyArray<{ kind: string; sink: string }>,
+): void {
+  for (const { kind, sink } of sends)
+    for (const result of ['sent', 'failed']) metrics.periodicSends.inc({ kind, sink, result }, 0);
+}
+
+/** Count one periodic send's outcome. */
+export function observePeriodicSend(metrics: ForwarderMetrics, event: PeriodicSendEvent): void {
+  metrics.periodicSends.inc({
+    kind: event.kind,
+    sink: event.sink,
+    result: event.type === 'periodicSent' ? 'sent' : 'failed',
+  });
 }
 
 /** Read the outbox gauges from `stats` on every scrape (typically `() => store.stats()`). */

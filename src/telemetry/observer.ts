@@ -1,13 +1,15 @@
 /**
  * Connects the telemetry to the `run` pipeline: a PipelineObserver (src/pipeline/observer.ts) that feeds the
- * metrics and the HealthTracker, delivery events included (the pipeline forwards the engine's events to it).
+ * metrics and the HealthTracker (healthObserver), delivery events and periodic sends included (the pipeline
+ * forwards the engine's events to it).
  */
 import type { PipelineObserver } from '../pipeline/observer.ts';
-import type { HealthTracker } from './health.ts';
+import { type HealthTracker, healthObserver } from './health.ts';
 import {
   addSinks,
   type ForwarderMetrics,
   observeDeliveryEvent,
+  observePeriodicSend,
   observePollOutcome,
   observeRecords,
   observeReload,
@@ -21,42 +23,33 @@ export interface TelemetryObserverOptions {
 /** A PipelineObserver feeding metrics and health. */
 export function createTelemetryObserver(options: TelemetryObserverOptions): PipelineObserver {
   const { metrics, health } = options;
+  const feedHealth = healthObserver(health);
   return {
-    sourceBuilt: ({ pollIntervalMs }) => health.recordPollInterval(pollIntervalMs),
-    ready: ({ sinks, storeDamage }) => {
-      health.addSinks(sinks);
-      addSinks(metrics, sinks); // every per-sink series at 0 (usually declared already by createMetrics)
-      health.recordStoreWrite(true); // the store is open (it may have waited for the disk)
-      health.recordStoreDamage(storeDamage ?? []);
-      for (const d of storeDamage ?? []) {
+    ...feedHealth,
+    ready: (info) => {
+      feedHealth.ready?.(info);
+      addSinks(metrics, info.sinks); // every per-sink series at 0 (usually declared already by createMetrics)
+      for (const d of info.storeDamage ?? []) {
         const at = Date.parse(d.at);
         if (Number.isFinite(at)) metrics.storeDamage.set({ kind: d.kind }, at / 1000);
       }
     },
     delivery: (event) => {
       observeDeliveryEvent(metrics, event);
-      health.recordDeliveryEvent(event);
+      feedHealth.delivery?.(event);
     },
     outcome: (outcome) => {
       observePollOutcome(metrics, outcome, outcome.requestMs);
-      health.recordPoll(outcome);
+      feedHealth.outcome?.(outcome);
     },
-    committed: ({ records }) => {
-      observeRecords(metrics, records);
-      health.recordStoreWrite(true);
+    committed: (info) => {
+      observeRecords(metrics, info.records);
+      feedHealth.committed?.(info);
     },
     reloaded: (report) => {
       observeReload(metrics, report);
-      // A removed sink no longer counts for readiness; a rebuilt one starts afresh (its old failures were the old
-      // settings').
-      health.removeSinks([...report.removed, ...report.rebuilt]);
-      health.addSinks(report.sinks);
+      feedHealth.reloaded?.(report);
     },
-    storeUnavailable: ({ message }) => {
-      health.recordStoreWrite(false, `cannot open the state store: ${message}`);
-    },
-    commitFailed: ({ message, full }) => {
-      health.recordStoreWrite(false, full ? `disk full: ${message}` : message);
-    },
+    periodic: (event) => observePeriodicSend(metrics, event),
   };
 }

@@ -43,7 +43,8 @@ export function isoTime(ms: number): string {
   return new Date(ms).toISOString();
 }
 
-function vmData(vm: VmIdentity | undefined): LifecycleRecordData['vm'] {
+/** `data.vm` of a record (and of a heartbeat): every field, "" when unknown. */
+export function vmData(vm: VmIdentity | undefined): LifecycleRecordData['vm'] {
   return {
     name: vm?.name ?? '',
     vmId: vm?.vmId ?? '',

@@ -9,7 +9,9 @@ export {
   pendingEventRecords,
   type RecordContext,
   recordSource,
+  vmData,
 } from './build-record.ts';
+export { buildHeartbeat, type HeartbeatInput } from './heartbeat.ts';
 export { RECORD_ID_NAMESPACE, recordId, uuidV5 } from './ids.ts';
 export {
   DEFAULT_MAX_GAP_MS,

@@ -36,6 +36,7 @@ const FLEET_METRICS = [
   'sef_fleet_blast_radius_threshold',
   'sef_fleet_lapsed_events',
   'sef_fleet_last_record_age_seconds',
+  'sef_fleet_forwarders',
 ];
 
 const metricNames = (expr: string): string[] => [...new Set(expr.match(/\bsef_[a-z0-9_]+/g) ?? [])];

@@ -84,7 +84,7 @@ export async function exactSummary(
   db: SqlExecutor,
   filter: EventFilter = {},
   now: Date = new Date(),
-): Promise<FleetSummary> {
+): Promise<Omit<FleetSummary, 'coveredVms'>> {
   const w = where(filter, 'm');
   const sum = (expression: string, alias: string) => `coalesce(sum(${expression}), 0) AS ${alias}`;
   const columns = [
@@ -208,7 +208,10 @@ export async function exactSummary(
 // Time series
 
 /** One GROUP BY day × type over the window (at most days × types rows). */
-export async function exactTimeSeries(db: SqlExecutor, filter: EventFilter = {}): Promise<TimeSeries> {
+export async function exactTimeSeries(
+  db: SqlExecutor,
+  filter: EventFilter = {},
+): Promise<Omit<TimeSeries, 'coveredVms'>> {
   const w = where(filter, 'm');
   const day = 'substr(m.first_seen_at, 1, 10)';
   const rows = await db.all(
@@ -283,7 +286,7 @@ export async function exactBlastRadius(
   threshold: number = DEFAULT_BLAST_RADIUS_THRESHOLD,
   request: PageRequest = {},
   scope?: BlastScope,
-): Promise<BlastRadiusPage> {
+): Promise<Omit<BlastRadiusPage, 'coveredVms'>> {
   const limit = pageSize(request);
   const w = where(filter, 'm');
   const label = (column: string, empty: string) =>
@@ -400,7 +403,7 @@ const MEASURES = { notice: 'notice_seconds', observed: 'observed_seconds' } as c
 export async function exactLeadTimeAndImpact(
   db: SqlExecutor,
   filter: EventFilter = {},
-): Promise<LeadTimeAndImpact> {
+): Promise<Omit<LeadTimeAndImpact, 'coveredVms'>> {
   const w = where(filter, 'm');
   const ranked = (measure: keyof typeof MEASURES, byRegion: boolean) => {
     const column = `m.${MEASURES[measure]}`;

@@ -9,6 +9,8 @@ export interface FleetConfigOptions {
   updateIntervalMs?: number;
   /** How long a dead consumer's partitions stay owned (default 3000 ms). */
   ownershipExpirationMs?: number;
+  /** More top-level YAML lines (e.g. `coverage: { silentMargin: 2s }`). */
+  extra?: string[];
 }
 
 /**
@@ -35,6 +37,7 @@ export function writeFleetConfig(file: string, options: FleetConfigOptions): str
       `database: ${database}`,
       'dashboard: { port: 0 }',
       'log: { level: warn }',
+      ...(options.extra ?? []),
       '',
     ].join('\n'),
   );

@@ -8,14 +8,16 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  type HeartbeatRecord,
+  type HeartbeatSink,
   type LifecycleRecord,
   recordType,
   type ScheduledEvent,
   type Transition,
   type VmIdentity,
 } from '../../src/domain/index.ts';
-import { validateRecord } from '../../src/domain/record-schema.ts';
-import { type ForwarderState, initialState, transform } from '../../src/transform/index.ts';
+import { validateHeartbeat, validateRecord } from '../../src/domain/record-schema.ts';
+import { buildHeartbeat, type ForwarderState, initialState, transform } from '../../src/transform/index.ts';
 
 function guid(seed: string): string {
   const h = createHash('sha256').update(seed).digest('hex');
@@ -190,4 +192,75 @@ export function freezeLifecycle(vm = 'web_1', eventId = 'E1'): LifecycleRecord[]
       throw new Error(`freezeLifecycle: invalid ${r.transition} record: ${errors.join('; ')}`);
   }
   return out;
+}
+
+/** What a heartbeat fixture may change (every field of the sink entry defaults to a healthy, empty queue). */
+export interface HeartbeatFixture {
+  vm?: string;
+  /** Seconds after 2025-01-01T00:00:00Z when it was sent. */
+  at: number;
+  trigger?: HeartbeatRecord['data']['trigger'];
+  sequence?: number;
+  intervalSeconds?: number;
+  version?: string;
+  location?: string;
+  zone?: string;
+  scaleSet?: string;
+  /** Seconds after T0 when this run started (default: at). */
+  startedAt?: number;
+  imdsOk?: boolean;
+  sink?: Partial<HeartbeatSink>;
+}
+
+/**
+ * A heartbeat of `vm` (the same VM, source and vmId as record()'s), built by the forwarder's own builder and
+ * valid against schemas/heartbeat.schema.json.
+ */
+export function heartbeatOf(o: HeartbeatFixture): HeartbeatRecord {
+  const name = o.vm ?? 'web_1';
+  const source = `/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/${name}`;
+  const vm: VmIdentity = {
+    name,
+    vmId: guid(name),
+    resourceId: source,
+    subscriptionId: 's',
+    resourceGroupName: 'rg',
+    location: o.location ?? 'westeurope',
+    zone: o.zone ?? '',
+    vmScaleSetName: o.scaleSet ?? '',
+    vmSize: 'Standard_D2s_v5',
+    osType: 'Linux',
+    computerName: name,
+  };
+  const heartbeat = buildHeartbeat({
+    trigger: o.trigger ?? 'interval',
+    sequence: o.sequence ?? 2,
+    intervalSeconds: o.intervalSeconds ?? 3600,
+    timeMs: T0 + o.at * 1000,
+    vm,
+    forwarder: {
+      version: o.version ?? '0.1.0',
+      configDigest: 'sha256:0123456789abcdef',
+      startedAtMs: T0 + (o.startedAt ?? o.at) * 1000,
+      platform: 'linux',
+      source: 'imds',
+    },
+    imds: { ok: o.imdsOk ?? true, lastSuccessAt: iso(o.at), consecutiveFailures: o.imdsOk === false ? 9 : 0 },
+    store: { ok: true },
+    sinks: [
+      {
+        name: 'hub',
+        type: 'eventhubs',
+        state: 'ok',
+        pending: 0,
+        oldestPendingAgeSeconds: 0,
+        deadLetters: 0,
+        ...o.sink,
+      },
+    ],
+    approval: { policy: false, rules: 0, dryRun: false, leader: 'first', hooks: 0 },
+  });
+  const problems = validateHeartbeat(heartbeat);
+  if (problems.length > 0) throw new Error(`invalid heartbeat fixture: ${problems.join('; ')}`);
+  return heartbeat;
 }

@@ -46,6 +46,7 @@ interface FleetReportOptions extends HistoryOptions {
   since?: string;
   until?: string;
   json?: boolean;
+  coverage?: boolean;
   type?: string;
   location?: string;
   zone?: string;
@@ -264,9 +265,21 @@ function filterOf(opts: FleetReportOptions, now: Date): EventFilter {
 async function report(opts: FleetReportOptions): Promise<void> {
   const now = new Date();
   const filter = filterOf(opts, now);
-  const { formatReport } = await import('../../fleet/report.ts');
+  const { formatCoverageReport, formatReport } = await import('../../fleet/report.ts');
   const history = await openHistoryFor(opts, true);
   try {
+    if (opts.coverage === true) {
+      const coverage = await history.coverage({
+        location: filter.location,
+        zone: filter.zone,
+        scaleSet: filter.scaleSet,
+        vm: filter.vm,
+      });
+      process.stdout.write(
+        opts.json ? `${JSON.stringify(coverage, null, 2)}\n` : formatCoverageReport(coverage),
+      );
+      return;
+    }
     const summary = await history.summary(filter);
     process.stdout.write(opts.json ? `${JSON.stringify(summary, null, 2)}\n` : formatReport(summary));
   } finally {
@@ -490,6 +503,10 @@ export function register(program: Command): void {
     .option('--scale-set <name>', 'only this scale set')
     .option('--status <status>', 'only this status: scheduled, started, completed, canceled or vm-deleted')
     .option('--vm <text>', 'only events affecting a VM whose name contains this')
+    .option(
+      '--coverage',
+      'coverage instead: VMs whose forwarders report, are silent, unhealthy or gone (by version, region, scale set)',
+    )
     .option('--json', 'JSON instead of text')
     .action(async (opts: FleetReportOptions) => report(opts));
   fleet

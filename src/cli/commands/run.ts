@@ -101,7 +101,9 @@ export async function runForwarder(
 
 /**
  * Runs the forwarder, with the /healthz /readyz /metrics listener when telemetry.listen.enabled (the pipeline
- * reports through a PipelineObserver; see src/telemetry/observer.ts).
+ * reports through a PipelineObserver; see src/telemetry/observer.ts) and with heartbeats to the sinks that take
+ * them (src/telemetry/heartbeat.ts), which read the same health tracker /readyz does. Without either, no
+ * telemetry module is loaded at all.
  */
 async function runWithTelemetry(
   config: Config,
@@ -110,10 +112,50 @@ async function runWithTelemetry(
   reload: ReloadOptions | undefined,
 ): Promise<void> {
   const { Forwarder } = await import('../../pipeline/index.ts');
+  const startedAtMs = Date.now();
+  const listen = config.telemetry.listen.enabled;
+  const heartbeats = config.sinks.some((s) => s.enabled && s.heartbeats);
   // Start-up ends when the pipeline is ready: optimizing compilers back on (../heap.ts).
-  if (!config.telemetry.listen.enabled) {
+  if (!listen && !heartbeats) {
     const forwarder = new Forwarder({ config, logger, observer: { ready: endStartup } });
     await handleReloadSignal(logger, forwarder, reload, () => forwarder.run(signal));
+    return;
+  }
+  // Only what is used is loaded: the metrics (prom-client) with the listener, the health tracker for either.
+  const [health, heartbeat, { readVersion }] = await Promise.all([
+    import('../../telemetry/health.ts'),
+    import('../../telemetry/heartbeat.ts'),
+    import('../../version.ts'),
+  ]);
+  let forwarder: Forwarder | undefined;
+  const tracker = new health.HealthTracker({
+    sinks: [], // poll interval: the built source's (PipelineObserver.sourceBuilt)
+    staleAfterPolls: config.telemetry.readyPollIntervals,
+    sinkReadiness: config.telemetry.readiness.sinks,
+    outboxStats: () => forwarder?.store?.stats(), // /readyz: pending and oldestPendingAgeSeconds per sink
+  });
+  // Each sink's heartbeat sequence, kept across the rebuilds of a reload (which may also add or remove the sinks
+  // that receive heartbeats: the sends are built from each configuration the pipeline runs).
+  const sequences = new Map<string, number>();
+  const version = readVersion();
+  const periodicSends = (parts: Parameters<typeof heartbeat.heartbeatSends>[1]) =>
+    heartbeat.heartbeatSends({ health: () => tracker.snapshot(), version, startedAtMs, sequences }, parts);
+  if (!listen) {
+    const observer = health.healthObserver(tracker);
+    forwarder = new Forwarder({
+      config,
+      logger,
+      periodicSends,
+      observer: {
+        ...observer,
+        ready: (info) => {
+          endStartup();
+          observer.ready?.(info);
+        },
+      },
+    });
+    const running = forwarder;
+    await handleReloadSignal(logger, running, reload, () => running.run(signal));
     return;
   }
   const telemetry = await import('../../telemetry/index.ts');
@@ -121,26 +163,23 @@ async function runWithTelemetry(
   const metrics = telemetry.createMetrics({
     sinks: config.sinks.filter((s) => s.enabled).map((s) => s.name),
   });
-  const health = new telemetry.HealthTracker({
-    sinks: [], // poll interval: the built source's (PipelineObserver.sourceBuilt)
-    staleAfterPolls: config.telemetry.readyPollIntervals,
-    sinkReadiness: config.telemetry.readiness.sinks,
-    outboxStats: () => forwarder?.store?.stats(), // /readyz: pending and oldestPendingAgeSeconds per sink
-  });
-  let forwarder: Forwarder | undefined;
-  const observer = telemetry.createTelemetryObserver({ metrics, health });
+  telemetry.addPeriodicSends(
+    metrics,
+    heartbeat.heartbeatSinkNames(config).map((sink) => ({ kind: 'heartbeat', sink })),
+  );
+  const observer = telemetry.createTelemetryObserver({ metrics, health: tracker });
   const ready: typeof observer.ready = (info) => {
     endStartup();
     observer.ready?.(info);
   };
-  forwarder = new Forwarder({ config, logger, observer: { ...observer, ready } });
+  forwarder = new Forwarder({ config, logger, periodicSends, observer: { ...observer, ready } });
   const running = forwarder;
   telemetry.bindOutboxStats(metrics, () => running.store?.stats() ?? []);
   const server = await telemetry.startTelemetryServer({
     host: config.telemetry.listen.host,
     port: config.telemetry.listen.port,
     metrics,
-    health: () => health.snapshot(),
+    health: () => tracker.snapshot(),
   });
   logger.info({ listen: server.url }, 'telemetry listening (/healthz, /readyz, /metrics)');
   try {

@@ -1,7 +1,8 @@
 /**
  * `simulate`: runs the IMDS simulator (src/simulator) on 127.0.0.1. The first stdout line is JSON with its
  * URL; it runs until Ctrl-C / SIGTERM, or with --exit-at-end until the scenario ends.
- * `simulate fleet`: writes a synthetic fleet's lifecycle records (src/simulator/fleet.ts) as JSON lines.
+ * `simulate fleet`: writes a synthetic fleet's lifecycle records and its forwarders' heartbeats
+ * (src/simulator/fleet.ts) as JSON lines, in time order.
  */
 import type { WriteStream } from 'node:fs';
 import type { Command } from 'commander';
@@ -55,6 +56,8 @@ interface SimulateFleetOptions {
   start?: string;
   end?: string;
   out: string;
+  heartbeatInterval: string;
+  heartbeatDays: string;
 }
 
 const DAY_MS = 86_400_000;
@@ -108,12 +111,19 @@ async function simulateFleet(opts: SimulateFleetOptions): Promise<void> {
   if (days <= 0) throw new UsageError(`--days must be a number > 0, got "${opts.days}"`);
   const seed = numberOption(opts.seed, '--seed', 0, true) as number;
   if (seed > 0xffffffff) throw new UsageError(`--seed must be <= ${0xffffffff}, got "${opts.seed}"`);
+  const heartbeatIntervalSeconds = numberOption(
+    opts.heartbeatInterval,
+    '--heartbeat-interval',
+    0,
+    true,
+  ) as number;
+  const heartbeatDays = numberOption(opts.heartbeatDays, '--heartbeat-days', 0, false) as number;
   const start = fleetWindowStart(opts, days);
   if (opts.out === '') throw new UsageError('--out must be a file path or - (stdout)');
   const { generateFleet } = await import('../../simulator/fleet.ts');
   let fleet: ReturnType<typeof generateFleet>;
   try {
-    fleet = generateFleet({ vms, days, seed, start });
+    fleet = generateFleet({ vms, days, seed, start, heartbeatIntervalSeconds, heartbeatDays });
   } catch (error) {
     throw new UsageError(describe(error));
   }
@@ -138,7 +148,7 @@ async function simulateFleet(opts: SimulateFleetOptions): Promise<void> {
       : new Error(`writing ${opts.out === '-' ? 'stdout' : opts.out}: ${describe(failure)}`);
   let chunk = '';
   let written = 0;
-  for (const record of fleet.records()) {
+  for (const record of fleet.events()) {
     chunk += `${JSON.stringify(record)}\n`;
     written++;
     if (chunk.length >= 1 << 20) {
@@ -162,7 +172,10 @@ async function simulateFleet(opts: SimulateFleetOptions): Promise<void> {
   process.stderr.write(
     `${JSON.stringify({
       maintenanceEvents: truth.maintenanceEvents,
-      records: written,
+      records: written - fleet.heartbeatTruth.heartbeats,
+      heartbeats: fleet.heartbeatTruth.heartbeats,
+      silentForwarders: fleet.heartbeatTruth.stopped.length,
+      unhealthyForwarders: fleet.heartbeatTruth.sick.length,
       vms: fleet.vms.length,
       affectedVmEvents: truth.counts.affectedVmEvents,
       start: fleet.window.start,
@@ -283,7 +296,7 @@ export function register(program: Command): void {
   simulate
     .command('fleet')
     .description(
-      "Write a synthetic fleet's lifecycle records as JSON lines, one CloudEvent per line like the file sink, in " +
+      "Write a synthetic fleet's lifecycle records and heartbeats as JSON lines, one CloudEvent per line like the file sink, in " +
         'time order, for a window ending now (the same records for a seed and a fixed --start or --end); prints a ' +
         'one-line JSON summary on stderr. See docs/simulator.md.',
     )
@@ -296,5 +309,15 @@ export function register(program: Command): void {
       'start of the window instead (ISO 8601; the window is then [start, start + days))',
     )
     .option('--out <file>', 'output file, - for stdout', '-')
+    .option(
+      '--heartbeat-interval <seconds>',
+      "every forwarder's heartbeat interval (some forwarders stop, some report problems); 0: no heartbeats",
+      '3600',
+    )
+    .option(
+      '--heartbeat-days <d>',
+      'heartbeats over the last this many days of the window only (0: the whole window; 24 lines per VM per day)',
+      '3',
+    )
     .action(async (opts: SimulateFleetOptions) => simulateFleet(opts));
 }

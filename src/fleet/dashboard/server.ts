@@ -2,8 +2,8 @@
  * The fleet dashboard: a small HTTP server (127.0.0.1 by default) serving one page with bundled assets (no CDN;
  * page.ts, sources in web/)
  * and a read-only JSON API over the fleet history (`FleetHistory`, SQLite or PostgreSQL): summary, pending now,
- * maintenance events, per-VM observations, one event's detail, per-VM timelines, distinct filter values, and
- * CSV/JSON exports streamed page by page.
+ * maintenance events, per-VM observations, one event's detail, per-VM timelines, distinct filter values,
+ * coverage (./coverage.ts: which VMs' forwarders report) and CSV/JSON exports streamed page by page.
  *
  * Lists are paged with the history's keyset cursor: the body stays a JSON array (as before paging existed) and
  * the next page is in the headers — `Link: <…&cursor=…>; rel="next"` and `X-Next-Cursor` (absent on the last
@@ -42,6 +42,7 @@ import {
   type DashboardAccess,
   hostAllowed,
 } from './access.ts';
+import { sendCoverage } from './coverage.ts';
 import { ClientGoneError, EXPORT_VIEWS, type ExportView, streamExport } from './export.ts';
 import { type DashboardAssets, dashboardAssets } from './page.ts';
 import { sendView } from './views.ts';
@@ -331,6 +332,12 @@ async function route(
     case '/api/event/records':
     case '/api/event/approvals':
       await sendView(req, res, url, options, { json, sendPage, filterFromQuery, pageFromQuery, BadRequest });
+      return;
+    case '/api/coverage':
+    case '/api/coverage/vms':
+    case '/api/coverage/days':
+    case '/api/coverage/covered':
+      await sendCoverage(res, url, history, { json, sendPage, filterFromQuery, pageFromQuery, BadRequest });
       return;
     case '/api/export.json':
       await sendExport(req, res, options, url, 'json');

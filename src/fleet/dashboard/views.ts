@@ -6,7 +6,8 @@
  * - `/api/blast-radius`: per scale set, zone and region, the VMs pending now and the most VMs impacted at once,
  *   flagged over the threshold (`dashboard.blastRadiusThreshold`; `threshold=N` overrides it per request;
  *   `scope=scaleSet|zone|location` keeps one kind). Paged like every list: the body is the page's rows, the next
- *   page in `Link` / `X-Next-Cursor`; `X-Total-Count`, `X-Over-Threshold-Count` and `X-Blast-Radius-Threshold`.
+ *   page in `Link` / `X-Next-Cursor`; `X-Total-Count`, `X-Over-Threshold-Count`, `X-Blast-Radius-Threshold` and
+ *   `X-Covered-VMs` (the VMs that sent a heartbeat in the window).
  * - `/api/lead-time`: notice lead time and observed impact per type and region (count, p50, p90, max).
  * - `/api/event/records?id=…&occurrence=…`: the records of one event per VM (each VM's timeline), affected VMs
  *   only unless `affectsOnly=false`; paged.
@@ -117,6 +118,7 @@ export async function sendView(
         'x-total-count': String(page.total),
         'x-over-threshold-count': String(page.overThreshold),
         'x-blast-radius-threshold': String(page.threshold),
+        'x-covered-vms': String(page.coveredVms),
       });
       return;
     }

@@ -10,7 +10,22 @@
  */
 
 import { toError } from '../../errors.ts';
+import {
+  type CoverageDay,
+  type CoverageReport,
+  type CoverageSettings,
+  type CoverageState,
+  type CoverageVm,
+  coverageReport,
+  coveredVms,
+  DEFAULT_COVERAGE_SETTINGS,
+  listCoverageVms,
+  readCoverageSettings,
+  vmCoverageDays,
+  writeCoverageSettings,
+} from './coverage.ts';
 import { DimensionDeltas } from './dimensions.ts';
+import { advanceReadThrough } from './heartbeat-ingest.ts';
 import { type IngestResult, ingestBatch, type RawFleetEvent } from './ingest.ts';
 import {
   distinctValues,
@@ -52,6 +67,7 @@ import {
   timeSeries,
 } from './views.ts';
 
+export * from './coverage.ts';
 export type { IngestResult, RawFleetEvent } from './ingest.ts';
 export * from './queries.ts';
 export type { MaintenanceView, ObservationView } from './rows.ts';
@@ -67,6 +83,9 @@ export interface PruneResult {
   records: number;
   rejected: number;
   vms: number;
+  /** Latest heartbeats of VMs quiet since before the cut-off, and days of coverage before it. */
+  heartbeats: number;
+  coverageDays: number;
 }
 
 /** Maintenance events removed per prune transaction (small, so ingest never waits long behind one). */
@@ -91,6 +110,8 @@ export class FleetHistory {
   #refreshTimer: NodeJS.Timeout | undefined;
   #refreshFailure: Error | undefined;
   #closed = false;
+  /** The thresholds ingest judges heartbeats by (setCoverageSettings; the defaults until then). */
+  #coverage: CoverageSettings = DEFAULT_COVERAGE_SETTINGS;
 
   constructor(db: SqlDatabase, now: () => Date = () => new Date()) {
     this.db = db;
@@ -108,9 +129,16 @@ export class FleetHistory {
    */
   async ingest(batch: readonly RawFleetEvent[]): Promise<IngestResult> {
     if (batch.length === 0)
-      return { accepted: 0, duplicates: 0, rejected: 0, eventsTouched: 0, rejections: [] };
-    const ingestedAt = this.#now().toISOString();
-    const result = await this.db.transaction((tx) => ingestBatch(tx, batch, ingestedAt));
+      return {
+        accepted: 0,
+        duplicates: 0,
+        rejected: 0,
+        heartbeats: 0,
+        eventsTouched: 0,
+        rejections: [],
+      };
+    const settings = { ingestedAt: this.#now().toISOString(), backlogSeconds: this.#coverage.backlogSeconds };
+    const result = await this.db.transaction((tx) => ingestBatch(tx, batch, settings));
     if (result.eventsTouched > 0) await this.#refreshDue();
     return result;
   }
@@ -176,8 +204,54 @@ export class FleetHistory {
     this.#refreshTimer.unref();
   }
 
-  summary(filter: EventFilter = {}): Promise<FleetSummary> {
-    return summarize(this.db, filter, this.#now());
+  /**
+   * The partition was read through `atMs` (the consumer found it caught up then): VMs on it are quiet only
+   * measured up to there (coverage.ts). Never moves a partition's mark back.
+   */
+  recordReadThrough(partitionId: string, atMs: number): Promise<void> {
+    return this.db.transaction((tx) => advanceReadThrough(tx, new Map([[partitionId, atMs]])));
+  }
+
+  /** Sets the coverage thresholds (fleet config `coverage`) for ingest here and every reader of the history. */
+  async setCoverageSettings(settings: CoverageSettings): Promise<void> {
+    this.#coverage = settings;
+    await this.db.transaction((tx) => writeCoverageSettings(tx, settings));
+  }
+
+  // Coverage (coverage.ts).
+  /** Counts by state, version, region and scale set, the partitions' read-through, the first silent and unhealthy VMs. */
+  coverage(filter: CoverageReport['filter'] = {}, pageLimit?: number): Promise<CoverageReport> {
+    return coverageReport(this.db, filter, this.#now(), undefined, pageLimit);
+  }
+  /** A page of the VMs in one coverage state. */
+  async coverageVms(
+    state: CoverageState,
+    filter: CoverageReport['filter'] = {},
+    page: PageRequest = {},
+  ): Promise<Page<CoverageVm> & { total: number }> {
+    return listCoverageVms(this.db, state, filter, page, this.#now(), await readCoverageSettings(this.db));
+  }
+  /** VMs that sent a heartbeat in the filter's window (its region, zone and scale set). */
+  coveredVms(filter: EventFilter = {}): Promise<number> {
+    return coveredVms(this.db, filter);
+  }
+  /** The days (and hours) one VM was covered. */
+  coverageDays(
+    vm: string,
+    window: { since?: string | undefined; until?: string | undefined } = {},
+  ): Promise<{ source: string; days: CoverageDay[] } | undefined> {
+    return vmCoverageDays(this.db, vm, window);
+  }
+
+  /** The summary, with the VMs covered in its window. */
+  async summary(filter: EventFilter = {}): Promise<FleetSummary> {
+    return this.#withCovered(filter, summarize(this.db, filter, this.#now()));
+  }
+
+  /** A view of the window `filter` with the VMs covered in that window (every maintenance view says it). */
+  async #withCovered<T>(filter: EventFilter, view: Promise<T>): Promise<T & { coveredVms: number }> {
+    const [value, covered] = await Promise.all([view, coveredVms(this.db, filter)]);
+    return { ...value, coveredVms: covered };
   }
   events(filter: EventFilter = {}, page: PageRequest = {}): Promise<Page<MaintenanceView>> {
     return listMaintenance(this.db, filter, page);
@@ -210,7 +284,7 @@ export class FleetHistory {
   // The operator views (views.ts).
   /** Maintenance events per UTC day by type, with their impact. */
   timeSeries(filter: EventFilter = {}): Promise<TimeSeries> {
-    return timeSeries(this.db, filter);
+    return this.#withCovered(filter, timeSeries(this.db, filter));
   }
   /** Pending VMs and the most VMs impacted at once per scale set, zone and region; paged. */
   blastRadius(
@@ -219,11 +293,11 @@ export class FleetHistory {
     page: PageRequest = {},
     scope?: BlastScope,
   ): Promise<BlastRadiusPage> {
-    return blastRadius(this.db, filter, threshold, page, scope);
+    return this.#withCovered(filter, blastRadius(this.db, filter, threshold, page, scope));
   }
   /** Notice lead time and observed impact per event type and region. */
   leadTimeAndImpact(filter: EventFilter = {}): Promise<LeadTimeAndImpact> {
-    return leadTimeAndImpact(this.db, filter);
+    return this.#withCovered(filter, leadTimeAndImpact(this.db, filter));
   }
   /** The records of one event per VM (affected VMs only unless affectsOnly is false); paged. */
   eventRecords(
@@ -252,11 +326,20 @@ export class FleetHistory {
 
   /**
    * Removes maintenance events whose newest record is older than `cutoff` (with their observations and
-   * records), rejected bodies received before it, and VMs silent since then — in small transactions.
+   * records), rejected bodies received before it, VMs silent since then, the latest heartbeats of VMs quiet since
+   * then and the days of coverage before it — in small transactions.
    */
   async prune(cutoff: Date): Promise<PruneResult> {
     const before = cutoff.toISOString();
-    const result: PruneResult = { events: 0, observations: 0, records: 0, rejected: 0, vms: 0 };
+    const result: PruneResult = {
+      events: 0,
+      observations: 0,
+      records: 0,
+      rejected: 0,
+      vms: 0,
+      heartbeats: 0,
+      coverageDays: 0,
+    };
     for (;;) {
       const done = await this.db.transaction(async (tx) => {
         const keys = await tx.all(
@@ -308,6 +391,12 @@ export class FleetHistory {
           -1,
         );
       await dimensions.write(tx, '*');
+      result.heartbeats = (
+        await tx.run('DELETE FROM latest_heartbeats WHERE enqueued_ms < ?', [cutoff.getTime()])
+      ).changes;
+      result.coverageDays = (
+        await tx.run('DELETE FROM coverage_days WHERE day < ?', [before.slice(0, 10)])
+      ).changes;
     });
     await this.refreshRollups();
     return result;

@@ -10,7 +10,9 @@
  *    result independent of arrival order and of which consumer got which record: two consumers that both hold
  *    a partition during a handover produce the history one consumer would have;
  * 4. per-VM and per-partition counters and the dimension counts (dimensions.ts) are bumped (commutative upserts);
- * 5. last, each changed event's entry moves between the hour digests of the rollups (rollups/store.ts), whose
+ * 5. heartbeats (not history rows) update each VM's latest heartbeat and its day's coverage, and each partition's
+ *    read-through mark moves to the newest enqueue time of the batch (heartbeat-ingest.ts);
+ * 6. last, each changed event's entry moves between the hour digests of the rollups (rollups/store.ts), whose
  *    coarser buckets are marked for rebuilding.
  *
  * Only failures of the store itself (disk full, server unreachable, lost serialization races beyond their
@@ -19,9 +21,15 @@
 import type { LifecycleRecord } from '../../domain/index.ts';
 import { type FleetEvent, foldEvent, occurrenceOf } from '../fold.ts';
 import { foldMaintenance, type MaintenanceEvent } from '../fold-maintenance.ts';
-import { parseRecord } from '../validate.ts';
+import { parseFleetEvent } from '../validate.ts';
 import { decodeBody, encodeBody } from './body.ts';
 import { DimensionDeltas } from './dimensions.ts';
+import {
+  advanceReadThrough,
+  type IngestedHeartbeat,
+  ingestHeartbeats,
+  markDeletions,
+} from './heartbeat-ingest.ts';
 import { entryOf, eventKey } from './rollups/aggregate.ts';
 import { applyEntryChanges, type EntryChange } from './rollups/store.ts';
 import { observationFromRow } from './rows.ts';
@@ -37,9 +45,12 @@ export interface RawFleetEvent {
 
 /** What one ingest did. */
 export interface IngestResult {
+  /** Lifecycle records stored (new ones). */
   accepted: number;
   duplicates: number;
   rejected: number;
+  /** Valid heartbeats (kept as each VM's latest and its day's coverage, not as history rows). */
+  heartbeats: number;
   /** Maintenance events whose rows were recomputed. */
   eventsTouched: number;
   /** The rejected bodies: their index in the batch and why. */
@@ -84,16 +95,33 @@ function iso(value: string | null): string | null {
 
 const key = (eventId: string, occurrence: number) => `${eventId}#${occurrence}`;
 
+/** What ingest needs to know besides the batch. */
+export interface IngestSettings {
+  /** When this ingest runs (ISO). */
+  ingestedAt: string;
+  /** A heartbeat whose sink's oldest pending record is older than this says its forwarder is unhealthy. */
+  backlogSeconds: number;
+}
+
 /** Ingests `batch` through `tx` (inside a transaction). */
 export async function ingestBatch(
   tx: SqlExecutor,
   batch: readonly RawFleetEvent[],
-  ingestedAt: string,
+  settings: IngestSettings,
 ): Promise<IngestResult> {
-  const result: IngestResult = { accepted: 0, duplicates: 0, rejected: 0, eventsTouched: 0, rejections: [] };
+  const { ingestedAt } = settings;
+  const result: IngestResult = {
+    accepted: 0,
+    duplicates: 0,
+    rejected: 0,
+    heartbeats: 0,
+    eventsTouched: 0,
+    rejections: [],
+  };
   const accepted = new Map<string, Accepted>();
+  const heartbeats: IngestedHeartbeat[] = [];
   for (const [index, raw] of batch.entries()) {
-    const parsed = parseRecord(raw.body);
+    const parsed = parseFleetEvent(raw.body);
     if ('error' in parsed) {
       result.rejected++;
       result.rejections.push({ index, reason: parsed.error });
@@ -109,6 +137,14 @@ export async function ingestBatch(
           storableBody(raw.body),
         ],
       );
+      continue;
+    }
+    if ('heartbeat' in parsed) {
+      heartbeats.push({
+        heartbeat: parsed.heartbeat,
+        partitionId: raw.partitionId,
+        enqueuedAt: raw.enqueuedAt,
+      });
       continue;
     }
     const record = parsed.record;
@@ -175,6 +211,8 @@ export async function ingestBatch(
   const before = await storedEvents(tx, [...touched.values()]);
   const changes: EntryChange[] = [];
   const dimensions = new DimensionDeltas();
+  // VMs Preempt/Terminate started on (the fold's vmDeleted): when, for coverage (a deleted VM is not silent).
+  const deletions = new Map<string, string>();
   for (const k of keys) {
     const { eventId, occurrence, sources } = touched.get(k)!;
     for (const source of [...sources].sort()) {
@@ -182,10 +220,11 @@ export async function ingestBatch(
         'SELECT body FROM records WHERE event_id = ? AND occurrence = ? AND source = ?',
         [eventId, occurrence, source],
       );
-      await upsertObservation(
-        tx,
-        foldEvent(rows.map((row) => JSON.parse(decodeBody(row.body)) as LifecycleRecord)),
-      );
+      const observation = foldEvent(rows.map((row) => JSON.parse(decodeBody(row.body)) as LifecycleRecord));
+      await upsertObservation(tx, observation);
+      const deletedAt = iso(observation.startedAt);
+      if (observation.vmDeleted && deletedAt !== null && deletedAt > (deletions.get(source) ?? ''))
+        deletions.set(source, deletedAt);
     }
     const observations = await tx.all('SELECT * FROM observations WHERE event_id = ? AND occurrence = ?', [
       eventId,
@@ -211,11 +250,25 @@ export async function ingestBatch(
 
   const partition = partitionOf(batch);
   await bumpVms(tx, inserted, dimensions);
+  await markDeletions(tx, deletions);
+  await ingestHeartbeats(tx, heartbeats, settings.backlogSeconds);
+  result.heartbeats = heartbeats.length;
+  await advanceReadThrough(tx, readThrough(batch));
   await bumpStats(tx, partition, result, batch.length);
   await dimensions.write(tx, partition);
   // Last, so that the hour digests (which every transaction of the same hours locks) are held only until commit.
   await applyEntryChanges(tx, changes);
   return result;
+}
+
+/** Per partition of the batch, the newest enqueue time in it: everything before it on that partition is read. */
+function readThrough(batch: readonly RawFleetEvent[]): Map<string, number> {
+  const marks = new Map<string, number>();
+  for (const raw of batch) {
+    const t = raw.enqueuedAt.getTime();
+    if (t > (marks.get(raw.partitionId) ?? Number.NEGATIVE_INFINITY)) marks.set(raw.partitionId, t);
+  }
+  return marks;
 }
 
 /** The stored type, status and first sighting of events, by key (absent when new). */
@@ -448,6 +501,7 @@ async function bumpStats(
     ['accepted', result.accepted],
     ['duplicates', result.duplicates],
     ['rejected', result.rejected],
+    ['heartbeats', result.heartbeats],
   ] as const) {
     if (value === 0) continue;
     await tx.run(

@@ -375,6 +375,8 @@ export interface IngestStats {
   accepted: number;
   duplicates: number;
   rejected: number;
+  /** Heartbeats received (kept as each VM's latest and its day's coverage, not as records). */
+  heartbeats: number;
 }
 
 export async function ingestStats(db: SqlExecutor): Promise<IngestStats> {
@@ -385,6 +387,7 @@ export async function ingestStats(db: SqlExecutor): Promise<IngestStats> {
     accepted: get('accepted'),
     duplicates: get('duplicates'),
     rejected: get('rejected'),
+    heartbeats: get('heartbeats'),
   };
 }
 
@@ -405,6 +408,11 @@ export interface FleetSummary {
   affectedVmEvents: number;
   /** VMs whose forwarders have sent anything (all time). */
   reportingVms: number;
+  /**
+   * VMs whose forwarders sent a heartbeat in the window (in its region / zone / scale set): how much of the
+   * fleet this summary covers (docs/fleet.md, Coverage).
+   */
+  coveredVms: number;
   records: number;
   byStatus: Record<string, number>;
   byType: Record<string, number>;
@@ -529,7 +537,7 @@ export async function summarize(
   db: SqlExecutor,
   filter: EventFilter = {},
   now: Date = new Date(),
-): Promise<FleetSummary> {
+): Promise<Omit<FleetSummary, 'coveredVms'>> {
   const [read, reportingRows, retentionRows, oldestRows, ingest, pending] = await Promise.all([
     readEvents(db, filter, 'all'),
     db.all("SELECT coalesce(sum(refs), 0) AS n FROM dimension_refs WHERE field = 'vm'"),

@@ -201,6 +201,59 @@ const MIGRATIONS: readonly Migration[] = [
       await backfillRollups(tx);
     },
   },
+  {
+    version: 4,
+    name: 'coverage: the latest heartbeat per VM, per-day coverage, how far each partition was read, VM deletions',
+    // Bounded by VMs (latest_heartbeats: one row per VM; pruned with the retention) and by VMs x days
+    // (coverage_days: one row per VM and UTC day it sent a heartbeat, hours as a 24-bit mask, so a re-delivered
+    // heartbeat changes nothing). docs/fleet.md, Coverage.
+    // The latest heartbeat's JSON is kept as text: one row per VM (its size does not grow with time), and a
+    // heartbeat arrives every hour from every VM, so ingest does not spend a compression on each.
+    statements: () => [
+      `CREATE TABLE latest_heartbeats (
+        source TEXT PRIMARY KEY,
+        vm_name TEXT NOT NULL,
+        vm_id TEXT NOT NULL,
+        location TEXT NOT NULL,
+        zone TEXT NOT NULL,
+        scale_set TEXT NOT NULL,
+        resource_group TEXT NOT NULL,
+        subscription_id TEXT NOT NULL,
+        node_name TEXT,
+        version TEXT NOT NULL,
+        config_digest TEXT NOT NULL,
+        id TEXT NOT NULL,
+        trigger TEXT NOT NULL,
+        sequence BIGINT NOT NULL,
+        interval_seconds INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        sent_at TEXT NOT NULL,
+        enqueued_at TEXT NOT NULL,
+        enqueued_ms BIGINT NOT NULL,
+        partition_id TEXT NOT NULL,
+        imds_ok INTEGER NOT NULL,
+        last_poll_at TEXT,
+        problems TEXT NOT NULL,
+        unhealthy INTEGER NOT NULL,
+        first_heartbeat_at TEXT NOT NULL,
+        body TEXT NOT NULL
+      )`,
+      'CREATE INDEX latest_heartbeats_by_enqueued ON latest_heartbeats (enqueued_ms)',
+      `CREATE TABLE coverage_days (
+        source TEXT NOT NULL,
+        day TEXT NOT NULL,
+        hours INTEGER NOT NULL,
+        unhealthy_hours INTEGER NOT NULL,
+        PRIMARY KEY (source, day)
+      )`,
+      'CREATE INDEX coverage_days_by_day ON coverage_days (day)',
+      `CREATE TABLE partition_progress (
+        partition_id TEXT PRIMARY KEY,
+        read_through_ms BIGINT NOT NULL
+      )`,
+      'ALTER TABLE vms ADD COLUMN deleted_at TEXT',
+    ],
+  },
 ];
 
 /** The newest schema version this build knows. */

@@ -53,6 +53,8 @@ export interface TimeSeriesDay {
 /** Maintenance events per day by type, with their impact; only days with events, oldest first. */
 export interface TimeSeries {
   filter: EventFilter;
+  /** VMs that sent a heartbeat in the window (FleetHistory adds it; docs/fleet.md, Coverage). */
+  coveredVms: number;
   /** Every type in `days`, sorted. */
   types: string[];
   days: TimeSeriesDay[];
@@ -63,7 +65,10 @@ export interface TimeSeries {
  * entries of the edge hours, each day's per-type counters merged (rollups/aggregate.ts SeriesCounters). What it
  * reads grows with the days of the window, not with the events in them.
  */
-export async function timeSeries(db: SqlExecutor, filter: EventFilter = {}): Promise<TimeSeries> {
+export async function timeSeries(
+  db: SqlExecutor,
+  filter: EventFilter = {},
+): Promise<Omit<TimeSeries, 'coveredVms'>> {
   const read = await readEvents(db, filter, 'all', DAY_LEVEL);
   const perDay = new Map<string, Map<string, SeriesCounters>>();
   const add = (day: string, type: string, s: SeriesCounters) => {
@@ -158,6 +163,8 @@ export interface BlastRadiusRow {
 
 export interface BlastRadiusPage extends Page<BlastRadiusRow> {
   threshold: number;
+  /** VMs that sent a heartbeat in the window (FleetHistory adds it). */
+  coveredVms: number;
   /** Scopes in the view (every page), and how many of them are over the threshold. */
   total: number;
   overThreshold: number;
@@ -192,7 +199,7 @@ export async function blastRadius(
   threshold: number = DEFAULT_BLAST_RADIUS_THRESHOLD,
   request: PageRequest = {},
   scope?: BlastScope,
-): Promise<BlastRadiusPage> {
+): Promise<Omit<BlastRadiusPage, 'coveredVms'>> {
   const limit = pageSize(request);
   const w = where(filter, 'm');
   const label = (column: string, empty: string) =>
@@ -322,6 +329,8 @@ export interface LeadTimeRow {
 
 export interface LeadTimeAndImpact {
   filter: EventFilter;
+  /** VMs that sent a heartbeat in the window (FleetHistory adds it). */
+  coveredVms: number;
   /** By type, then region, each type's "(all)" row first. */
   rows: LeadTimeRow[];
 }
@@ -338,7 +347,7 @@ export const ALL_REGIONS = '(all)';
 export async function leadTimeAndImpact(
   db: SqlExecutor,
   filter: EventFilter = {},
-): Promise<LeadTimeAndImpact> {
+): Promise<Omit<LeadTimeAndImpact, 'coveredVms'>> {
   const read = await readEvents(db, filter, 'tl');
   const byGroup = new Map<string, { type: string; location: string; aggregate: Aggregate }>();
   const groupOf = (type: string, location: string) => {

@@ -3,7 +3,7 @@
  * partition-key selection. Pure functions; documented in docs/sinks-event-hubs.md.
  */
 import type { EventData } from '@azure/event-hubs';
-import type { LifecycleRecord } from '../../domain/index.ts';
+import { type ForwarderEvent, isHeartbeat } from '../../domain/index.ts';
 
 /** How the partition key is chosen for a record. */
 export const PARTITION_KEY_MODES = ['vmId', 'none', 'eventId', 'vmScaleSetName'] as const;
@@ -15,17 +15,18 @@ export const CLOUDEVENTS_CONTENT_TYPE = 'application/cloudevents+json; charset=u
 /**
  * The partition key for a record, or undefined for round-robin.
  * - vmId: record.vmid (falls back to data.vm.vmId) — per-VM ordering.
- * - eventId: the EventId (record.subject) — all VMs' records of one maintenance event together.
+ * - eventId: the EventId (record.subject) — all VMs' records of one maintenance event together; a heartbeat
+ *   (no EventId) goes by its vmId.
  * - vmScaleSetName: data.vm.vmScaleSetName; VMs outside a scale set fall back to their vmId.
  * - none: round-robin across partitions (no ordering guarantee).
  */
-export function partitionKeyFor(record: LifecycleRecord, mode: PartitionKeyMode): string | undefined {
+export function partitionKeyFor(record: ForwarderEvent, mode: PartitionKeyMode): string | undefined {
   const vmId = record.vmid || record.data?.vm?.vmId || undefined;
   switch (mode) {
     case 'none':
       return undefined;
     case 'eventId':
-      return record.subject || record.data?.EventId || vmId;
+      return isHeartbeat(record) ? vmId : record.subject || record.data?.EventId || vmId;
     case 'vmScaleSetName':
       return record.data?.vm?.vmScaleSetName || vmId;
     default:
@@ -33,20 +34,25 @@ export function partitionKeyFor(record: LifecycleRecord, mode: PartitionKeyMode)
   }
 }
 
-/** The Event Hubs event for one record: body = the CloudEvent, messageId = its id, cloudEvents:* properties. */
-export function toEventData(record: LifecycleRecord): EventData {
+/**
+ * The Event Hubs event for one record or heartbeat: body = the CloudEvent, messageId = its id, cloudEvents:*
+ * properties (a heartbeat has no subject, transition or maintenancetype).
+ */
+export function toEventData(record: ForwarderEvent): EventData {
   const properties: Record<string, string | Date> = {
     'cloudEvents:specversion': record.specversion,
     'cloudEvents:id': record.id,
     'cloudEvents:source': record.source,
     'cloudEvents:type': record.type,
-    'cloudEvents:subject': record.subject,
   };
+  if (!isHeartbeat(record)) properties['cloudEvents:subject'] = record.subject;
   const time = new Date(record.time);
   // AMQP binding: a CloudEvents Timestamp is an AMQP timestamp; keep the text if it does not parse.
   properties['cloudEvents:time'] = Number.isNaN(time.getTime()) ? record.time : time;
-  if (record.transition) properties['cloudEvents:transition'] = record.transition;
-  if (record.maintenancetype) properties['cloudEvents:maintenancetype'] = record.maintenancetype;
+  if (!isHeartbeat(record)) {
+    if (record.transition) properties['cloudEvents:transition'] = record.transition;
+    if (record.maintenancetype) properties['cloudEvents:maintenancetype'] = record.maintenancetype;
+  }
   if (record.vmid) properties['cloudEvents:vmid'] = record.vmid;
   return {
     body: record,

@@ -18,6 +18,8 @@ export const eventHubsSinkFactory: SinkFactory<ReturnType<typeof optionsSchema>>
   get optionsSchema() {
     return optionsSchema();
   },
+  // The fleet's path (docs/fleet.md, Coverage): every forwarder that sends to a hub says it is alive there.
+  heartbeats: { default: true },
   async create(name: string, options: EventHubsSinkOptions, context: SinkContext) {
     const { EventHubsSink } = await import('./sink.ts');
     return new EventHubsSink(

@@ -7,7 +7,7 @@
  * not when the sink is created: a forwarder whose hub has nothing to send yet does not carry them.
  */
 import type { EventDataBatch, EventHubProducerClient } from '@azure/event-hubs';
-import type { LifecycleRecord } from '../../domain/index.ts';
+import type { ForwarderEvent, HeartbeatRecord, LifecycleRecord } from '../../domain/index.ts';
 import type { Logger } from '../../log.ts';
 import { abortedError, closedError, payloadTooLargeError } from '../delivery-errors.ts';
 import { DeliveryError, type Sink } from '../types.ts';
@@ -50,7 +50,16 @@ export class EventHubsSink implements Sink {
     return this.#options.partitionKey;
   }
 
-  async deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
+  deliver(batch: readonly LifecycleRecord[], signal: AbortSignal): Promise<void> {
+    return this.#deliverEvents(batch, signal);
+  }
+
+  /** A heartbeat is one more event on the hub, keyed like the VM's records (docs/sinks-event-hubs.md). */
+  sendHeartbeat(heartbeat: HeartbeatRecord, signal: AbortSignal): Promise<void> {
+    return this.#deliverEvents([heartbeat], signal);
+  }
+
+  async #deliverEvents(batch: readonly ForwarderEvent[], signal: AbortSignal): Promise<void> {
     if (this.#closed) throw closedError(`Event Hubs sink ${this.name} is closed`);
     if (batch.length === 0) return;
     if (signal.aborted) throw abortedError('delivery aborted');
@@ -112,7 +121,7 @@ export class EventHubsSink implements Sink {
   /** Splits the records into runs with the same partition key, each sent as few size-limited batches as fit. */
   async #send(
     client: EventHubProducerClient,
-    batch: readonly LifecycleRecord[],
+    batch: readonly ForwarderEvent[],
     signal: AbortSignal,
   ): Promise<void> {
     const mode = this.#options.partitionKey;

@@ -12,6 +12,7 @@ export const fileSinkFactory: SinkFactory<ReturnType<typeof fileOptionsSchema>> 
   get optionsSchema() {
     return fileOptionsSchema();
   },
+  heartbeats: { default: false },
   async create(name, options) {
     const { createFileSink } = await import('./sink.ts');
     return createFileSink(name, options);

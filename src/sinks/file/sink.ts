@@ -5,32 +5,35 @@
  */
 import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import type { ForwarderEvent } from '../../domain/index.ts';
 import { errorMessage } from '../../errors.ts';
 import { currentPlatform } from '../../platform.ts';
 import { abortedError } from '../delivery-errors.ts';
 import { DeliveryError, type Sink } from '../types.ts';
 import type { FileSinkOptions } from './options.ts';
 
-/** Create a file sink (exported for tests and reuse). */
+/** Create a file sink (exported for tests and reuse). Heartbeats (when on) are lines like the records'. */
 export function createFileSink(name: string, options: FileSinkOptions): Sink {
   const path = resolve(options.path);
+  const append = async (events: readonly ForwarderEvent[], signal: AbortSignal): Promise<void> => {
+    if (signal.aborted) throw abortedError(`file sink ${name}: delivery aborted`);
+    const text = events.map((r) => `${JSON.stringify(r)}\n`).join('');
+    try {
+      await appendDurably(path, text, options);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? 'error';
+      throw new DeliveryError(`writing ${path} failed: ${errorMessage(error)}`, {
+        retryable: true,
+        code: `file-${code}`,
+        cause: error,
+      });
+    }
+  };
   return {
     name,
     maxBatch: 100,
-    async deliver(batch, signal) {
-      if (signal.aborted) throw abortedError(`file sink ${name}: delivery aborted`);
-      const text = batch.map((r) => `${JSON.stringify(r)}\n`).join('');
-      try {
-        await appendDurably(path, text, options);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code ?? 'error';
-        throw new DeliveryError(`writing ${path} failed: ${errorMessage(error)}`, {
-          retryable: true,
-          code: `file-${code}`,
-          cause: error,
-        });
-      }
-    },
+    deliver: append,
+    sendHeartbeat: (heartbeat, signal) => append([heartbeat], signal),
   };
 }
 

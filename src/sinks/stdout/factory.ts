@@ -11,6 +11,7 @@ export const stdoutSinkFactory: SinkFactory<ReturnType<typeof stdoutOptionsSchem
   get optionsSchema() {
     return stdoutOptionsSchema();
   },
+  heartbeats: { default: false },
   async create(name) {
     const { createStdoutSink } = await import('./sink.ts');
     return createStdoutSink(name);

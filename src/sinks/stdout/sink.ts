@@ -4,6 +4,7 @@
  * every delivery fails retryably with a message that says so, and the records wait in the outbox.
  */
 import type { Writable } from 'node:stream';
+import type { ForwarderEvent } from '../../domain/index.ts';
 import { abortedError } from '../delivery-errors.ts';
 import { DeliveryError, type Sink } from '../types.ts';
 
@@ -24,15 +25,17 @@ export function createStdoutSink(name: string, stream: Writable = process.stdout
         : `writing to stdout failed: ${error.message}`,
       { retryable: true, code: 'stdout-write', cause: error },
     );
+  const write = (events: readonly ForwarderEvent[], signal: AbortSignal): Promise<void> => {
+    if (signal.aborted) return Promise.reject(abortedError(`stdout sink ${name}: delivery aborted`));
+    const text = events.map((r) => `${JSON.stringify(r)}\n`).join('');
+    return new Promise<void>((resolve, reject) => {
+      stream.write(text, (error) => (error ? reject(writeFailed(firstError ?? error)) : resolve()));
+    });
+  };
   return {
     name,
     maxBatch: 100,
-    deliver(batch, signal) {
-      if (signal.aborted) return Promise.reject(abortedError(`stdout sink ${name}: delivery aborted`));
-      const text = batch.map((r) => `${JSON.stringify(r)}\n`).join('');
-      return new Promise<void>((resolve, reject) => {
-        stream.write(text, (error) => (error ? reject(writeFailed(firstError ?? error)) : resolve()));
-      });
-    },
+    deliver: write,
+    sendHeartbeat: (heartbeat, signal) => write([heartbeat], signal),
   };
 }

@@ -20,6 +20,7 @@ export const webhookSinkFactory: SinkFactory<ReturnType<typeof webhookOptionsSch
   get optionsSchema() {
     return webhookOptionsSchema();
   },
+  heartbeats: { default: false },
   async create(name, options, context) {
     const { createGenericWebhookSink } = await import('./sink.ts');
     return createGenericWebhookSink(name, options, context);

@@ -4,7 +4,7 @@
  * one record per request, proxy-aware, rate limited, classified into DeliveryError.
  */
 
-import type { LifecycleRecord } from '../../domain/index.ts';
+import type { ForwarderEvent, HeartbeatRecord, LifecycleRecord } from '../../domain/index.ts';
 import { payloadTooLargeError, withFailedIndex } from '../delivery-errors.ts';
 import { summaryLine } from '../format.ts';
 import {
@@ -53,6 +53,23 @@ class OneRecordPerRequestSink implements Sink {
   }
 }
 
+/** The generic webhook: one signed CloudEvent per request, lifecycle records and heartbeats alike. */
+class CloudEventsWebhookSink extends OneRecordPerRequestSink {
+  readonly #post: (event: ForwarderEvent, signal: AbortSignal) => Promise<void>;
+
+  constructor(name: string, transport: HttpTransport, build: (event: ForwarderEvent) => OutgoingRequest) {
+    super(name, transport, build);
+    this.#post = async (event, signal) => {
+      await transport.post(build(event), signal);
+    };
+  }
+
+  /** A heartbeat is one more signed CloudEvent request (webhook-id: its id). */
+  sendHeartbeat(heartbeat: HeartbeatRecord, signal: AbortSignal): Promise<void> {
+    return this.#post(heartbeat, signal);
+  }
+}
+
 /** Creates a generic signed-CloudEvents webhook sink. */
 export function createGenericWebhookSink(
   name: string,
@@ -70,7 +87,7 @@ export function createGenericWebhookSink(
   // Header values, signing secrets and the URL are Secrets: the redactor (src/redact.ts) already knows them.
   const transport = httpSinkTransport(name, options.url, options, context.logger, deps);
   // No signing secrets: a warning of webhookSinkFactory.warnings (config validate, run's start-up).
-  return new OneRecordPerRequestSink(name, transport, (record) => {
+  return new CloudEventsWebhookSink(name, transport, (record) => {
     const { body, headers } = cloudEventRequest(record, options.mode);
     return {
       body,

@@ -2,7 +2,7 @@
  * Standard Webhooks 1.0 signing (symmetric `v1`, HMAC-SHA256) and CloudEvents HTTP binding helpers for the
  * generic webhook sink. Pure functions over strings.
  */
-import type { LifecycleRecord } from '../../domain/index.ts';
+import type { ForwarderEvent } from '../../domain/index.ts';
 
 const { createHmac } = process.getBuiltinModule('node:crypto');
 
@@ -68,7 +68,7 @@ export type ContentMode = 'structured' | 'binary';
 
 /** Body and content headers of a record in the chosen CloudEvents HTTP content mode. */
 export function cloudEventRequest(
-  record: LifecycleRecord,
+  record: ForwarderEvent,
   mode: ContentMode,
 ): { body: string; headers: Record<string, string> } {
   if (mode === 'structured') {

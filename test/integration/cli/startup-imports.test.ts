@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../../src/simulator/index.ts';
 import { SINK_FACTORIES } from '../../../src/sinks/registry.ts';
 import { MAIN, REPO } from '../../support/child.ts';
+import { startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
 import { heavyIn } from '../../support/heavy-packages.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -91,7 +92,9 @@ describe('start-up imports', () => {
     const config = join(tmp.dir, 'all-sinks.yaml');
     const yaml = [
       'sinks:',
-      '  - { name: eh, type: eventhubs, connectionString: { env: SEF_TEST_EH } }',
+      // Heartbeats off: the start heartbeat is a delivery (it loads the SDK: the test below), and this hub is
+      // not on loopback.
+      '  - { name: eh, type: eventhubs, connectionString: { env: SEF_TEST_EH }, heartbeats: false }',
       '  - { name: azmon, type: azuremonitor, endpoint: "https://127.0.0.1:9", ruleId: dcr-0123456789abcdef0123456789abcdef }',
       '  - { name: otel, type: otel, endpoint: "http://127.0.0.1:4318" }',
       '  - { name: hook, type: webhook, url: "http://127.0.0.1:9/hook" }',
@@ -113,11 +116,15 @@ describe('start-up imports', () => {
     expect(heavyIn(packages)).toEqual([]);
   });
 
-  /** Runs `node ...nodeArgs main run --imds-endpoint SIM ...args` until it polled, stops it; what it loaded. */
+  /**
+   * Runs `node ...nodeArgs main run --imds-endpoint SIM ...args` until it polled (and `until` holds), stops it;
+   * what it loaded.
+   */
   async function runUntilPolled(
     args: string[],
     nodeArgs: string[] = [],
     env: Record<string, string> = {},
+    until: () => boolean = () => true,
   ): Promise<Loaded> {
     const sim = await startSimulator({});
     try {
@@ -135,7 +142,7 @@ describe('start-up imports', () => {
       const exited = once(child, 'exit');
       const polled = () => sim.admin.requests().log.some((e) => e.endpoint === 'scheduledevents');
       await waitFor(
-        () => polled() && stderr.includes('"msg":"forwarder running"'),
+        () => polled() && stderr.includes('"msg":"forwarder running"') && until(),
         'the forwarder to run and poll the simulator',
       );
       child.kill('SIGTERM');
@@ -185,6 +192,26 @@ describe('start-up imports', () => {
     // mustache (7 KB) stays: Slack and Teams templates compile when the sink is created, so a broken template
     // is reported at start-up rather than at the first message.
     expect(heavyIn(packages).filter((p) => p !== 'mustache')).toEqual([]);
+  });
+
+  it('run with an Event Hubs sink loads its SDK for the start heartbeat (heartbeats are on by default there)', async () => {
+    const double = await startEventHubsDouble({ hubs: { beats: 1 } });
+    try {
+      const config = join(tmp.dir, 'hub.yaml');
+      writeFileSync(
+        config,
+        'sinks:\n  - { name: eh, type: eventhubs, connectionString: { env: SEF_TEST_EH } }\n',
+      );
+      const { packages } = await runUntilPolled(
+        ['--config', config],
+        [],
+        { SEF_TEST_EH: double.connectionString('beats') },
+        () => double.received('beats').length > 0, // the start heartbeat
+      );
+      expect(heavyIn(packages)).toContain('@azure/event-hubs');
+    } finally {
+      await double.close();
+    }
   });
 
   it('an operator who sizes the young generation keeps their setting (and V8 grows it during start-up)', async () => {

@@ -215,6 +215,7 @@ describe.each(['sqlite', 'postgres'] as const)('fleet report on %s', (kind) => {
       accepted: SMALL_RECORDS,
       duplicates: 0,
       rejected: 0,
+      heartbeats: 0,
     });
   });
   afterAll(async () => {
@@ -379,8 +380,10 @@ describe.each(['sqlite', 'postgres'] as const)('fleet report on %s', (kind) => {
 
 describe('fleet import', () => {
   let fleetFile: string;
+  /** Lines of the file: records and heartbeats (simulate fleet's default: the last 3 days, hourly). */
   let lines: number;
-  let truth: { maintenanceEvents: number; records: number; affectedVmEvents: number };
+  let records: number;
+  let truth: { maintenanceEvents: number; records: number; heartbeats: number; affectedVmEvents: number };
 
   beforeAll(async () => {
     fleetFile = tmpFile('fleet.jsonl');
@@ -390,7 +393,9 @@ describe('fleet import', () => {
     lines = readFileSync(fleetFile, 'utf8')
       .split('\n')
       .filter((l) => l.trim() !== '').length;
-    expect(truth.records).toBe(lines);
+    records = truth.records;
+    expect(truth.records + truth.heartbeats).toBe(lines);
+    expect(truth.heartbeats).toBeGreaterThan(30 * 3 * 20);
     expect(truth.maintenanceEvents).toBeGreaterThan(10);
   });
 
@@ -402,18 +407,21 @@ describe('fleet import', () => {
     expect(JSON.parse(first.stdout)).toEqual({
       files: 1,
       lines,
-      accepted: lines,
+      accepted: records,
       duplicates: 0,
       rejected: 0,
+      heartbeats: truth.heartbeats,
     });
+    // Again: every record a duplicate; heartbeats change nothing (each VM keeps its latest).
     const again = await cli(['fleet', 'import', fleetFile, '--database', database]);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toEqual({
       files: 1,
       lines,
       accepted: 0,
-      duplicates: lines,
+      duplicates: records,
       rejected: 0,
+      heartbeats: truth.heartbeats,
     });
     const report = await cli(['fleet', 'report', '--database', database, '--json']);
     expect(report.code).toBe(0);
@@ -421,10 +429,24 @@ describe('fleet import', () => {
     expect(summary).toMatchObject({
       events: truth.maintenanceEvents,
       affectedVmEvents: truth.affectedVmEvents,
-      records: lines,
-      ingest: { accepted: lines, duplicates: lines, rejected: 0 },
+      records,
+      ingest: { accepted: records, duplicates: records, rejected: 0 },
     });
-    return summary;
+    const coverage = await cli(['fleet', 'report', '--coverage', '--database', database, '--json']);
+    expect(coverage.code).toBe(0);
+    // Everything but the time it was asked (and so how far behind the import's "partition" is).
+    const {
+      generatedAt: _g,
+      partitions,
+      ...covered
+    } = JSON.parse(coverage.stdout) as {
+      generatedAt: string;
+      partitions: Array<{ lagSeconds: number }>;
+    };
+    return {
+      ...summary,
+      coverage: { ...covered, partitions: partitions.map(({ lagSeconds: _l, ...p }) => p) },
+    };
   }
 
   it('imports a generated fleet into SQLite and into PostgreSQL: the same history, the generator’s truth', async () => {
@@ -442,9 +464,22 @@ describe('fleet import', () => {
       stdin: readFileSync(fleetFile, 'utf8'),
     });
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ files: 1, lines, accepted: lines, duplicates: 0, rejected: 0 });
+    expect(JSON.parse(r.stdout)).toEqual({
+      files: 1,
+      lines,
+      accepted: records,
+      duplicates: 0,
+      rejected: 0,
+      heartbeats: truth.heartbeats,
+    });
     const report = JSON.parse((await cli(['fleet', 'report', '--database', database, '--json'])).stdout);
     expect(report.events).toBe(truth.maintenanceEvents);
+    // The generated fleet's forwarders: some silent, some unhealthy (simulate fleet's story), by text too.
+    const text = await cli(['fleet', 'report', '--coverage', '--database', database]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/^Fleet coverage \(generated /);
+    expect(text.stdout).toMatch(/^Silent now: \d+$/m);
+    expect(text.stdout).toMatch(/^Unhealthy now: \d+$/m);
   });
 
   it('rejects bad lines with their line numbers on stderr and stores the rest', async () => {
@@ -477,9 +512,10 @@ describe('fleet import', () => {
     expect(JSON.parse(r.stdout)).toEqual({
       files: 1,
       lines: lines + 3,
-      accepted: lines,
+      accepted: records,
       duplicates: 0,
       rejected: 3,
+      heartbeats: truth.heartbeats,
     });
     const name = file.split('/').at(-1);
     const reported = r.stderr.trim().split('\n');
@@ -488,9 +524,9 @@ describe('fleet import', () => {
     expect(reported[1]).toMatch(new RegExp(`^${name}:40: rejected: .*specversion`));
     expect(reported[2]).toMatch(new RegExp(`^${name}:100: rejected: .*data\\.vm\\.name`));
     const again = await cli(['fleet', 'import', file, '--database', database]);
-    expect(JSON.parse(again.stdout)).toMatchObject({ accepted: 0, duplicates: lines });
+    expect(JSON.parse(again.stdout)).toMatchObject({ accepted: 0, duplicates: records });
     const summary = JSON.parse((await cli(['fleet', 'report', '--database', database, '--json'])).stdout);
-    expect(summary).toMatchObject({ events: truth.maintenanceEvents, records: lines });
+    expect(summary).toMatchObject({ events: truth.maintenanceEvents, records });
   });
 
   it('applies a retention given in --config (or --retention): recorded for the report, older events pruned', async () => {
@@ -503,11 +539,12 @@ describe('fleet import', () => {
     expect(JSON.parse(kept.stdout)).toEqual({
       files: 1,
       lines,
-      accepted: lines,
+      accepted: records,
       duplicates: 0,
       rejected: 0,
+      heartbeats: truth.heartbeats,
       retention: '400d',
-      pruned: { events: 0, observations: 0, records: 0, rejected: 0, vms: 0 },
+      pruned: { events: 0, observations: 0, records: 0, rejected: 0, vms: 0, heartbeats: 0, coverageDays: 0 },
     });
     const report = await cli(['fleet', 'report', '--config', config]);
     expect(report.stdout).toMatch(/^Window kept: the history keeps 400d, oldest event first seen \d{4}-/m);
@@ -538,6 +575,7 @@ describe('fleet import', () => {
       'accepted',
       'duplicates',
       'rejected',
+      'heartbeats',
     ]);
   });
 
@@ -816,6 +854,7 @@ describe('fleet migrate and a pre-migration history file', () => {
       accepted: SMALL_RECORDS,
       duplicates: 0,
       rejected: 1,
+      heartbeats: 0,
     });
     expect(first.stderr).toContain(`copied ${SMALL_RECORDS} records`);
     const migrated = await reportOf(target.url);

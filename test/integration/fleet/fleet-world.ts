@@ -221,7 +221,7 @@ export async function startFleetWorld(options: FleetWorldOptions = {}): Promise<
       try {
         return await (await history()).stats();
       } catch {
-        return { received: 0, accepted: 0, duplicates: 0, rejected: 0 };
+        return { received: 0, accepted: 0, duplicates: 0, rejected: 0, heartbeats: 0 };
       }
     },
     close,

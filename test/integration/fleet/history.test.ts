@@ -51,7 +51,7 @@ describe.each(['sqlite', 'postgres'] as const)('FleetHistory on %s', (kind) => {
       duplicates: 2,
       eventsTouched: 0,
     });
-    expect(await h.stats()).toEqual({ received: 5, accepted: 3, duplicates: 2, rejected: 0 });
+    expect(await h.stats()).toEqual({ received: 5, accepted: 3, duplicates: 2, rejected: 0, heartbeats: 0 });
     const { items } = await h.events();
     expect(items).toHaveLength(1);
     expect(items[0]).toMatchObject({ eventId: 'E1', status: 'completed', records: 3, affectedVms: 1 });

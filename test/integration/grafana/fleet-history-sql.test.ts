@@ -89,6 +89,19 @@ const EXPECTED_COLUMNS: Record<string, string[]> = {
     'records',
     'deleted_by_maintenance',
   ],
+  'Forwarders by coverage state (at the end of the range)': ['reporting', 'unhealthy', 'silent', 'gone'],
+  'VMs covered per day': ['time', 'metric', 'vms'],
+  'Silent and unhealthy forwarders (at the end of the range)': [
+    'vm_name',
+    'location',
+    'zone',
+    'scale_set',
+    'version',
+    'state',
+    'last_heartbeat',
+    'quiet_hours',
+    'why',
+  ],
 };
 
 let history: FleetHistory;
@@ -99,7 +112,9 @@ beforeAll(async () => {
   const db = await createTestDatabase(inject('pgAdminUrl'));
   drop = db.drop;
   history = await openHistory({ database: db.url, now: () => clock });
-  const fleet = generateFleet({ vms: 300, days: 30 });
+  // Heartbeats over the last 3 days of the window (2 of them before the cut-off): some forwarders stop, some
+  // report problems (the Coverage row).
+  const fleet = generateFleet({ vms: 300, days: 30, heartbeatDays: 3 });
   const partitionOf = new Map<string, string>();
   const buffers = new Map<string, RawFleetEvent[]>();
   let sequence = 0;
@@ -110,8 +125,8 @@ beforeAll(async () => {
     clock = batch.at(-1)!.enqueuedAt; // ingested as it arrives
     await history.ingest(batch);
   };
-  for (const record of fleet.records()) {
-    if (record.time >= CUTOFF) break; // records() is in time order
+  for (const record of fleet.events()) {
+    if (record.time >= CUTOFF) break; // events() is in time order
     let partitionId = partitionOf.get(record.source);
     if (partitionId === undefined) {
       partitionId = String(partitionOf.size % PARTITIONS);
@@ -258,6 +273,24 @@ describe('fleet-history.json on a real PostgreSQL with a synthetic fleet', () =>
       [RANGE.from.toISOString(), RANGE.to.toISOString()],
     );
     expect(perDay.reduce((n, r) => n + Number(r.events), 0)).toBe(Number(inRange!.n));
+
+    // Coverage: the states the API and the metrics report (now = the end of the range).
+    const coverage = await history.coverage();
+    expect(coverage.byState.silent + coverage.byState.unhealthy).toBeGreaterThan(0);
+    const [states] = await run('Forwarders by coverage state (at the end of the range)');
+    expect(Object.fromEntries(Object.entries(states!).map(([k, v]) => [k, Number(v)]))).toEqual(
+      coverage.byState,
+    );
+    expect(gauges.forwarders).toEqual(coverage.byState);
+    const listed = await run('Silent and unhealthy forwarders (at the end of the range)');
+    expect(listed.map((r) => r.vm_name).sort()).toEqual(
+      [...coverage.silent.items, ...coverage.unhealthy.items].map((v) => v.vmName).sort(),
+    );
+    const [covered] = await history.db.all('SELECT count(DISTINCT source) AS n FROM coverage_days');
+    const perDayCovered = await run('VMs covered per day');
+    expect(
+      Math.max(...perDayCovered.filter((r) => r.metric === 'covered').map((r) => Number(r.vms))),
+    ).toBeLessThanOrEqual(Number(covered!.n));
 
     const rejected = await run('Rejected records (newest 100)');
     expect(rejected.map((r) => r.reason)).toHaveLength(3);

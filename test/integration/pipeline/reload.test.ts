@@ -9,6 +9,8 @@
  * - an invalid file changes nothing (logged with the problem and the fix; the metric says so);
  * - a reload that changes nothing does nothing; one that changes only restart settings says they need a restart;
  * - the periodic alert re-sends follow the sinks: none to a removed Alertmanager sink, their own to an added one;
+ * - heartbeats follow the sinks too: an added sink with `heartbeats: true` gets them, a removed one no more, and the
+ *   sink that stays keeps its sequence (no stop heartbeat, no second start);
  * - SIGHUP never ends the process: SIGTERM afterwards still stops it cleanly (exit code 0).
  */
 import { writeFileSync } from 'node:fs';
@@ -284,6 +286,41 @@ describe('SIGHUP reloads run', () => {
     run.fwd.child.kill('SIGTERM');
     expect(await run.fwd.exited).toEqual({ code: 0, signal: null });
     expect(run.logs().some((l) => l.msg === 'forwarder stopped')).toBe(true);
+  });
+
+  it('heartbeats follow the sinks: the one that stays keeps its sequence, an added one gets them, a removed one none', async () => {
+    const a = path('a.jsonl');
+    const b = path('b.jsonl');
+    const beat = (name: string, file: string) => ({ ...fileSink(name, file), heartbeats: true });
+    const run = await start({ heartbeat: { intervalSeconds: 1 }, sinks: [beat('a', a)] });
+    type Beat = {
+      type: string;
+      data: { trigger: string; sequence: number; forwarder: { configDigest: string } };
+    };
+    const beats = (file: string) =>
+      readFileSinkRecords<Beat>(file).filter((r) => r.type.endsWith('.forwarder.heartbeat'));
+    await waitFor(() => beats(a).length >= 2, 'two heartbeats at a');
+
+    run.write({ heartbeat: { intervalSeconds: 1 }, sinks: [beat('a', a), beat('b', b)] });
+    expect(await reload(run)).toMatchObject({ outcome: 'applied', added: ['b'] });
+    await waitFor(() => beats(b).length >= 2, 'two heartbeats at b');
+    // a: one stream, 1, 2, 3, … with no stop and no second start; b: its own from the reload on.
+    const atA = beats(a);
+    expect(atA.map((h) => h.data.sequence)).toEqual(atA.map((_, i) => i + 1));
+    expect(atA.filter((h) => h.data.trigger !== 'interval').map((h) => h.data.trigger)).toEqual(['start']);
+    expect(beats(b)[0]!.data.sequence).toBe(1);
+    // The new configuration's digest from the reload on.
+    expect(beats(b)[0]!.data.forwarder.configDigest).not.toBe(atA[0]!.data.forwarder.configDigest);
+
+    run.write({ heartbeat: { intervalSeconds: 1 }, sinks: [beat('a', a)] });
+    expect(await reload(run)).toMatchObject({ outcome: 'applied', removed: ['b'] });
+    const atB = beats(b).length;
+    const atAfter = beats(a).length;
+    await waitFor(() => beats(a).length >= atAfter + 3, 'three more heartbeats at a');
+    expect(beats(b).length).toBe(atB);
+    run.fwd.child.kill('SIGTERM');
+    expect((await run.fwd.exited).code).toBe(0);
+    expect(beats(a).at(-1)!.data.trigger).toBe('stop');
   });
 
   it('the alert re-sends follow the sinks: a removed Alertmanager sink gets none, an added one gets its own', async () => {

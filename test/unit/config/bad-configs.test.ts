@@ -9,7 +9,7 @@ const BAD: Array<[string, string, string[]]> = [
     'unknown top-level key',
     'stateDirr: /x',
     [
-      'stateDirr: unknown key (allowed here: imds, source, stateDir, allowTemporaryDisk, log, telemetry, shutdownDeadlineMs, sinks, approval, kubernetes)',
+      'stateDirr: unknown key (allowed here: imds, source, stateDir, allowTemporaryDisk, log, telemetry, heartbeat, shutdownDeadlineMs, sinks, approval, kubernetes)',
     ],
   ],
   [
@@ -87,7 +87,19 @@ const BAD: Array<[string, string, string[]]> = [
   [
     'unknown sink option',
     'sinks: [{ name: a, type: file, path: /x, rotate: true }]',
-    ['sinks[0].rotate: unknown key (allowed here: name, type, enabled, filter, delivery, path, maxBytes)'],
+    [
+      'sinks[0].rotate: unknown key (allowed here: name, type, enabled, filter, delivery, heartbeats, path, maxBytes)',
+    ],
+  ],
+  [
+    'heartbeats on a sink type that never receives them',
+    'sinks: [{ name: a, type: hook, url: https://example.invalid/x, heartbeats: true }]',
+    ['sinks[0].heartbeats: hook sinks never receive heartbeats; they go to file sinks'],
+  ],
+  [
+    'heartbeats not a boolean',
+    'sinks: [{ name: a, type: file, path: /x, heartbeats: sometimes }]',
+    ['sinks[0].heartbeats: expected true or false, got a string'],
   ],
   [
     'missing sink option',

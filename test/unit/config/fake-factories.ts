@@ -18,6 +18,7 @@ export const FAKE_FACTORIES: SinkFactory[] = [
     type: 'file',
     description: 'JSON lines appended to a file.',
     optionsSchema: z.object({ path: z.string().min(1), maxBytes: z.number().int().positive().default(1000) }),
+    heartbeats: { default: false },
     create: nullSink,
   },
   {

@@ -25,11 +25,11 @@ class ScriptedSend implements PeriodicSend {
 
   constructor(
     clock: FakeClock,
-    options: Partial<Pick<PeriodicSend, 'atStart' | 'atStop' | 'intervalMs'>> = {},
+    options: Partial<Pick<PeriodicSend, 'atStart' | 'atStop' | 'intervalMs' | 'sink'>> = {},
   ) {
     this.#clock = clock;
     this.kind = 'heartbeat';
-    this.sink = 'hub';
+    this.sink = options.sink ?? 'hub';
     this.intervalMs = options.intervalMs ?? 1000;
     this.atStart = options.atStart ?? false;
     this.atStop = options.atStop ?? false;
@@ -194,5 +194,52 @@ describe('PeriodicSender', () => {
     s.sendNow();
     await settle();
     expect(send.calls).toHaveLength(1);
+  });
+});
+
+describe('PeriodicSender add and remove (a reload adds, removes or rebuilds a sink)', () => {
+  it('an added send starts at once (its start send included); a removed one stops and is aborted in flight', async () => {
+    clock = new FakeClock();
+    const first = new ScriptedSend(clock, { intervalMs: 1000 });
+    const s = start([first]);
+    await clock.advance(1000);
+    const added = new ScriptedSend(clock, { intervalMs: 1000, atStart: true, atStop: true, sink: 'added' });
+    s.add([added]);
+    await settle();
+    expect(added.calls.map((c) => c.trigger)).toEqual(['start']);
+    added.gate = new Promise(() => {}); // the next send hangs
+    await clock.advance(1000);
+    expect(added.calls).toHaveLength(2);
+    await s.remove('added'); // aborts the hanging send and resolves once it ended
+    await clock.advance(3000);
+    expect(added.calls).toHaveLength(2);
+    expect(first.calls).toHaveLength(5);
+    const stopping = s.stop(1000);
+    await clock.advance(0);
+    await stopping;
+    sender = undefined;
+    // No stop-send for the removed sink.
+    expect(added.calls.map((c) => c.trigger)).toEqual(['start', 'interval']);
+  });
+
+  it('sends added before start start with it; nothing is added once stopping', async () => {
+    clock = new FakeClock();
+    const s = new PeriodicSender({ sends: [], clock, logger: captureLogger().logger });
+    sender = s;
+    const early = new ScriptedSend(clock, { intervalMs: 1000, atStart: true });
+    s.add([early]);
+    await settle();
+    expect(early.calls).toHaveLength(0);
+    s.start();
+    await settle();
+    expect(early.calls.map((c) => c.trigger)).toEqual(['start']);
+    const stopping = s.stop(0);
+    await clock.advance(0);
+    await stopping;
+    sender = undefined;
+    const late = new ScriptedSend(clock, { intervalMs: 1000, atStart: true });
+    s.add([late]);
+    await clock.advance(5000);
+    expect(late.calls).toHaveLength(0);
   });
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { LifecycleRecord } from '../../../src/domain/index.ts';
+import { HEARTBEAT_TYPE, type LifecycleRecord } from '../../../src/domain/index.ts';
 import { validateRecord } from '../../../src/domain/record-schema.ts';
 import { recordId } from '../../../src/transform/index.ts';
 import { event, runSteps } from '../transform/helpers.ts';
@@ -11,7 +11,7 @@ function documentedExamples(): LifecycleRecord[] {
   const text = readFileSync(DOC, 'utf8');
   return [...text.matchAll(/```json\n([\s\S]*?)\n```/g)]
     .map((match) => JSON.parse(match[1]!) as LifecycleRecord)
-    .filter((value) => value.specversion === '1.0');
+    .filter((value) => value.specversion === '1.0' && value.type !== HEARTBEAT_TYPE);
 }
 
 describe('lifecycle record schema', () => {

@@ -8,12 +8,15 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import {
+  type HeartbeatRecord,
+  heartbeatProblems,
+  isHeartbeat,
   type LifecycleRecord,
   recordType,
   type ScheduledEvent,
   TRANSITION_RANK,
 } from '../../../src/domain/index.ts';
-import { validateRecord } from '../../../src/domain/record-schema.ts';
+import { validateHeartbeat, validateRecord } from '../../../src/domain/record-schema.ts';
 import { type Fleet, generateFleet } from '../../../src/simulator/fleet.ts';
 import { type ApprovalInput, initialState, transform } from '../../../src/transform/index.ts';
 import { jsonLines, MAIN, REPO } from '../../support/child.ts';
@@ -472,6 +475,77 @@ describe('each VM reports what the real transform emits for the documents it saw
   });
 });
 
+describe('generateFleet: heartbeats', () => {
+  const fleet = generateFleet({ vms: 400, days: 20, seed: 7, heartbeatDays: 10 });
+  const beats = [...fleet.heartbeats()];
+  const end = Date.parse(fleet.window.end);
+
+  it('leaves the records as they are: the same with heartbeats or without', () => {
+    const without = generateFleet({ vms: 400, days: 20, seed: 7, heartbeatIntervalSeconds: 0 });
+    expect([...without.heartbeats()]).toEqual([]);
+    expect(all(without)).toEqual(all(fleet));
+  });
+
+  it('every VM sends valid heartbeats at the interval over the heartbeat window, in time order', () => {
+    expect(beats).toHaveLength(fleet.heartbeatTruth.heartbeats);
+    const from = end - 10 * 86_400_000;
+    for (const b of beats.filter((_, i) => i % 97 === 0)) expect(validateHeartbeat(b)).toEqual([]);
+    for (let i = 1; i < beats.length; i++) expect(beats[i]!.time >= beats[i - 1]!.time).toBe(true);
+    for (const b of beats) {
+      expect(Date.parse(b.time)).toBeGreaterThanOrEqual(from);
+      expect(Date.parse(b.time)).toBeLessThanOrEqual(end);
+    }
+    const perVm = new Map<string, HeartbeatRecord[]>();
+    for (const b of beats) perVm.set(b.source, [...(perVm.get(b.source) ?? []), b]);
+    // Alive for the whole window and never stopped: one heartbeat an hour, ten days long.
+    const stopped = new Set(fleet.heartbeatTruth.stopped.map((s) => s.vm));
+    const steady = fleet.vms.filter(
+      (v) => v.createdAt === null && v.deletedAt === null && !stopped.has(v.name),
+    );
+    for (const vm of steady.slice(0, 50)) {
+      const own = perVm.get(vm.source)!;
+      expect(own.length).toBe(240);
+      for (let i = 1; i < own.length; i++)
+        expect(Date.parse(own[i]!.time) - Date.parse(own[i - 1]!.time)).toBe(3_600_000);
+      expect(new Set(own.map((b) => b.id)).size).toBe(own.length);
+    }
+    // A replacement instance created in the window starts with a start heartbeat, sequence 1.
+    const replaced = fleet.vms.find(
+      (v) => v.createdAt !== null && Date.parse(v.createdAt) > from + 86_400_000,
+    );
+    expect(replaced).toBeDefined();
+    expect(perVm.get(replaced!.source)![0]!.data).toMatchObject({ trigger: 'start', sequence: 1 });
+  });
+
+  it('some forwarders stop (some cleanly) and some report problems, as the truth says', () => {
+    const { stopped, sick } = fleet.heartbeatTruth;
+    expect(stopped.length).toBeGreaterThan(0);
+    expect(sick.length).toBeGreaterThan(0);
+    const byName = new Map(fleet.vms.map((v) => [v.name, v.source]));
+    for (const s of stopped) {
+      const own = beats.filter((b) => b.source === byName.get(s.vm));
+      expect(Date.parse(own.at(-1)!.time)).toBeLessThanOrEqual(s.atMs);
+      if (s.clean) expect(own.at(-1)!.data.trigger).toBe('stop');
+    }
+    for (const s of sick) {
+      const own = beats.filter((b) => b.source === byName.get(s.vm));
+      const during = own.filter((b) => Date.parse(b.time) >= s.fromMs && Date.parse(b.time) < s.toMs);
+      const before = own.filter((b) => Date.parse(b.time) < s.fromMs);
+      for (const b of during)
+        expect(heartbeatProblems(b.data, { backlogSeconds: 1800 }).length).toBeGreaterThan(0);
+      for (const b of before) expect(heartbeatProblems(b.data, { backlogSeconds: 1800 })).toEqual([]);
+    }
+  });
+
+  it('events() is records and heartbeats merged in time order', () => {
+    const small = generateFleet({ vms: 40, days: 5, seed: 3, heartbeatDays: 2 });
+    const merged = [...small.events()];
+    expect(merged.filter((e) => !isHeartbeat(e))).toEqual(all(small));
+    expect(merged.filter(isHeartbeat)).toEqual([...small.heartbeats()]);
+    for (let i = 1; i < merged.length; i++) expect(merged[i]!.time >= merged[i - 1]!.time).toBe(true);
+  });
+});
+
 describe('simulate fleet (CLI process)', () => {
   async function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
     const child = spawn(process.execPath, [MAIN, ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -501,18 +575,39 @@ describe('simulate fleet (CLI process)', () => {
       '-',
     ]);
     expect(code, stderr).toBe(0);
-    const lines = jsonLines<LifecycleRecord>(stdout);
+    const lines = jsonLines<LifecycleRecord | HeartbeatRecord>(stdout);
     const summary = JSON.parse(stderr.trim()) as Record<string, unknown>;
-    const fleet = generateFleet({ vms: 20, days: 10, seed: 1 });
+    // By default: heartbeats every hour over the last 3 days, merged with the records in time order.
+    const fleet = generateFleet({ vms: 20, days: 10, seed: 1, heartbeatDays: 3 });
+    const records = lines.filter((l): l is LifecycleRecord => !isHeartbeat(l));
+    const heartbeats = lines.filter(isHeartbeat);
     expect(summary).toMatchObject({
       maintenanceEvents: fleet.truth.maintenanceEvents,
-      records: lines.length,
+      records: records.length,
+      heartbeats: heartbeats.length,
       vms: fleet.vms.length,
     });
-    expect(lines.length).toBe(fleet.truth.counts.records);
-    expect(lines.length).toBeGreaterThan(20);
-    for (const r of lines) expect(validateRecord(r)).toEqual([]);
-    expect(lines).toEqual(all(fleet));
+    expect(records.length).toBe(fleet.truth.counts.records);
+    expect(records.length).toBeGreaterThan(20);
+    expect(heartbeats.length).toBe(fleet.heartbeatTruth.heartbeats);
+    expect(heartbeats.length).toBeGreaterThan(20 * 3 * 24 * 0.9);
+    for (const r of records) expect(validateRecord(r)).toEqual([]);
+    for (const h of heartbeats) expect(validateHeartbeat(h)).toEqual([]);
+    expect(lines).toEqual([...fleet.events()]);
+    // Without heartbeats: the records only.
+    const bare = await run([
+      'simulate',
+      'fleet',
+      '--vms',
+      '20',
+      '--days',
+      '10',
+      '--start',
+      '2026-01-01T00:00:00Z',
+      '--heartbeat-interval',
+      '0',
+    ]);
+    expect(jsonLines<LifecycleRecord>(bare.stdout)).toEqual(all(fleet));
   });
 
   it('ends the window now by default (what the dashboard opens on), or at --end', async () => {
@@ -545,8 +640,8 @@ describe('simulate fleet (CLI process)', () => {
       start: '2026-03-01T00:00:00.000Z',
       end: '2026-03-04T00:00:00.000Z',
     });
-    const same = generateFleet({ vms: 5, days: 3, seed: 1, start: '2026-03-01T00:00:00Z' });
-    expect(jsonLines<LifecycleRecord>(atEnd.stdout)).toEqual(all(same));
+    const same = generateFleet({ vms: 5, days: 3, seed: 1, start: '2026-03-01T00:00:00Z', heartbeatDays: 3 });
+    expect(jsonLines<LifecycleRecord>(atEnd.stdout)).toEqual([...same.events()]);
   });
 
   it('rejects a bad option with a usage error naming it (exit code 2)', async () => {

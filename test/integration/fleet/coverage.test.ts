@@ -1,0 +1,251 @@
+/**
+ * Coverage in the fleet history (issue 33 item 2) against both stores, a real SQLite file and a real PostgreSQL
+ * server, with the same expectations: heartbeats are kept as each VM's latest (not history rows) and its days of
+ * coverage; reporting / silent / unhealthy / gone; a lagging partition makes no VM silent; a VM Azure deleted is
+ * gone, not silent; the window counts every maintenance view shows; paging; retention.
+ */
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { type FleetHistory, openHistory, type RawFleetEvent } from '../../../src/fleet/history/index.ts';
+import { freezeLifecycle, heartbeatOf, iso, record } from '../../support/fleet-records.ts';
+import { createTestDatabase } from '../../support/postgres.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+
+const tmp = makeTempDir('sef-fleet-coverage-');
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+afterAll(() => tmp.cleanup());
+
+const T0 = Date.UTC(2025, 0, 1);
+let seq = 0;
+/** An event as the hub hands it over: enqueued when the body says it was made (heartbeat or record time). */
+function raw(body: { time: string }, partitionId = '0'): RawFleetEvent {
+  return { body, partitionId, sequenceNumber: seq++, enqueuedAt: new Date(body.time) };
+}
+
+type Kind = 'sqlite' | 'postgres';
+
+async function open(kind: Kind, name: string, now: { at: number }): Promise<FleetHistory> {
+  let database = join(tmp.dir, `${name}-${seq++}`, 'fleet.db');
+  if (kind === 'postgres') {
+    const db = await createTestDatabase(inject('pgAdminUrl'));
+    cleanups.push(() => db.drop());
+    database = db.url;
+  }
+  const history = await openHistory({ database, now: () => new Date(T0 + now.at * 1000) });
+  cleanups.push(() => history.close());
+  return history;
+}
+
+describe.each(['sqlite', 'postgres'] as const)('coverage on %s', (kind) => {
+  it('tells reporting, silent, unhealthy and gone VMs apart, with why', async () => {
+    const now = { at: 36_000 };
+    const h = await open(kind, 'states', now);
+    const result = await h.ingest([
+      raw(heartbeatOf({ vm: 'web_ok', at: 35_000, version: '0.2.0' })),
+      raw(heartbeatOf({ vm: 'web_silent', at: 20_000, scaleSet: 'vmss-a', zone: '2' })),
+      raw(heartbeatOf({ vm: 'web_stopped', at: 19_000, trigger: 'stop' })),
+      raw(heartbeatOf({ vm: 'web_sick', at: 35_400, sink: { deadLetters: 3 } })),
+      raw(
+        heartbeatOf({
+          vm: 'web_backlog',
+          at: 35_450,
+          sink: { state: 'failing', pending: 4, oldestPendingAgeSeconds: 4000, lastError: 'http-503: busy' },
+        }),
+      ),
+      raw(
+        heartbeatOf({
+          vm: 'web_young_backlog',
+          at: 35_450,
+          sink: { pending: 4, oldestPendingAgeSeconds: 60 },
+        }),
+      ),
+      raw(heartbeatOf({ vm: 'web_deleted', at: 1000, scaleSet: 'vmss-a' })),
+      raw(heartbeatOf({ vm: 'web_gone', at: -8 * 86_400 })),
+      raw(heartbeatOf({ vm: 'web_imds', at: 35_500, imdsOk: false })),
+      // Terminate started on web_deleted after its last heartbeat: Azure deleted it.
+      raw(
+        record('scheduled', {
+          vm: 'web_deleted',
+          eventId: 'T1',
+          eventType: 'Terminate',
+          at: 2000,
+          scaleSet: 'vmss-a',
+        }),
+      ),
+      raw(
+        record('started', {
+          vm: 'web_deleted',
+          eventId: 'T1',
+          eventType: 'Terminate',
+          at: 2100,
+          startedAt: 2100,
+          scaleSet: 'vmss-a',
+        }),
+      ),
+      // A VM whose forwarder sends records but no heartbeat (an older version).
+      ...freezeLifecycle('web_old', 'F1').map((r) => raw(r)),
+    ]);
+    expect(result).toMatchObject({ heartbeats: 9, rejected: 0 });
+
+    const report = await h.coverage();
+    expect(report.byState).toEqual({ reporting: 2, silent: 2, unhealthy: 3, gone: 2 });
+    expect(report.vms).toBe(9);
+    expect(report.withoutHeartbeat).toBe(1);
+    expect(report.byVersion).toEqual({
+      '0.1.0': { reporting: 1, silent: 2, unhealthy: 3, gone: 2 },
+      '0.2.0': { reporting: 1, silent: 0, unhealthy: 0, gone: 0 },
+    });
+    expect(report.byScaleSet['vmss-a']).toEqual({ reporting: 0, silent: 1, unhealthy: 0, gone: 1 });
+    expect(report.byLocation).toEqual({ westeurope: { reporting: 2, silent: 2, unhealthy: 3, gone: 2 } });
+    // Silent: longest quiet first, with when it was last seen and why.
+    expect(report.silent.total).toBe(2);
+    expect(report.silent.items.map((v) => [v.vmName, v.quietSeconds])).toEqual([
+      ['web_stopped', 35_500 - 19_000],
+      ['web_silent', 35_500 - 20_000],
+    ]);
+    expect(report.silent.items[0]!.reason).toMatch(
+      /^no heartbeat for 4\.6 h \(interval 60 min\); stopped cleanly at/,
+    );
+    expect(report.silent.items[1]).toMatchObject({
+      lastHeartbeatAt: iso(20_000),
+      scaleSet: 'vmss-a',
+      zone: '2',
+      state: 'silent',
+    });
+    expect(report.unhealthy.items.map((v) => [v.vmName, v.problems.map((p) => p.code)])).toEqual([
+      ['web_backlog', ['backlog', 'sink-failing']],
+      ['web_imds', ['imds']],
+      ['web_sick', ['dead-letters']],
+    ]);
+    expect(report.unhealthy.items[2]!.reason).toBe('sink hub: 3 dead letters');
+    const gone = await h.coverageVms('gone');
+    expect(gone.items.map((v) => [v.vmName, v.deletedAt])).toEqual([
+      ['web_gone', null],
+      ['web_deleted', iso(2100)],
+    ]);
+    expect(gone.items[1]!.reason).toMatch(/^deleted by Azure \(Preempt\/Terminate started /);
+    expect(report.partitions).toEqual([{ partitionId: '0', readThrough: iso(35_500), lagSeconds: 500 }]);
+
+    // Filters: one scale set.
+    expect((await h.coverage({ scaleSet: 'vmss-a' })).byState).toEqual({
+      reporting: 0,
+      silent: 1,
+      unhealthy: 0,
+      gone: 1,
+    });
+  });
+
+  it('a lagging partition makes no VM silent; once it is read through, the quiet VM is', async () => {
+    const now = { at: 36_000 };
+    const h = await open(kind, 'lag', now);
+    await h.ingest([raw(heartbeatOf({ vm: 'web_busy', at: 35_000 }), '0')]);
+    // Partition 3 was last read at 20,000 s: its VM's heartbeat from then is as fresh as the partition.
+    await h.ingest([raw(heartbeatOf({ vm: 'web_behind', at: 20_000 }), '3')]);
+    let report = await h.coverage();
+    expect(report.byState).toEqual({ reporting: 2, silent: 0, unhealthy: 0, gone: 0 });
+    expect(report.partitions.find((p) => p.partitionId === '3')).toEqual({
+      partitionId: '3',
+      readThrough: iso(20_000),
+      lagSeconds: 16_000,
+    });
+    // The consumer finds partition 3 caught up now: nothing came from web_behind since 20,000 s.
+    await h.recordReadThrough('3', T0 + 36_000 * 1000);
+    await h.recordReadThrough('3', T0 + 30_000 * 1000); // never moves back
+    report = await h.coverage();
+    expect(report.byState).toEqual({ reporting: 1, silent: 1, unhealthy: 0, gone: 0 });
+    expect(report.silent.items[0]).toMatchObject({ vmName: 'web_behind', quietSeconds: 16_000 });
+    // A read-through beyond now counts only up to now.
+    await h.recordReadThrough('0', T0 + 99_000 * 1000);
+    expect((await h.coverage()).silent.items.map((v) => v.vmName)).toEqual(['web_behind']);
+  });
+
+  it('keeps one row per VM (latest wins) and its days: re-deliveries and older heartbeats change nothing', async () => {
+    const now = { at: 36_000 };
+    const h = await open(kind, 'latest', now);
+    const older = heartbeatOf({ vm: 'web_1', at: 30_000, sequence: 5 });
+    const newer = heartbeatOf({ vm: 'web_1', at: 35_000, sequence: 6, sink: { deadLetters: 1 } });
+    await h.ingest([raw(newer), raw(older)]);
+    await h.ingest([raw(older)]);
+    await h.ingest([raw(newer), raw(newer)]);
+    const [row] = await h.db.all('SELECT count(*) AS n FROM latest_heartbeats');
+    expect(Number(row!.n)).toBe(1);
+    const report = await h.coverage();
+    expect(report.unhealthy.items.map((v) => [v.vmName, v.lastHeartbeatAt])).toEqual([
+      ['web_1', iso(35_000)],
+    ]);
+    // Covered in hours 8 (30,000 s) and 9 (35,000 s, unhealthy) of 2025-01-01; nothing counted twice.
+    expect(await h.coverageDays('web_1')).toEqual({
+      source: newer.source,
+      days: [{ day: '2025-01-01', hours: [8, 9], unhealthyHours: [9] }],
+    });
+    expect(await h.stats()).toMatchObject({ received: 5, accepted: 0, rejected: 0, heartbeats: 5 });
+    // Heartbeats are no history rows.
+    const [records] = await h.db.all('SELECT count(*) AS n FROM records');
+    expect(Number(records!.n)).toBe(0);
+  });
+
+  it('counts the VMs covered in a window (what every maintenance view shows), and the days of one VM', async () => {
+    const now = { at: 3 * 86_400 };
+    const h = await open(kind, 'window', now);
+    await h.ingest([
+      raw(heartbeatOf({ vm: 'web_1', at: 3600, location: 'westeurope' })),
+      raw(heartbeatOf({ vm: 'web_1', at: 86_400 + 7200, location: 'westeurope' })),
+      raw(heartbeatOf({ vm: 'web_2', at: 2 * 86_400 + 60, location: 'northeurope' })),
+      raw(heartbeatOf({ vm: 'web_3', at: -86_400, location: 'northeurope' })),
+    ]);
+    expect(await h.coveredVms({})).toBe(3);
+    expect(await h.coveredVms({ since: iso(0), until: iso(86_400) })).toBe(1);
+    expect(await h.coveredVms({ since: iso(0), until: iso(3 * 86_400) })).toBe(2);
+    expect(await h.coveredVms({ since: iso(86_400), location: 'northeurope' })).toBe(1);
+    expect(await h.coveredVms({ until: iso(0) })).toBe(1);
+    expect((await h.coverageDays('web_1'))!.days.map((d) => [d.day, d.hours])).toEqual([
+      ['2025-01-01', [1]],
+      ['2025-01-02', [2]],
+    ]);
+    expect((await h.coverageDays('web_1', { since: iso(86_400) }))!.days.map((d) => d.day)).toEqual([
+      '2025-01-02',
+    ]);
+    expect(await h.coverageDays('nobody')).toBeUndefined();
+  });
+
+  it('pages the silent VMs with a cursor: none twice, none missed, the total on every page', async () => {
+    const now = { at: 200_000 };
+    const h = await open(kind, 'paging', now);
+    await h.ingest(
+      Array.from({ length: 7 }, (_, i) => raw(heartbeatOf({ vm: `web_${i}`, at: 1000 + i * 100 }))).concat([
+        raw(heartbeatOf({ vm: 'web_fresh', at: 199_000 })),
+      ]),
+    );
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await h.coverageVms('silent', {}, { limit: 3, cursor });
+      expect(page.total).toBe(7);
+      seen.push(...page.items.map((v) => v.vmName));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+    expect(seen).toEqual(Array.from({ length: 7 }, (_, i) => `web_${i}`));
+  });
+
+  it('rejects an invalid heartbeat with the reason, keeps the rest; prunes heartbeats with the retention', async () => {
+    const now = { at: 36_000 };
+    const h = await open(kind, 'reject', now);
+    const bad = structuredClone(heartbeatOf({ vm: 'web_bad', at: 100 })) as unknown as {
+      data: { sinks: unknown };
+    };
+    bad.data.sinks = 'all fine';
+    const result = await h.ingest([
+      { body: bad, partitionId: '0', sequenceNumber: seq++, enqueuedAt: new Date(T0) },
+      raw(heartbeatOf({ vm: 'web_1', at: -40 * 86_400 })),
+      raw(heartbeatOf({ vm: 'web_2', at: 100 })),
+    ]);
+    expect(result).toMatchObject({ heartbeats: 2, rejected: 1 });
+    expect(result.rejections[0]!.reason).toBe('data.sinks: expected an array, got a string');
+    const removed = await h.prune(new Date(T0 - 30 * 86_400 * 1000));
+    expect(removed).toMatchObject({ heartbeats: 1, coverageDays: 1 });
+    expect((await h.coverage()).vms).toBe(1);
+  });
+});
