@@ -317,7 +317,7 @@ export class FleetConsumer {
       await this.#options.history.recordReadThrough(context.partitionId, at);
     } catch (error) {
       this.#options.logger.debug(
-        { err: (error as Error).message, partition: context.partitionId },
+        { err: errorMessage(error), partition: context.partitionId },
         'cannot store how far the partition was read; coverage measures silence up to the older mark',
       );
     }
