@@ -9,7 +9,7 @@
  * series that first appears at 1 never shows. Only `sef_delivery_failures_total`'s open-ended `code` cannot be
  * pre-created (docs/observability.md).
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { DeliveryEngineEvent } from '../delivery/events.ts';
 import type { PeriodicSendEvent } from '../delivery/periodic.ts';
 import {
@@ -18,6 +18,17 @@ import {
   type PollOutcome,
   TRANSITIONS,
 } from '../domain/index.ts';
+import {
+  counter,
+  gauge,
+  histogram,
+  type Instruments,
+  type Labels,
+  type MetricDefinition,
+  registerMetrics,
+  type Series,
+  startSeries,
+} from '../metric-table.ts';
 import { RELOAD_OUTCOMES, type ReloadReport } from '../pipeline/reload-plan.ts';
 import type { DeadLetterReason, SinkQueueStats } from '../store/index.ts';
 
@@ -50,37 +61,15 @@ const DEAD_LETTER_REASONS: Record<DeadLetterReason, true> = {
   expired: true,
 };
 
-export interface ForwarderMetrics {
-  readonly registry: Registry;
+/** What the scraped gauges read besides the instruments: the sinks, their pause, the outbox, the clock. */
+export interface ForwarderMetricsState {
   /**
    * The configured sinks (addSinks): each has every per-sink series from the start, the outbox gauges at 0
    * when its queue is empty (not absent).
    */
   readonly sinks: Set<string>;
-  readonly polls: Counter<never>;
-  readonly pollFailures: Counter<'reason'>;
-  readonly documentChanges: Counter<never>;
-  readonly lastSuccessfulPoll: Gauge<never>;
-  readonly records: Counter<'transition'>;
-  readonly outboxPending: Gauge<'sink'>;
-  readonly outboxOldestAge: Gauge<'sink'>;
-  readonly deadLetterRows: Gauge<'sink'>;
-  readonly deliveries: Counter<'sink'>;
-  readonly deliveryFailures: Counter<'sink' | 'code'>;
-  readonly deliveryRetries: Counter<'sink'>;
-  readonly deadLetters: Counter<'sink' | 'reason'>;
-  readonly deadLettersDropped: Counter<'sink'>;
-  readonly storeErrors: Counter<'sink' | 'full'>;
-  /** 1 with the refusal's code as `reason` while a sink is paused, else 0 without `reason` (see `paused`). */
-  readonly sinkPaused: Gauge<'sink' | 'reason'>;
   /** The paused sinks and the code that paused each (fed by the engine's paused/resumed events). */
   readonly paused: Map<string, string>;
-  readonly storeDamage: Gauge<'kind'>;
-  readonly deliveryLatency: Histogram<'sink'>;
-  readonly imdsLatency: Histogram<never>;
-  readonly configReloads: Counter<'outcome'>;
-  readonly configLastReloadSuccessful: Gauge<never>;
-  readonly periodicSends: Counter<'kind' | 'sink' | 'result'>;
   /**
    * Source of the outbox gauges, read on every scrape (e.g. `() => store.stats()`); set with
    * bindOutboxStats. Until set, the outbox gauges are empty.
@@ -88,6 +77,196 @@ export interface ForwarderMetrics {
   outboxStats: (() => readonly SinkQueueStats[]) | undefined;
   /** Wall clock for ages (injectable for tests). */
   now: () => number;
+}
+
+function readStats(state: ForwarderMetricsState): readonly SinkQueueStats[] {
+  if (!state.outboxStats) return [];
+  try {
+    return state.outboxStats();
+  } catch {
+    return []; // a failing store must not break the scrape; /readyz reports the store
+  }
+}
+
+/** One series per configured sink (0 unless the stats say otherwise), plus any other sink the stats name. */
+function perSink(state: ForwarderMetricsState, value: (s: SinkQueueStats) => number): Array<Series<'sink'>> {
+  const values = new Map<string, number>();
+  for (const sink of state.sinks) values.set(sink, 0);
+  for (const s of readStats(state)) values.set(s.sink, value(s));
+  return [...values].map(([sink, v]) => [{ sink }, v]);
+}
+
+/** Each paused sink at 1 with the code that paused it as `reason`, every other sink at 0 without one. */
+function pausedSinks(state: ForwarderMetricsState): Array<Series<'sink' | 'reason'>> {
+  return [...new Set([...state.sinks, ...state.paused.keys()])].map((sink) => {
+    const reason = state.paused.get(sink);
+    return reason === undefined ? [{ sink }, 0] : [{ sink, reason }, 1];
+  });
+}
+
+/** A forwarder metric: a definition, plus the series each configured sink has from the start (addSinks). */
+type ForwarderMetric<T extends 'counter' | 'gauge' | 'histogram', L extends string> = MetricDefinition<
+  T,
+  L,
+  ForwarderMetricsState
+> & { perSink?: ReadonlyArray<Labels<Exclude<L, 'sink'>>> };
+
+function perSinkSeries<T extends 'counter' | 'gauge' | 'histogram', L extends string>(
+  definition: MetricDefinition<T, L, ForwarderMetricsState>,
+  perSink: ReadonlyArray<Labels<Exclude<L, 'sink'>>>,
+): ForwarderMetric<T, L> {
+  return { ...definition, perSink };
+}
+
+const EVERY_SINK = [{}] as const;
+
+/**
+ * Every forwarder metric, in /metrics order (names get METRIC_PREFIX). The names are a contract: alert rules,
+ * dashboards and docs/observability.md use them.
+ */
+const FORWARDER_METRICS = {
+  polls: counter({ name: 'polls_total', help: 'IMDS Scheduled Events polls (success or failure).' }),
+  pollFailures: counter({
+    name: 'poll_failures_total',
+    help: 'Failed IMDS polls by reason (timeout, network, server-error, invalid-response, ...).',
+    labels: ['reason'],
+    start: Object.keys(POLL_FAILURE_REASONS).map((reason) => [{ reason }, 0]),
+  }),
+  documentChanges: counter({
+    name: 'document_changes_total',
+    help: 'Polls whose Scheduled Events document differed from the previous one.',
+  }),
+  lastSuccessfulPoll: gauge({
+    name: 'last_successful_poll_timestamp_seconds',
+    help: 'Unix time of the last successful IMDS poll.',
+  }),
+  records: counter({
+    name: 'records_total',
+    help: 'Lifecycle records produced, by transition.',
+    labels: ['transition'],
+    start: TRANSITIONS.map((transition) => [{ transition }, 0]),
+  }),
+  outboxPending: gauge({
+    name: 'outbox_pending',
+    help: 'Records waiting in the outbox, per sink.',
+    labels: ['sink'],
+    collect: (state: ForwarderMetricsState) => perSink(state, (s) => s.pending),
+  }),
+  outboxOldestAge: gauge({
+    name: 'outbox_oldest_age_seconds',
+    help: 'Age of the oldest pending outbox record, per sink (0 when empty).',
+    labels: ['sink'],
+    collect: (state: ForwarderMetricsState) => {
+      const now = state.now();
+      return perSink(state, (s) =>
+        s.oldestCreatedAt === null ? 0 : Math.max(0, (now - s.oldestCreatedAt) / 1000),
+      );
+    },
+  }),
+  deadLetterRows: gauge({
+    name: 'dead_letter_rows',
+    help: 'Records currently in the dead-letter table, per sink.',
+    labels: ['sink'],
+    collect: (state: ForwarderMetricsState) => perSink(state, (s) => s.deadLetters),
+  }),
+  deliveries: perSinkSeries(
+    counter({ name: 'deliveries_total', help: 'Records confirmed delivered, per sink.', labels: ['sink'] }),
+    EVERY_SINK,
+  ),
+  deliveryFailures: counter({
+    name: 'delivery_failures_total',
+    help: 'Failed delivery attempts (retryable or permanent), per sink and error code.',
+    labels: ['sink', 'code'],
+  }),
+  deliveryRetries: perSinkSeries(
+    counter({
+      name: 'delivery_retries_total',
+      help: 'Delivery retries scheduled, per sink.',
+      labels: ['sink'],
+    }),
+    EVERY_SINK,
+  ),
+  deadLetters: perSinkSeries(
+    counter({
+      name: 'dead_letters_total',
+      help: 'Records moved to dead letters, per sink and reason (permanent, overflow, expired).',
+      labels: ['sink', 'reason'],
+    }),
+    Object.keys(DEAD_LETTER_REASONS).map((reason) => ({ reason })),
+  ),
+  deadLettersDropped: perSinkSeries(
+    counter({
+      name: 'dead_letters_dropped_total',
+      help:
+        "Dead letters dropped for good, oldest first, because the sink's dead-letter caps " +
+        '(delivery.caps.maxDeadLetterRows, maxDeadLetterBytes) were exceeded, per sink.',
+      labels: ['sink'],
+    }),
+    EVERY_SINK,
+  ),
+  storeErrors: perSinkSeries(
+    counter({
+      name: 'store_errors_total',
+      help: 'Failed outbox writes during delivery bookkeeping, per sink; full="true" for a full disk.',
+      labels: ['sink', 'full'],
+    }),
+    [{ full: 'true' }, { full: 'false' }],
+  ),
+  /** 1 with the refusal's code as `reason` while a sink is paused, else 0 without `reason` (see `paused`). */
+  sinkPaused: gauge({
+    name: 'sink_paused',
+    help: 'Sinks paused because their destination refuses everything (credentials, authorization, a missing endpoint, TLS trust, a name that does not resolve): 1 with the error code as reason while paused, 0 otherwise. Records stay pending.',
+    labels: ['sink', 'reason'],
+    collect: pausedSinks,
+  }),
+  storeDamage: gauge({
+    name: 'store_damage_detected_timestamp_seconds',
+    help:
+      'Unix time damage to the state database was last found at open, per kind (wal: committed WAL frames ' +
+      'could not be replayed, rows lost; corrupt: the database was quarantined). Absent when never.',
+    labels: ['kind'],
+  }),
+  deliveryLatency: perSinkSeries(
+    histogram({
+      name: 'delivery_latency_seconds',
+      help: 'Time from outbox commit to confirmed delivery, per sink.',
+      labels: ['sink'],
+      buckets: DELIVERY_LATENCY_BUCKETS,
+    }),
+    EVERY_SINK,
+  ),
+  imdsLatency: histogram({
+    name: 'imds_latency_seconds',
+    help: 'IMDS Scheduled Events request duration.',
+    buckets: IMDS_LATENCY_BUCKETS,
+  }),
+  configReloads: counter({
+    name: 'config_reloads_total',
+    help:
+      'Configuration reloads (SIGHUP) by outcome: applied, unchanged, needs-restart (only settings that apply at ' +
+      'the next start changed), invalid (refused; the running configuration stays).',
+    labels: ['outcome'],
+    start: RELOAD_OUTCOMES.map((outcome) => [{ outcome }, 0]),
+  }),
+  configLastReloadSuccessful: gauge({
+    name: 'config_last_reload_successful',
+    help:
+      '0 when the last configuration reload was refused (the file on disk is invalid: a restart would fail ' +
+      'too), 1 otherwise (also before any reload).',
+    start: [[{}, 1]],
+  }),
+  periodicSends: counter({
+    name: 'periodic_sends_total',
+    help:
+      'Periodic sends outside the outbox (kind="heartbeat"), per sink, by result (sent, failed); a failed one ' +
+      'is replaced by the next, never retried.',
+    labels: ['kind', 'sink', 'result'],
+  }),
+};
+
+/** The forwarder's registry, its instruments (one per FORWARDER_METRICS entry, by the same key) and state. */
+export interface ForwarderMetrics extends ForwarderMetricsState, Instruments<typeof FORWARDER_METRICS> {
+  readonly registry: Registry;
 }
 
 export interface CreateMetricsOptions {
@@ -101,205 +280,25 @@ export interface CreateMetricsOptions {
   sinks?: readonly string[];
 }
 
-/** Create the registry and every instrument. */
+/** Create the registry and every instrument of FORWARDER_METRICS. */
 export function createMetrics(options: CreateMetricsOptions = {}): ForwarderMetrics {
   const registry = new Registry();
   if (options.defaultLabels) registry.setDefaultLabels(options.defaultLabels);
-  const registers = [registry];
-  const p = METRIC_PREFIX;
-
-  const readStats = (): readonly SinkQueueStats[] => {
-    const source = metrics.outboxStats;
-    if (!source) return [];
-    try {
-      return source();
-    } catch {
-      return []; // a failing store must not break the scrape; /readyz reports the store
-    }
-  };
-  /** One value per configured sink (0 unless the stats say otherwise), plus any other sink the stats name. */
-  const perSink = (value: (s: SinkQueueStats) => number): Map<string, number> => {
-    const values = new Map<string, number>();
-    for (const sink of metrics.sinks) values.set(sink, 0);
-    for (const s of readStats()) values.set(s.sink, value(s));
-    return values;
-  };
-
-  const metrics: ForwarderMetrics = {
-    registry,
+  const state: ForwarderMetricsState = {
     sinks: new Set(),
     paused: new Map(),
     outboxStats: options.outboxStats,
     now: options.now ?? Date.now,
-    polls: new Counter({
-      name: `${p}polls_total`,
-      help: 'IMDS Scheduled Events polls (success or failure).',
-      registers,
-    }),
-    pollFailures: new Counter({
-      name: `${p}poll_failures_total`,
-      help: 'Failed IMDS polls by reason (timeout, network, server-error, invalid-response, ...).',
-      labelNames: ['reason'],
-      registers,
-    }),
-    documentChanges: new Counter({
-      name: `${p}document_changes_total`,
-      help: 'Polls whose Scheduled Events document differed from the previous one.',
-      registers,
-    }),
-    lastSuccessfulPoll: new Gauge({
-      name: `${p}last_successful_poll_timestamp_seconds`,
-      help: 'Unix time of the last successful IMDS poll.',
-      registers,
-    }),
-    records: new Counter({
-      name: `${p}records_total`,
-      help: 'Lifecycle records produced, by transition.',
-      labelNames: ['transition'],
-      registers,
-    }),
-    outboxPending: new Gauge({
-      name: `${p}outbox_pending`,
-      help: 'Records waiting in the outbox, per sink.',
-      labelNames: ['sink'],
-      registers,
-      collect() {
-        this.reset();
-        for (const [sink, v] of perSink((s) => s.pending)) this.set({ sink }, v);
-      },
-    }),
-    outboxOldestAge: new Gauge({
-      name: `${p}outbox_oldest_age_seconds`,
-      help: 'Age of the oldest pending outbox record, per sink (0 when empty).',
-      labelNames: ['sink'],
-      registers,
-      collect() {
-        this.reset();
-        const now = metrics.now();
-        const ages = perSink((s) =>
-          s.oldestCreatedAt === null ? 0 : Math.max(0, (now - s.oldestCreatedAt) / 1000),
-        );
-        for (const [sink, v] of ages) this.set({ sink }, v);
-      },
-    }),
-    deadLetterRows: new Gauge({
-      name: `${p}dead_letter_rows`,
-      help: 'Records currently in the dead-letter table, per sink.',
-      labelNames: ['sink'],
-      registers,
-      collect() {
-        this.reset();
-        for (const [sink, v] of perSink((s) => s.deadLetters)) this.set({ sink }, v);
-      },
-    }),
-    deliveries: new Counter({
-      name: `${p}deliveries_total`,
-      help: 'Records confirmed delivered, per sink.',
-      labelNames: ['sink'],
-      registers,
-    }),
-    deliveryFailures: new Counter({
-      name: `${p}delivery_failures_total`,
-      help: 'Failed delivery attempts (retryable or permanent), per sink and error code.',
-      labelNames: ['sink', 'code'],
-      registers,
-    }),
-    deliveryRetries: new Counter({
-      name: `${p}delivery_retries_total`,
-      help: 'Delivery retries scheduled, per sink.',
-      labelNames: ['sink'],
-      registers,
-    }),
-    deadLetters: new Counter({
-      name: `${p}dead_letters_total`,
-      help: 'Records moved to dead letters, per sink and reason (permanent, overflow, expired).',
-      labelNames: ['sink', 'reason'],
-      registers,
-    }),
-    deadLettersDropped: new Counter({
-      name: `${p}dead_letters_dropped_total`,
-      help:
-        "Dead letters dropped for good, oldest first, because the sink's dead-letter caps " +
-        '(delivery.caps.maxDeadLetterRows, maxDeadLetterBytes) were exceeded, per sink.',
-      labelNames: ['sink'],
-      registers,
-    }),
-    storeErrors: new Counter({
-      name: `${p}store_errors_total`,
-      help: 'Failed outbox writes during delivery bookkeeping, per sink; full="true" for a full disk.',
-      labelNames: ['sink', 'full'],
-      registers,
-    }),
-    sinkPaused: new Gauge({
-      name: `${p}sink_paused`,
-      help: 'Sinks paused because their destination refuses everything (credentials, authorization, a missing endpoint, TLS trust, a name that does not resolve): 1 with the error code as reason while paused, 0 otherwise. Records stay pending.',
-      labelNames: ['sink', 'reason'],
-      registers,
-      collect() {
-        this.reset();
-        for (const sink of new Set([...metrics.sinks, ...metrics.paused.keys()])) {
-          const reason = metrics.paused.get(sink);
-          if (reason === undefined) this.set({ sink }, 0);
-          else this.set({ sink, reason }, 1);
-        }
-      },
-    }),
-    storeDamage: new Gauge({
-      name: `${p}store_damage_detected_timestamp_seconds`,
-      help:
-        'Unix time damage to the state database was last found at open, per kind (wal: committed WAL frames ' +
-        'could not be replayed, rows lost; corrupt: the database was quarantined). Absent when never.',
-      labelNames: ['kind'],
-      registers,
-    }),
-    deliveryLatency: new Histogram({
-      name: `${p}delivery_latency_seconds`,
-      help: 'Time from outbox commit to confirmed delivery, per sink.',
-      labelNames: ['sink'],
-      buckets: DELIVERY_LATENCY_BUCKETS,
-      registers,
-    }),
-    imdsLatency: new Histogram({
-      name: `${p}imds_latency_seconds`,
-      help: 'IMDS Scheduled Events request duration.',
-      buckets: IMDS_LATENCY_BUCKETS,
-      registers,
-    }),
-    configReloads: new Counter({
-      name: `${p}config_reloads_total`,
-      help:
-        'Configuration reloads (SIGHUP) by outcome: applied, unchanged, needs-restart (only settings that apply at ' +
-        'the next start changed), invalid (refused; the running configuration stays).',
-      labelNames: ['outcome'],
-      registers,
-    }),
-    configLastReloadSuccessful: new Gauge({
-      name: `${p}config_last_reload_successful`,
-      help:
-        '0 when the last configuration reload was refused (the file on disk is invalid: a restart would fail ' +
-        'too), 1 otherwise (also before any reload).',
-      registers,
-    }),
-    periodicSends: new Counter({
-      name: `${p}periodic_sends_total`,
-      help:
-        'Periodic sends outside the outbox (kind="heartbeat"), per sink, by result (sent, failed); a failed one ' +
-        'is replaced by the next, never retried.',
-      labelNames: ['kind', 'sink', 'result'],
-      registers,
-    }),
   };
-  for (const reason of Object.keys(POLL_FAILURE_REASONS)) metrics.pollFailures.inc({ reason }, 0);
-  for (const transition of TRANSITIONS) metrics.records.inc({ transition }, 0);
-  for (const outcome of RELOAD_OUTCOMES) metrics.configReloads.inc({ outcome }, 0);
-  metrics.configLastReloadSuccessful.set(1);
+  const instruments = registerMetrics(FORWARDER_METRICS, registry, METRIC_PREFIX, state);
+  const metrics: ForwarderMetrics = Object.assign(state, instruments, { registry });
   addSinks(metrics, options.sinks ?? []);
   // The event-loop lag histogram samples on a timer; prom-client's default (every 10 ms) would wake an idle
   // forwarder 100 times a second. Once a second is plenty for a sidecar (the stall detector measures freezes).
   if (options.processMetrics ?? true) {
     collectDefaultMetrics({
       register: registry,
-      prefix: p,
+      prefix: METRIC_PREFIX,
       eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
     });
   }
@@ -315,12 +314,11 @@ export function addSinks(metrics: ForwarderMetrics, sinks: readonly string[]): v
   for (const sink of sinks) {
     if (metrics.sinks.has(sink)) continue;
     metrics.sinks.add(sink);
-    metrics.deliveries.inc({ sink }, 0);
-    metrics.deliveryRetries.inc({ sink }, 0);
-    for (const reason of Object.keys(DEAD_LETTER_REASONS)) metrics.deadLetters.inc({ sink, reason }, 0);
-    metrics.deadLettersDropped.inc({ sink }, 0);
-    for (const full of ['true', 'false']) metrics.storeErrors.inc({ sink, full }, 0);
-    metrics.deliveryLatency.zero({ sink });
+    for (const [key, definition] of Object.entries(FORWARDER_METRICS) as Array<
+      [keyof typeof FORWARDER_METRICS, ForwarderMetric<'counter' | 'gauge' | 'histogram', string>]
+    >) {
+      for (const labels of definition.perSink ?? []) startSeries(metrics[key], { sink, ...labels });
+    }
   }
 }
 
