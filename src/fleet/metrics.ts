@@ -12,9 +12,10 @@
  *   approvals of the last 24 h, the VMs whose forwarders report / are silent / unhealthy / gone (coverage, in all
  *   and per forwarder version); plus the configured blast-radius threshold.
  */
-import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { counter, gauge, registerMetrics } from '../metric-table.ts';
 import type { FleetConsumer } from './consumer.ts';
 import { COVERAGE_STATES, coverageGauges, type FleetHistory, type StateCounts } from './history/index.ts';
 import { toNumber } from './history/sql.ts';
@@ -129,20 +130,154 @@ const EMPTY: HistoryGauges = {
   forwardersByVersion: {},
 };
 
-/** Creates the registry and every fleet instrument; see the module comment. */
-export function createFleetMetrics(options: FleetMetricsOptions): FleetMetrics {
-  const registry = new Registry();
-  const registers = [registry];
-  const p = FLEET_METRIC_PREFIX;
-  const now = options.now ?? Date.now;
-  const startedAt = now();
-  const { consumer, history } = options;
+/** What the history gauges read: one cached computation per scrape, and the event types seen so far. */
+interface HistorySources {
+  gauges: () => Promise<HistoryGauges>;
+  /** Event types with a pending series (MAINTENANCE_EVENT_TYPES, then every type seen). */
+  seenTypes: Set<string>;
+  blastRadiusThreshold: number;
+}
 
-  // History gauges: one cached computation shared by every gauge of a scrape (and by concurrent scrapes).
+/** What the consumer's metrics read (`fleet run` only). */
+interface ConsumerSources {
+  consumer: FleetConsumer;
+  now: () => number;
+  /** When the metrics were created: the age of the newest record counts from here until there is one. */
+  startedAt: number;
+}
+
+/** The metrics read from the history (both `fleet run` and `fleet dashboard`), in /metrics order. */
+const HISTORY_METRICS = {
+  pendingEvents: gauge({
+    name: 'pending_events',
+    help: 'Maintenance events pending now (scheduled or started on an affected VM), per EventType.',
+    labels: ['event_type'],
+    collect: async ({ gauges, seenTypes }: HistorySources) => {
+      const { pendingEvents } = await gauges();
+      for (const type of Object.keys(pendingEvents)) seenTypes.add(type);
+      return [...seenTypes].map((type) => [{ event_type: type }, pendingEvents[type] ?? 0] as const);
+    },
+  }),
+  pendingVms: gauge({
+    name: 'pending_vms',
+    help:
+      'Affected VMs of pending maintenance events, per scope (location, zone, scale_set) and name; every ' +
+      'location, zone and scale set known in the history has a series ("(none)": no zone / scale set).',
+    labels: ['scope', 'name'],
+    collect: async ({ gauges }: HistorySources) => {
+      const { pendingVms } = await gauges();
+      return PENDING_SCOPES.flatMap((scope) =>
+        Object.entries(pendingVms[scope]).map(([name, n]) => [{ scope, name }, n] as const),
+      );
+    },
+  }),
+  affectedVmsPending: gauge({
+    name: 'affected_vms_pending',
+    help: 'Affected VMs of all pending maintenance events (compare with sef_fleet_blast_radius_threshold).',
+    collect: async ({ gauges }: HistorySources) => [[{}, (await gauges()).affectedVmsPending]],
+  }),
+  lapsedEvents: gauge({
+    name: 'lapsed_events',
+    help: 'Maintenance events first seen in the window whose approval lapsed (Azure started them first).',
+    labels: ['window'],
+    collect: async ({ gauges }: HistorySources) => [
+      [{ window: LAPSED_WINDOW }, (await gauges()).lapsedEvents],
+    ],
+  }),
+  forwarders: gauge({
+    name: 'forwarders',
+    help:
+      'VMs whose forwarders send heartbeats, by coverage state: reporting, silent (no heartbeat for longer than ' +
+      'the interval plus coverage.silentMargin), unhealthy (the last heartbeat reported dead letters, a stuck ' +
+      'backlog, IMDS failing, a failing or paused sink), gone (deleted, or quiet longer than coverage.goneAfter).',
+    labels: ['state'],
+    collect: async ({ gauges }: HistorySources) => {
+      const { forwarders } = await gauges();
+      return COVERAGE_STATES.map((state) => [{ state }, forwarders[state]] as const);
+    },
+  }),
+  forwardersByVersion: gauge({
+    name: 'forwarders_by_version',
+    help: 'VMs whose forwarders send heartbeats, per forwarder version and coverage state.',
+    labels: ['version', 'state'],
+    collect: async ({ gauges }: HistorySources) =>
+      Object.entries((await gauges()).forwardersByVersion).flatMap(([version, counts]) =>
+        COVERAGE_STATES.map((state) => [{ version, state }, counts[state]] as const),
+      ),
+  }),
+  blastRadiusThreshold: gauge({
+    name: 'blast_radius_threshold',
+    help: 'The configured blast-radius threshold (dashboard.blastRadiusThreshold), in VMs.',
+    collect: ({ blastRadiusThreshold }: HistorySources) => [[{}, blastRadiusThreshold]],
+  }),
+};
+
+/** The consumer's metrics (`fleet run` only), in /metrics order after the history's. */
+const CONSUMER_METRICS = {
+  partitionLag: gauge({
+    name: 'partition_lag_seconds',
+    help:
+      'Seconds between the enqueue time and the ingest time of the last ingested event of the partition ' +
+      '(0 on an instance that does not own it).',
+    labels: ['partition'],
+    collect: ({ consumer }: ConsumerSources) =>
+      consumer.partitionProgress().map((part) => [{ partition: part.partitionId }, part.lagSeconds] as const),
+  }),
+  partitionEventsBehind: gauge({
+    name: 'partition_events_behind',
+    help:
+      "The partition's last enqueued sequence number minus the last ingested one (0 on an instance that " +
+      'does not own it).',
+    labels: ['partition'],
+    collect: ({ consumer }: ConsumerSources) =>
+      consumer
+        .partitionProgress()
+        .map((part) => [{ partition: part.partitionId }, part.eventsBehind] as const),
+  }),
+  records: counter({
+    name: 'records_total',
+    help: 'Records ingested by this instance, by result (accepted, duplicate, rejected).',
+    labels: ['result'],
+    collect: ({ consumer }: ConsumerSources) =>
+      RECORD_RESULTS.map(([result, key]) => [{ result }, consumer.stats[key]] as const),
+  }),
+  heartbeats: counter({
+    name: 'heartbeats_total',
+    help: "Forwarders' heartbeats ingested by this instance (kept as each VM's latest, not as records).",
+    collect: ({ consumer }: ConsumerSources) => [[{}, consumer.stats.heartbeats]],
+  }),
+  commitFailures: counter({
+    name: 'commit_failures_total',
+    help: 'Failed attempts to commit a batch to the history (the partition is held and the commit retried).',
+    collect: ({ consumer }: ConsumerSources) => [[{}, consumer.stats.commitRetries]],
+  }),
+  ownedPartitions: gauge({
+    name: 'owned_partitions',
+    help: 'Partitions this instance processes now.',
+    collect: ({ consumer }: ConsumerSources) => [[{}, consumer.stats.partitions.length]],
+  }),
+  lastRecordAge: gauge({
+    name: 'last_record_age_seconds',
+    help: 'Seconds since the newest record ingested by this instance was enqueued (since start when none).',
+    collect: ({ consumer, now, startedAt }: ConsumerSources) => [
+      [{}, Math.max(0, (now() - (consumer.lastRecordEnqueuedAt ?? startedAt)) / 1000)],
+    ],
+  }),
+};
+
+/**
+ * The history gauges of a scrape: one computation shared by every gauge of a scrape (and by concurrent scrapes),
+ * reused for `cacheMs`; a failed one serves the last values (and is retried after the cache period).
+ */
+function cachedHistoryGauges(
+  history: FleetHistory,
+  logger: Logger,
+  now: () => number,
+  cacheMs: number,
+): () => Promise<HistoryGauges> {
   let cached: { at: number; value: Promise<HistoryGauges> } | undefined;
   let lastGood: HistoryGauges = EMPTY;
-  const cacheMs = options.cacheMs ?? HISTORY_CACHE_MS;
-  const historyGauges = (): Promise<HistoryGauges> => {
+  return () => {
     const t = now();
     if (cached === undefined || t - cached.at >= cacheMs) {
       const value = readHistoryGauges(history, new Date(t)).then(
@@ -151,8 +286,8 @@ export function createFleetMetrics(options: FleetMetricsOptions): FleetMetrics {
           return gauges;
         },
         (error: unknown) => {
-          // Keep the last values; /readyz reports the history. Retried after the cache period.
-          options.logger.warn(
+          // Keep the last values; /readyz reports the history.
+          logger.warn(
             { err: errorMessage(error) },
             'cannot compute the history metrics; serving the last values',
           );
@@ -163,162 +298,28 @@ export function createFleetMetrics(options: FleetMetricsOptions): FleetMetrics {
     }
     return cached.value;
   };
-  const seenTypes = new Set<string>(MAINTENANCE_EVENT_TYPES);
+}
 
-  new Gauge({
-    name: `${p}pending_events`,
-    help: 'Maintenance events pending now (scheduled or started on an affected VM), per EventType.',
-    labelNames: ['event_type'],
-    registers,
-    async collect() {
-      const gauges = await historyGauges();
-      for (const type of Object.keys(gauges.pendingEvents)) seenTypes.add(type);
-      for (const type of seenTypes) this.set({ event_type: type }, gauges.pendingEvents[type] ?? 0);
-    },
+/** Creates the registry and every fleet instrument (HISTORY_METRICS, CONSUMER_METRICS); see the module comment. */
+export function createFleetMetrics(options: FleetMetricsOptions): FleetMetrics {
+  const registry = new Registry();
+  const now = options.now ?? Date.now;
+  const startedAt = now();
+  registerMetrics(HISTORY_METRICS, registry, FLEET_METRIC_PREFIX, {
+    gauges: cachedHistoryGauges(options.history, options.logger, now, options.cacheMs ?? HISTORY_CACHE_MS),
+    seenTypes: new Set<string>(MAINTENANCE_EVENT_TYPES),
+    blastRadiusThreshold: options.blastRadiusThreshold,
   });
-  new Gauge({
-    name: `${p}pending_vms`,
-    help:
-      'Affected VMs of pending maintenance events, per scope (location, zone, scale_set) and name; every ' +
-      'location, zone and scale set known in the history has a series ("(none)": no zone / scale set).',
-    labelNames: ['scope', 'name'],
-    registers,
-    async collect() {
-      const gauges = await historyGauges();
-      this.reset();
-      for (const scope of PENDING_SCOPES)
-        for (const [name, n] of Object.entries(gauges.pendingVms[scope])) this.set({ scope, name }, n);
-    },
-  });
-  new Gauge({
-    name: `${p}affected_vms_pending`,
-    help: 'Affected VMs of all pending maintenance events (compare with sef_fleet_blast_radius_threshold).',
-    registers,
-    async collect() {
-      this.set((await historyGauges()).affectedVmsPending);
-    },
-  });
-  new Gauge({
-    name: `${p}lapsed_events`,
-    help: 'Maintenance events first seen in the window whose approval lapsed (Azure started them first).',
-    labelNames: ['window'],
-    registers,
-    async collect() {
-      this.set({ window: LAPSED_WINDOW }, (await historyGauges()).lapsedEvents);
-    },
-  });
-  new Gauge({
-    name: `${p}forwarders`,
-    help:
-      'VMs whose forwarders send heartbeats, by coverage state: reporting, silent (no heartbeat for longer than ' +
-      'the interval plus coverage.silentMargin), unhealthy (the last heartbeat reported dead letters, a stuck ' +
-      'backlog, IMDS failing, a failing or paused sink), gone (deleted, or quiet longer than coverage.goneAfter).',
-    labelNames: ['state'],
-    registers,
-    async collect() {
-      const gauges = await historyGauges();
-      for (const state of COVERAGE_STATES) this.set({ state }, gauges.forwarders[state]);
-    },
-  });
-  new Gauge({
-    name: `${p}forwarders_by_version`,
-    help: 'VMs whose forwarders send heartbeats, per forwarder version and coverage state.',
-    labelNames: ['version', 'state'],
-    registers,
-    async collect() {
-      const gauges = await historyGauges();
-      this.reset();
-      for (const [version, counts] of Object.entries(gauges.forwardersByVersion))
-        for (const state of COVERAGE_STATES) this.set({ version, state }, counts[state]);
-    },
-  });
-  new Gauge({
-    name: `${p}blast_radius_threshold`,
-    help: 'The configured blast-radius threshold (dashboard.blastRadiusThreshold), in VMs.',
-    registers,
-  }).set(options.blastRadiusThreshold);
-
-  if (consumer !== undefined) {
-    const partitionIds = () => consumer.partitionProgress();
-    new Gauge({
-      name: `${p}partition_lag_seconds`,
-      help:
-        'Seconds between the enqueue time and the ingest time of the last ingested event of the partition ' +
-        '(0 on an instance that does not own it).',
-      labelNames: ['partition'],
-      registers,
-      collect() {
-        for (const part of partitionIds()) this.set({ partition: part.partitionId }, part.lagSeconds);
-      },
+  if (options.consumer !== undefined)
+    registerMetrics(CONSUMER_METRICS, registry, FLEET_METRIC_PREFIX, {
+      consumer: options.consumer,
+      now,
+      startedAt,
     });
-    new Gauge({
-      name: `${p}partition_events_behind`,
-      help:
-        "The partition's last enqueued sequence number minus the last ingested one (0 on an instance that " +
-        'does not own it).',
-      labelNames: ['partition'],
-      registers,
-      collect() {
-        for (const part of partitionIds()) this.set({ partition: part.partitionId }, part.eventsBehind);
-      },
-    });
-    const counted: Record<string, number> = { accepted: 0, duplicate: 0, rejected: 0 };
-    new Counter({
-      name: `${p}records_total`,
-      help: 'Records ingested by this instance, by result (accepted, duplicate, rejected).',
-      labelNames: ['result'],
-      registers,
-      collect() {
-        for (const [result, key] of RECORD_RESULTS) {
-          const total = consumer.stats[key];
-          this.inc({ result }, Math.max(0, total - counted[result]!));
-          counted[result] = Math.max(total, counted[result]!);
-        }
-      },
-    });
-    let heartbeats = 0;
-    new Counter({
-      name: `${p}heartbeats_total`,
-      help: "Forwarders' heartbeats ingested by this instance (kept as each VM's latest, not as records).",
-      registers,
-      collect() {
-        const total = consumer.stats.heartbeats;
-        this.inc(Math.max(0, total - heartbeats));
-        heartbeats = Math.max(total, heartbeats);
-      },
-    });
-    let failures = 0;
-    new Counter({
-      name: `${p}commit_failures_total`,
-      help: 'Failed attempts to commit a batch to the history (the partition is held and the commit retried).',
-      registers,
-      collect() {
-        const total = consumer.stats.commitRetries;
-        this.inc(Math.max(0, total - failures));
-        failures = Math.max(total, failures);
-      },
-    });
-    new Gauge({
-      name: `${p}owned_partitions`,
-      help: 'Partitions this instance processes now.',
-      registers,
-      collect() {
-        this.set(consumer.stats.partitions.length);
-      },
-    });
-    new Gauge({
-      name: `${p}last_record_age_seconds`,
-      help: 'Seconds since the newest record ingested by this instance was enqueued (since start when none).',
-      registers,
-      collect() {
-        this.set(Math.max(0, (now() - (consumer.lastRecordEnqueuedAt ?? startedAt)) / 1000));
-      },
-    });
-  }
   if (options.processMetrics ?? true)
     collectDefaultMetrics({
       register: registry,
-      prefix: p,
+      prefix: FLEET_METRIC_PREFIX,
       eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
     });
   return { registry };
