@@ -152,5 +152,7 @@ if (import.meta.main) {
     for (const f of long) console.error(`  ${f.file}:${f.line}  ${f.name}  ${f.lines} lines`);
     process.exit(1);
   }
-  console.log(`✔ no function over ${MAX_FUNCTION_LINES} lines (${all.length} functions in ${dir})`);
+  console.log(
+    `✔ no function over ${MAX_FUNCTION_LINES} lines (${all.length} functions in ${relative(process.cwd(), dir) || '.'})`,
+  );
 }

@@ -403,74 +403,66 @@ export function generateFleet(input: FleetOptions = {}): Fleet {
   const rng = new Prng(options.seed);
   const startMs = Date.parse(options.start);
   const endMs = startMs + Math.round(options.days * DAY);
-  // Arrivals stop one poll before the end, so every event's first record falls inside the window.
-  const lastArrivalMs = endMs - POLL_MS;
-  const rate = options.ownEventsPerVmPerDay;
-
-  const identities: VmIdentity[] = [];
-  const infos: VmInfo[] = [];
-  const phases: number[] = [];
-  const subscriptions = [0, 1, 2].map(() => rng.guid());
-
-  const addVm = (
-    group: Group,
-    name: string,
-    resourceId: string,
-    zone: string,
-    computerName: string,
-    createdAt: number | null,
-  ): number => {
-    const vmId = rng.guid();
-    identities.push({
-      name,
-      vmId,
-      resourceId,
-      subscriptionId: group.subscriptionId,
-      resourceGroupName: group.resourceGroup,
-      location: group.location,
-      zone,
-      vmScaleSetName: group.kind === 'vmss' ? group.name : '',
-      vmSize: group.vmSize,
-      osType: 'Linux',
-      computerName,
-    });
-    infos.push({
-      name,
-      vmId,
-      source: resourceId,
-      subscriptionId: group.subscriptionId,
-      resourceGroup: group.resourceGroup,
-      location: group.location,
-      zone,
-      scaleSet: group.kind === 'vmss' ? group.name : '',
-      availabilitySet: group.kind === 'avset' ? group.name : '',
-      vmSize: group.vmSize,
-      computerName,
-      createdAt: createdAt === null ? null : isoTime(createdAt),
-      deletedAt: null,
-    });
-    phases.push(rng.int(0, POLL_MS - 1));
-    return identities.length - 1;
+  // One PRNG, drawn in this order: the subscriptions, the VMs (1), the events (2). The truth (3) draws nothing.
+  const vms = new FleetVms(rng, options.regions);
+  const groups = placeGroups(vms, rng, options);
+  const events = planEvents(vms, groups, { rng, options, startMs, endMs });
+  const world: World = { events, identities: vms.identities, phases: vms.phases, endMs, options };
+  // 4. The forwarders' heartbeats: planned with a PRNG of their own, so the records above are the same whether
+  //    or not heartbeats are asked for.
+  const beats = planHeartbeats(world, vms.infos, startMs);
+  return {
+    options,
+    window: { start: isoTime(startMs), end: isoTime(endMs) },
+    vms: vms.infos,
+    records: () => streamRecords(world),
+    heartbeats: () => streamHeartbeats(world, beats.plans),
+    events: () => mergeByTime(streamRecords(world), streamHeartbeats(world, beats.plans)),
+    truth: fleetTruth(world),
+    heartbeatTruth: beats.truth,
   };
+}
 
-  const armBase = (group: Group) =>
-    `/subscriptions/${group.subscriptionId}/resourceGroups/${group.resourceGroup}/providers/Microsoft.Compute`;
+/** The fleet's VMs as they are created: identities (for the records), infos (for the truth), poll phases. */
+class FleetVms {
+  readonly identities: VmIdentity[] = [];
+  readonly infos: VmInfo[] = [];
+  readonly phases: number[] = [];
+  readonly #rng: Prng;
+  readonly #regions: readonly string[];
+  readonly #subscriptions: string[];
 
-  const newGroup = (kind: Group['kind'], name: string): Group => ({
-    kind,
-    name,
-    location: rng.pick(options.regions),
-    subscriptionId: rng.pick(subscriptions),
-    resourceGroup: `rg-${name}`,
-    vmSize: rng.pick(VM_SIZES),
-    members: [],
-    terminateNoticeMs: rng.int(5, 15) * MINUTE,
-    nextInstance: 0,
-  });
+  constructor(rng: Prng, regions: readonly string[]) {
+    this.#rng = rng;
+    this.#regions = regions;
+    this.#subscriptions = [0, 1, 2].map(() => rng.guid());
+  }
 
-  const addScaleSetInstance = (group: Group, zone: string, createdAt: number | null): number => {
+  newGroup(kind: Group['kind'], name: string): Group {
+    const rng = this.#rng;
+    return {
+      kind,
+      name,
+      location: rng.pick(this.#regions),
+      subscriptionId: rng.pick(this.#subscriptions),
+      resourceGroup: `rg-${name}`,
+      vmSize: rng.pick(VM_SIZES),
+      members: [],
+      terminateNoticeMs: rng.int(5, 15) * MINUTE,
+      nextInstance: 0,
+    };
+  }
+
+  /** Member `j` of an availability set (exists from the start). */
+  addAvailabilitySetVm(group: Group, j: number): number {
+    const name = `${group.name}-vm${j}`;
+    return this.#add(group, name, `${armBase(group)}/virtualMachines/${name}`, '', name, null);
+  }
+
+  /** The scale set's next instance, in `zone`; `createdAt` for a replacement (null: exists from the start). */
+  addScaleSetInstance(group: Group, zone: string, createdAt: number | null): number {
     const instance = group.nextInstance++;
-    return addVm(
+    return this.#add(
       group,
       `${group.name}_${instance}`,
       `${armBase(group)}/virtualMachineScaleSets/${group.name}/virtualMachines/${instance}`,
@@ -478,177 +470,268 @@ export function generateFleet(input: FleetOptions = {}): Fleet {
       `${group.name}${instance.toString(36).padStart(6, '0')}`,
       createdAt,
     );
-  };
+  }
 
-  // 1. The fleet: availability sets first, then scale sets.
+  /** Preempt/Terminate deleted VM `vm` at `atMs`. */
+  deleted(vm: number, atMs: number): void {
+    (this.infos[vm] as VmInfo).deletedAt = isoTime(atMs);
+  }
+
+  #add(
+    group: Group,
+    name: string,
+    resourceId: string,
+    zone: string,
+    computerName: string,
+    createdAt: number | null,
+  ): number {
+    const vmId = this.#rng.guid();
+    const scaleSet = group.kind === 'vmss' ? group.name : '';
+    this.identities.push({
+      name,
+      vmId,
+      resourceId,
+      subscriptionId: group.subscriptionId,
+      resourceGroupName: group.resourceGroup,
+      location: group.location,
+      zone,
+      vmScaleSetName: scaleSet,
+      vmSize: group.vmSize,
+      osType: 'Linux',
+      computerName,
+    });
+    this.infos.push({
+      name,
+      vmId,
+      source: resourceId,
+      subscriptionId: group.subscriptionId,
+      resourceGroup: group.resourceGroup,
+      location: group.location,
+      zone,
+      scaleSet,
+      availabilitySet: group.kind === 'avset' ? group.name : '',
+      vmSize: group.vmSize,
+      computerName,
+      createdAt: createdAt === null ? null : isoTime(createdAt),
+      deletedAt: null,
+    });
+    this.phases.push(this.#rng.int(0, POLL_MS - 1));
+    return this.identities.length - 1;
+  }
+}
+
+const armBase = (group: Group): string =>
+  `/subscriptions/${group.subscriptionId}/resourceGroups/${group.resourceGroup}/providers/Microsoft.Compute`;
+
+/** 1. The fleet: availability sets first, then zonal scale sets of 50–200 (zones '1', '2', '3' in turn). */
+function placeGroups(vms: FleetVms, rng: Prng, options: Required<FleetOptions>): Group[] {
   const groups: Group[] = [];
   const avsetVms = Math.round(options.vms * options.availabilitySetFraction);
   for (let placed = 0, n = 0; placed < avsetVms; n++) {
-    const group = newGroup('avset', `avset-${String(n).padStart(4, '0')}`);
+    const group = vms.newGroup('avset', `avset-${String(n).padStart(4, '0')}`);
     groups.push(group);
     const size = Math.min(options.availabilitySetSize, avsetVms - placed);
-    for (let j = 0; j < size; j++) {
-      const name = `${group.name}-vm${j}`;
-      group.members.push(addVm(group, name, `${armBase(group)}/virtualMachines/${name}`, '', name, null));
-    }
+    for (let j = 0; j < size; j++) group.members.push(vms.addAvailabilitySetVm(group, j));
     placed += size;
   }
   for (let placed = avsetVms, n = 0; placed < options.vms; n++) {
-    const group = newGroup('vmss', `vmss-${String(n).padStart(4, '0')}`);
+    const group = vms.newGroup('vmss', `vmss-${String(n).padStart(4, '0')}`);
     groups.push(group);
     const size = Math.min(rng.int(50, 200), options.vms - placed);
-    for (let j = 0; j < size; j++) group.members.push(addScaleSetInstance(group, String(1 + (j % 3)), null));
+    for (let j = 0; j < size; j++)
+      group.members.push(vms.addScaleSetInstance(group, String(1 + (j % 3)), null));
     placed += size;
   }
+  return groups;
+}
+/** What planning the events draws from and where: the PRNG, the options, the window. */
+interface PlanContext {
+  rng: Prng;
+  options: Required<FleetOptions>;
+  startMs: number;
+  endMs: number;
+}
 
-  // 2. The events.
+/**
+ * 2. The events, in the order Azure publishes them: per availability set, a Poisson stream of events that affect
+ * one member or (broadcast) several; per scale-set instance, one event at a time, a Preempt/Terminate deleting the
+ * instance and the scale set replacing it.
+ */
+function planEvents(vms: FleetVms, groups: readonly Group[], context: PlanContext): PlannedEvent[] {
   const events: PlannedEvent[] = [];
-  const vmssDeleting = Math.min(
-    0.6,
-    (TYPE_WEIGHTS.Preempt + TYPE_WEIGHTS.Terminate) / (1 - options.availabilitySetFraction || 1),
-  );
-  const drawType = (scaleSet: boolean): EventType => {
-    if (scaleSet && rng.chance(vmssDeleting))
-      return rng.chance(TYPE_WEIGHTS.Preempt / (TYPE_WEIGHTS.Preempt + TYPE_WEIGHTS.Terminate))
-        ? 'Preempt'
-        : 'Terminate';
-    const x = rng.next() * (TYPE_WEIGHTS.Freeze + TYPE_WEIGHTS.Reboot + TYPE_WEIGHTS.Redeploy);
-    if (x < TYPE_WEIGHTS.Freeze) return 'Freeze';
-    return x < TYPE_WEIGHTS.Freeze + TYPE_WEIGHTS.Reboot ? 'Reboot' : 'Redeploy';
-  };
-
-  const plan = (type: EventType, publishMs: number, affected: number[], audience: number[], group: Group) => {
-    const deleting = type === 'Preempt' || type === 'Terminate';
-    const eventSource =
-      type === 'Terminate' || ((type === 'Reboot' || type === 'Redeploy') && rng.chance(USER_SOURCE_SHARE))
-        ? 'User'
-        : 'Platform';
-    const durationInSeconds = type === 'Freeze' ? rng.pick([0, 2, 5, 5, 5, 9]) : -1;
-    let noticeMs: number;
-    if (type === 'Freeze') noticeMs = 15 * MINUTE;
-    else if (type === 'Preempt') noticeMs = 30_000;
-    else if (type === 'Terminate') noticeMs = group.terminateNoticeMs;
-    else if (rng.chance(LONG_NOTICE_SHARE)) noticeMs = rng.int(1 * DAY, 7 * DAY);
-    else noticeMs = rng.int(15 * MINUTE, 2 * HOUR);
-    const notBeforeMs = floorToSecond(publishMs + noticeMs);
-    let notBefore = notBeforeMs;
-    let update: PlannedEvent['update'] = null;
-    if (type !== 'Preempt' && rng.chance(UPDATE_SHARE)) {
-      const atMs = Math.round(publishMs + rng.uniform(0.1, 0.6) * (notBeforeMs - publishMs));
-      notBefore = notBeforeMs + rng.int(10, 120) * MINUTE;
-      update = { atMs, notBeforeMs: notBefore };
-    }
-    let cancelMs: number | null = null;
-    let approval: Approval | null = null;
-    let startMs: number | null = null;
-    let removeMs: number | null = null;
-    if (!deleting && rng.chance(CANCEL_SHARE)) {
-      const from = update?.atMs ?? publishMs;
-      cancelMs = Math.min(
-        Math.round(from + rng.uniform(0.1, 0.9) * (notBefore - from)),
-        notBefore - 2 * POLL_MS,
-      );
-    } else {
-      if (!deleting && update === null && rng.chance(APPROVAL_SHARE_OF_ELIGIBLE)) {
-        const atMs = Math.round(publishMs + POLL_MS + rng.uniform(0.02, 0.3) * (notBefore - publishMs));
-        approval =
-          type === 'Freeze'
-            ? { atMs, rule: 'approve-short-freeze', hooks: [] }
-            : {
-                atMs,
-                rule: 'drain-then-approve',
-                hooks: [
-                  {
-                    name: 'drain-lb',
-                    ok: true,
-                    exitCode: 0,
-                    durationMs: rng.int(300, 8000),
-                    timedOut: false,
-                  },
-                ],
-              };
-        startMs = atMs + rng.int(1, 30) * 1000;
-      } else {
-        startMs = notBefore + (type === 'Preempt' ? rng.int(0, 5_000) : rng.int(0, 90_000));
-      }
-      if (type === 'Freeze') removeMs = startMs + rng.int(30, 300) * 1000;
-      else if (type === 'Reboot') removeMs = startMs + rng.int(120, 900) * 1000;
-      else if (type === 'Redeploy') removeMs = startMs + rng.int(300, 1200) * 1000;
-    }
-    const event: PlannedEvent = {
-      eventId: rng.guid().toUpperCase(),
-      type,
-      eventSource,
-      durationInSeconds,
-      affected,
-      audience,
-      publishMs,
-      notBeforeMs,
-      update,
-      approval,
-      cancelMs,
-      startMs,
-      removeMs,
-      subSeed: rng.uint32(),
-    };
-    events.push(event);
-    return event;
-  };
-
-  const pickSubset = (members: number[], k: number): number[] => {
-    const pool = [...members];
-    for (let i = pool.length - 1; i > 0; i--) {
-      const j = rng.int(0, i);
-      [pool[i], pool[j]] = [pool[j] as number, pool[i] as number];
-    }
-    return pool.slice(0, k).sort((a, b) => a - b);
-  };
-
-  if (rate > 0) {
+  if (context.options.ownEventsPerVmPerDay > 0) {
     for (const group of groups) {
-      if (group.kind === 'avset') {
-        const size = group.members.length;
-        const broadcast = size >= 2 ? BROADCAST_SHARE : 0;
-        // Each member is affected `rate` times a day: events reach 1 member, or 2..size when broadcast.
-        const meanAffected = 1 - broadcast + (broadcast * (2 + size)) / 2;
-        const meanGap = DAY / ((rate * size) / meanAffected);
-        for (let t = startMs + rng.exponential(meanGap); t < lastArrivalMs; t += rng.exponential(meanGap)) {
-          const type = drawType(false);
-          const k = rng.chance(broadcast) ? rng.int(2, size) : 1;
-          const affected = pickSubset(group.members, k);
-          const observers = options.observerReports ? group.members.filter((m) => !affected.includes(m)) : [];
-          plan(type, Math.round(t), affected, [...affected, ...observers], group);
-        }
-        continue;
-      }
-      // Scale-set VMs: one slot per initial instance; a deleted instance is replaced by a new one.
-      const meanGap = DAY / rate;
-      for (const first of group.members) {
-        let vm = first;
-        for (let t = startMs + rng.exponential(meanGap); t < lastArrivalMs; ) {
-          const type = drawType(true);
-          const event = plan(type, Math.round(t), [vm], [vm], group);
-          let busyUntil = event.removeMs ?? event.cancelMs ?? event.startMs ?? t;
-          if (type === 'Preempt' || type === 'Terminate') {
-            const deletedAt = (event.startMs as number) + rng.int(5, 60) * 1000;
-            if (deletedAt >= endMs) break;
-            (infos[vm] as VmInfo).deletedAt = isoTime(deletedAt);
-            const createdAt = deletedAt + rng.int(60, 600) * 1000;
-            if (createdAt >= endMs) break;
-            vm = addScaleSetInstance(group, identities[vm]?.zone ?? '1', createdAt);
-            busyUntil = createdAt;
-          }
-          // One maintenance at a time per scale-set VM (an event never outlives the VM it targets).
-          t = Math.max(t + rng.exponential(meanGap), busyUntil + MINUTE);
-        }
-      }
+      if (group.kind === 'avset') planAvailabilitySetEvents(group, context, events);
+      else planScaleSetEvents(vms, group, context, events);
     }
   }
-  events.sort((a, b) => a.publishMs - b.publishMs);
+  return events.sort((a, b) => a.publishMs - b.publishMs);
+}
 
-  const world: World = { events, identities, phases, endMs, options };
+/** Arrivals stop one poll before the end, so every event's first record falls inside the window. */
+const lastArrival = (context: PlanContext): number => context.endMs - POLL_MS;
 
-  // 3. The truth, from the same steps records() will stream.
+function planAvailabilitySetEvents(group: Group, context: PlanContext, events: PlannedEvent[]): void {
+  const { rng, options } = context;
+  const size = group.members.length;
+  const broadcast = size >= 2 ? BROADCAST_SHARE : 0;
+  // Each member is affected `rate` times a day: events reach 1 member, or 2..size when broadcast.
+  const meanAffected = 1 - broadcast + (broadcast * (2 + size)) / 2;
+  const meanGap = DAY / ((options.ownEventsPerVmPerDay * size) / meanAffected);
+  for (
+    let t = context.startMs + rng.exponential(meanGap);
+    t < lastArrival(context);
+    t += rng.exponential(meanGap)
+  ) {
+    const type = drawType(rng, context, false);
+    const k = rng.chance(broadcast) ? rng.int(2, size) : 1;
+    const affected = pickSubset(rng, group.members, k);
+    const observers = options.observerReports ? group.members.filter((m) => !affected.includes(m)) : [];
+    events.push(planEvent(rng, type, Math.round(t), affected, [...affected, ...observers], group));
+  }
+}
+
+/** Scale-set VMs: one slot per initial instance; a deleted instance is replaced by a new one. */
+function planScaleSetEvents(vms: FleetVms, group: Group, context: PlanContext, events: PlannedEvent[]): void {
+  const { rng, endMs } = context;
+  const meanGap = DAY / context.options.ownEventsPerVmPerDay;
+  for (const first of group.members) {
+    let vm = first;
+    for (let t = context.startMs + rng.exponential(meanGap); t < lastArrival(context); ) {
+      const type = drawType(rng, context, true);
+      const event = planEvent(rng, type, Math.round(t), [vm], [vm], group);
+      events.push(event);
+      let busyUntil = event.removeMs ?? event.cancelMs ?? event.startMs ?? t;
+      if (type === 'Preempt' || type === 'Terminate') {
+        const deletedAt = (event.startMs as number) + rng.int(5, 60) * 1000;
+        if (deletedAt >= endMs) break;
+        vms.deleted(vm, deletedAt);
+        const createdAt = deletedAt + rng.int(60, 600) * 1000;
+        if (createdAt >= endMs) break;
+        vm = vms.addScaleSetInstance(group, vms.identities[vm]?.zone ?? '1', createdAt);
+        busyUntil = createdAt;
+      }
+      // One maintenance at a time per scale-set VM (an event never outlives the VM it targets).
+      t = Math.max(t + rng.exponential(meanGap), busyUntil + MINUTE);
+    }
+  }
+}
+
+/** An event type by TYPE_WEIGHTS; only scale-set VMs are preempted or terminated. */
+function drawType(rng: Prng, context: PlanContext, scaleSet: boolean): EventType {
+  const vmssDeleting = Math.min(
+    0.6,
+    (TYPE_WEIGHTS.Preempt + TYPE_WEIGHTS.Terminate) / (1 - context.options.availabilitySetFraction || 1),
+  );
+  if (scaleSet && rng.chance(vmssDeleting))
+    return rng.chance(TYPE_WEIGHTS.Preempt / (TYPE_WEIGHTS.Preempt + TYPE_WEIGHTS.Terminate))
+      ? 'Preempt'
+      : 'Terminate';
+  const x = rng.next() * (TYPE_WEIGHTS.Freeze + TYPE_WEIGHTS.Reboot + TYPE_WEIGHTS.Redeploy);
+  if (x < TYPE_WEIGHTS.Freeze) return 'Freeze';
+  return x < TYPE_WEIGHTS.Freeze + TYPE_WEIGHTS.Reboot ? 'Reboot' : 'Redeploy';
+}
+
+/** k of the members, drawn without replacement, ascending. */
+function pickSubset(rng: Prng, members: readonly number[], k: number): number[] {
+  const pool = [...members];
+  for (let i = pool.length - 1; i > 0; i--) {
+    const j = rng.int(0, i);
+    [pool[i], pool[j]] = [pool[j] as number, pool[i] as number];
+  }
+  return pool.slice(0, k).sort((a, b) => a - b);
+}
+
+/** How long before NotBefore Azure announces an event of this type. */
+function drawNoticeMs(rng: Prng, type: EventType, group: Group): number {
+  if (type === 'Freeze') return 15 * MINUTE;
+  if (type === 'Preempt') return 30_000;
+  if (type === 'Terminate') return group.terminateNoticeMs;
+  if (rng.chance(LONG_NOTICE_SHARE)) return rng.int(1 * DAY, 7 * DAY);
+  return rng.int(15 * MINUTE, 2 * HOUR);
+}
+
+/** The leader's approval at atMs: a short Freeze by rule alone, anything else after a drain hook. */
+function drawApproval(rng: Prng, type: EventType, atMs: number): Approval {
+  if (type === 'Freeze') return { atMs, rule: 'approve-short-freeze', hooks: [] };
+  const hook = { name: 'drain-lb', ok: true, exitCode: 0, durationMs: rng.int(300, 8000), timedOut: false };
+  return { atMs, rule: 'drain-then-approve', hooks: [hook] };
+}
+
+/** When Azure removes a started event (completed); null for Preempt/Terminate (the VM is deleted). */
+function drawRemoveMs(rng: Prng, type: EventType, startMs: number): number | null {
+  if (type === 'Freeze') return startMs + rng.int(30, 300) * 1000;
+  if (type === 'Reboot') return startMs + rng.int(120, 900) * 1000;
+  if (type === 'Redeploy') return startMs + rng.int(300, 1200) * 1000;
+  return null;
+}
+
+/**
+ * One event's life: its source and duration, its notice, maybe a NotBefore update, then canceled — or approved
+ * or not, started and (unless it deletes the VM) removed.
+ */
+function planEvent(
+  rng: Prng,
+  type: EventType,
+  publishMs: number,
+  affected: number[],
+  audience: number[],
+  group: Group,
+): PlannedEvent {
+  const deleting = type === 'Preempt' || type === 'Terminate';
+  const eventSource =
+    type === 'Terminate' || ((type === 'Reboot' || type === 'Redeploy') && rng.chance(USER_SOURCE_SHARE))
+      ? 'User'
+      : 'Platform';
+  const durationInSeconds = type === 'Freeze' ? rng.pick([0, 2, 5, 5, 5, 9]) : -1;
+  const notBeforeMs = floorToSecond(publishMs + drawNoticeMs(rng, type, group));
+  let notBefore = notBeforeMs;
+  let update: PlannedEvent['update'] = null;
+  if (type !== 'Preempt' && rng.chance(UPDATE_SHARE)) {
+    const atMs = Math.round(publishMs + rng.uniform(0.1, 0.6) * (notBeforeMs - publishMs));
+    notBefore = notBeforeMs + rng.int(10, 120) * MINUTE;
+    update = { atMs, notBeforeMs: notBefore };
+  }
+  let cancelMs: number | null = null;
+  let approval: Approval | null = null;
+  let startMs: number | null = null;
+  let removeMs: number | null = null;
+  if (!deleting && rng.chance(CANCEL_SHARE)) {
+    const from = update?.atMs ?? publishMs;
+    cancelMs = Math.min(
+      Math.round(from + rng.uniform(0.1, 0.9) * (notBefore - from)),
+      notBefore - 2 * POLL_MS,
+    );
+  } else {
+    if (!deleting && update === null && rng.chance(APPROVAL_SHARE_OF_ELIGIBLE)) {
+      const atMs = Math.round(publishMs + POLL_MS + rng.uniform(0.02, 0.3) * (notBefore - publishMs));
+      approval = drawApproval(rng, type, atMs);
+      startMs = atMs + rng.int(1, 30) * 1000;
+    } else {
+      startMs = notBefore + (type === 'Preempt' ? rng.int(0, 5_000) : rng.int(0, 90_000));
+    }
+    removeMs = drawRemoveMs(rng, type, startMs);
+  }
+  return {
+    eventId: rng.guid().toUpperCase(),
+    type,
+    eventSource,
+    durationInSeconds,
+    affected,
+    audience,
+    publishMs,
+    notBeforeMs,
+    update,
+    approval,
+    cancelMs,
+    startMs,
+    removeMs,
+    subSeed: rng.uint32(),
+  };
+}
+
+/** 3. The truth, from the same steps records() will stream. */
+function fleetTruth(world: World): FleetTruth {
   const byTransition: Record<Transition, number> = {
     scheduled: 0,
     updated: 0,
@@ -660,49 +743,42 @@ export function generateFleet(input: FleetOptions = {}): Fleet {
   const byType: Record<string, number> = {};
   let recordCount = 0;
   let affectedVmEvents = 0;
-  const truthEvents = events.map((event, e): TruthEvent => {
+  const events = world.events.map((event, e): TruthEvent => {
     const steps = eventSteps(world, e);
-    const affected = new Set(event.affected);
-    let status: TruthStatus = 'scheduled';
-    let firstSeen = Number.POSITIVE_INFINITY;
-    for (const step of steps) {
-      byTransition[step.kind]++;
-      if (!affected.has(step.v)) continue;
-      if (step.kind === 'scheduled') firstSeen = Math.min(firstSeen, step.t);
-      if (step.kind === 'completed' || step.kind === 'canceled') status = step.kind;
-      else if (step.kind === 'started' && status === 'scheduled') status = 'started';
-    }
+    for (const step of steps) byTransition[step.kind]++;
     recordCount += steps.length;
     affectedVmEvents += event.affected.length;
     byType[event.type] = (byType[event.type] ?? 0) + 1;
-    return {
-      eventId: event.eventId,
-      occurrence: 1,
-      eventType: event.type,
-      affected: event.affected.map((v) => identities[v]?.name ?? ''),
-      observers: event.audience.slice(event.affected.length).map((v) => identities[v]?.name ?? ''),
-      status,
-      firstSeenAt: isoTime(firstSeen),
-      notBefore: isoTime(event.update?.notBeforeMs ?? event.notBeforeMs),
-    };
+    return truthEvent(world, event, steps);
   });
-
-  // 4. The forwarders' heartbeats: planned with a PRNG of their own, so the records above are the same whether
-  //    or not heartbeats are asked for.
-  const beats = planHeartbeats(world, infos, startMs);
   return {
-    options,
-    window: { start: isoTime(startMs), end: isoTime(endMs) },
-    vms: infos,
-    records: () => streamRecords(world),
-    heartbeats: () => streamHeartbeats(world, beats.plans),
-    events: () => mergeByTime(streamRecords(world), streamHeartbeats(world, beats.plans)),
-    truth: {
-      maintenanceEvents: events.length,
-      events: truthEvents,
-      counts: { records: recordCount, affectedVmEvents, byTransition, byType },
-    },
-    heartbeatTruth: beats.truth,
+    maintenanceEvents: world.events.length,
+    events,
+    counts: { records: recordCount, affectedVmEvents, byTransition, byType },
+  };
+}
+
+/** What the affected VMs of one event reported: the furthest status, the first sighting. */
+function truthEvent(world: World, event: PlannedEvent, steps: readonly Step[]): TruthEvent {
+  const affected = new Set(event.affected);
+  let status: TruthStatus = 'scheduled';
+  let firstSeen = Number.POSITIVE_INFINITY;
+  for (const step of steps) {
+    if (!affected.has(step.v)) continue;
+    if (step.kind === 'scheduled') firstSeen = Math.min(firstSeen, step.t);
+    if (step.kind === 'completed' || step.kind === 'canceled') status = step.kind;
+    else if (step.kind === 'started' && status === 'scheduled') status = 'started';
+  }
+  const name = (v: number): string => world.identities[v]?.name ?? '';
+  return {
+    eventId: event.eventId,
+    occurrence: 1,
+    eventType: event.type,
+    affected: event.affected.map(name),
+    observers: event.audience.slice(event.affected.length).map(name),
+    status,
+    firstSeenAt: isoTime(firstSeen),
+    notBefore: isoTime(event.update?.notBeforeMs ?? event.notBeforeMs),
   };
 }
 
