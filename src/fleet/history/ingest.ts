@@ -103,13 +103,12 @@ export interface IngestSettings {
   backlogSeconds: number;
 }
 
-/** Ingests `batch` through `tx` (inside a transaction). */
+/** Ingests `batch` through `tx` (inside a transaction): the steps of the module comment, in order. */
 export async function ingestBatch(
   tx: SqlExecutor,
   batch: readonly RawFleetEvent[],
   settings: IngestSettings,
 ): Promise<IngestResult> {
-  const { ingestedAt } = settings;
   const result: IngestResult = {
     accepted: 0,
     duplicates: 0,
@@ -118,6 +117,35 @@ export async function ingestBatch(
     eventsTouched: 0,
     rejections: [],
   };
+  const { accepted, heartbeats } = await sortBatch(tx, batch, settings.ingestedAt, result);
+  const inserted = await insertRecords(tx, accepted, settings.ingestedAt, result);
+  result.accepted = inserted.length;
+  const folded = await refoldTouchedEvents(tx, inserted);
+  result.eventsTouched = folded.changes.length;
+
+  const partition = partitionOf(batch);
+  await bumpVms(tx, inserted, folded.dimensions);
+  await markDeletions(tx, folded.deletions);
+  await ingestHeartbeats(tx, heartbeats, settings.backlogSeconds);
+  result.heartbeats = heartbeats.length;
+  await advanceReadThrough(tx, readThrough(batch));
+  await bumpStats(tx, partition, result, batch.length);
+  await folded.dimensions.write(tx, partition);
+  // Last, so that the hour digests (which every transaction of the same hours locks) are held only until commit.
+  await applyEntryChanges(tx, folded.changes);
+  return result;
+}
+
+/**
+ * 1. Validates every body: a failing one is stored in `rejected` with its reason, a heartbeat is set aside, a
+ * record is kept once per CloudEvent (source, id) (a repeat within the batch is a duplicate).
+ */
+async function sortBatch(
+  tx: SqlExecutor,
+  batch: readonly RawFleetEvent[],
+  ingestedAt: string,
+  result: IngestResult,
+): Promise<{ accepted: Map<string, Accepted>; heartbeats: IngestedHeartbeat[] }> {
   const accepted = new Map<string, Accepted>();
   const heartbeats: IngestedHeartbeat[] = [];
   for (const [index, raw] of batch.entries()) {
@@ -155,7 +183,16 @@ export async function ingestBatch(
     }
     accepted.set(id, { record, raw, occurrence: occurrenceOf(record) });
   }
+  return { accepted, heartbeats };
+}
 
+/** 2. Inserts the new records (a record already stored is a duplicate); returns those inserted. */
+async function insertRecords(
+  tx: SqlExecutor,
+  accepted: ReadonlyMap<string, Accepted>,
+  ingestedAt: string,
+  result: IngestResult,
+): Promise<Accepted[]> {
   // Inserted in key order, so two transactions inserting overlapping batches never wait on each other in a cycle.
   const ordered = [...accepted.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
   const inserted: Accepted[] = [];
@@ -192,8 +229,23 @@ export async function ingestBatch(
       else result.duplicates++;
     }
   }
-  result.accepted = inserted.length;
+  return inserted;
+}
 
+/** What re-folding the touched events changed, for the counters, coverage and rollups that follow. */
+interface Refolded {
+  /** One per touched event: its rollup entry before and after. */
+  changes: EntryChange[];
+  dimensions: DimensionDeltas;
+  /** VMs Preempt/Terminate started on (the fold's vmDeleted): when, for coverage (a deleted VM is not silent). */
+  deletions: Map<string, string>;
+}
+
+/**
+ * 3. Locks each touched maintenance event, re-folds the observations of the VMs whose records arrived and the
+ * event's fleet-wide row, and notes how its type and status counts and its rollup entry move.
+ */
+async function refoldTouchedEvents(tx: SqlExecutor, inserted: readonly Accepted[]): Promise<Refolded> {
   // Touched events, each with the VMs (sources) whose observation changed.
   const touched = new Map<string, { eventId: string; occurrence: number; sources: Set<string> }>();
   for (const { record, occurrence } of inserted) {
@@ -209,10 +261,7 @@ export async function ingestBatch(
   await tx.lockKeys(keys);
   // What the rollups and the dimension counts held of each event before this fold (read under its lock).
   const before = await storedEvents(tx, [...touched.values()]);
-  const changes: EntryChange[] = [];
-  const dimensions = new DimensionDeltas();
-  // VMs Preempt/Terminate started on (the fold's vmDeleted): when, for coverage (a deleted VM is not silent).
-  const deletions = new Map<string, string>();
+  const refolded: Refolded = { changes: [], dimensions: new DimensionDeltas(), deletions: new Map() };
   for (const k of keys) {
     const { eventId, occurrence, sources } = touched.get(k)!;
     for (const source of [...sources].sort()) {
@@ -223,8 +272,8 @@ export async function ingestBatch(
       const observation = foldEvent(rows.map((row) => JSON.parse(decodeBody(row.body)) as LifecycleRecord));
       await upsertObservation(tx, observation);
       const deletedAt = iso(observation.startedAt);
-      if (observation.vmDeleted && deletedAt !== null && deletedAt > (deletions.get(source) ?? ''))
-        deletions.set(source, deletedAt);
+      if (observation.vmDeleted && deletedAt !== null && deletedAt > (refolded.deletions.get(source) ?? ''))
+        refolded.deletions.set(source, deletedAt);
     }
     const observations = await tx.all('SELECT * FROM observations WHERE event_id = ? AND occurrence = ?', [
       eventId,
@@ -234,31 +283,19 @@ export async function ingestBatch(
     await upsertMaintenance(tx, folded);
     const old = before.get(k);
     if (old !== undefined) {
-      dimensions.add('type', old.eventType, -1);
-      dimensions.add('status', old.status, -1);
+      refolded.dimensions.add('type', old.eventType, -1);
+      refolded.dimensions.add('status', old.status, -1);
     }
-    dimensions.add('type', folded.eventType, 1);
-    dimensions.add('status', folded.status, 1);
+    refolded.dimensions.add('type', folded.eventType, 1);
+    refolded.dimensions.add('status', folded.status, 1);
     const affected = observations.filter((o) => Number(o.affects_vm) === 1).map((o) => String(o.source));
-    changes.push({
+    refolded.changes.push({
       key: eventKey(eventId, occurrence),
       before: old?.firstSeenAt ?? null,
       after: entryOf(folded, affected),
     });
   }
-  result.eventsTouched = touched.size;
-
-  const partition = partitionOf(batch);
-  await bumpVms(tx, inserted, dimensions);
-  await markDeletions(tx, deletions);
-  await ingestHeartbeats(tx, heartbeats, settings.backlogSeconds);
-  result.heartbeats = heartbeats.length;
-  await advanceReadThrough(tx, readThrough(batch));
-  await bumpStats(tx, partition, result, batch.length);
-  await dimensions.write(tx, partition);
-  // Last, so that the hour digests (which every transaction of the same hours locks) are held only until commit.
-  await applyEntryChanges(tx, changes);
-  return result;
+  return refolded;
 }
 
 /** Per partition of the batch, the newest enqueue time in it: everything before it on that partition is read. */
