@@ -6,6 +6,7 @@
  */
 import type { ApprovalNotice, BuiltinHooks, CommitObserver, PeerGate } from '../approval/index.ts';
 import type { KubernetesRecordContext } from '../domain/index.ts';
+import { errorMessage } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { NodeApi } from './client.ts';
 import { ClusterPeers } from './cluster-approval.ts';
@@ -122,9 +123,9 @@ export function createKubernetesAgent(
  * node action and label read fails with what to install.
  */
 export function missingClientError(error: unknown): Error | undefined {
-  const e = error as { code?: string; message?: string };
-  if (e?.code !== 'ERR_MODULE_NOT_FOUND' && e?.code !== 'MODULE_NOT_FOUND') return undefined;
-  if (!String(e.message ?? '').includes('@kubernetes/client-node')) return undefined;
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return undefined;
+  if (!errorMessage(error).includes('@kubernetes/client-node')) return undefined;
   return new Error(
     'kubernetes.enabled needs @kubernetes/client-node, an optional peer dependency that npm does not install: run ' +
       '`npm install -g @kubernetes/client-node@2` beside a global scheduled-events-forwarder (in a project, the same ' +
