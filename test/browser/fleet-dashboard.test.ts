@@ -19,7 +19,7 @@ import { MAINTENANCE_COLUMNS } from '../../src/fleet/dashboard/export.ts';
 import { type RunningDashboard, startDashboard } from '../../src/fleet/dashboard/server.ts';
 import { type FleetHistory, openHistory } from '../../src/fleet/history/index.ts';
 import { silentLogger } from '../../src/log.ts';
-import { iso, record } from '../support/fleet-records.ts';
+import { heartbeatOf, iso, record } from '../support/fleet-records.ts';
 import { makeTempDir } from '../support/tmp.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -136,40 +136,54 @@ async function options(page: Page, name: string): Promise<string[]> {
   return page.locator(`select[name="${name}"] option`).allTextContents();
 }
 
+/** A page of headless Chromium on a fresh profile, and what went wrong on it (errors, outside requests). */
+async function openBrowser(url: string): Promise<{ page: Page; failures: string[]; close(): Promise<void> }> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const profile = makeTempDir('sef-chromium-');
+  // A fresh --user-data-dir: playwright passes the profile directory itself with a persistent context.
+  const context = await chromium.launchPersistentContext(profile.dir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    acceptDownloads: true,
+    viewport: { width: 1400, height: 1000 },
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+  const page = await context.newPage();
+  const failures: string[] = [];
+  page.on('pageerror', (e) => failures.push(e.message));
+  page.on('requestfailed', (r) => failures.push(`${r.url()} ${r.failure()?.errorText}`));
+  page.on('request', (r) => {
+    if (!r.url().startsWith(url)) failures.push(`external request ${r.url()}`);
+  });
+  page.on('console', (m) => {
+    if (m.type() === 'error') failures.push(`console: ${m.text()}`);
+  });
+  return {
+    page,
+    failures,
+    close: async () => {
+      await context.close();
+      profile.cleanup();
+    },
+  };
+}
+
 describe('fleet dashboard in headless Chromium over a SQLite fleet history', () => {
   it('renders the default window, cards, drop-downs, pending, pages, details, timelines and exports', async () => {
     if (chromiumMissing) throw new Error(chromiumMissing);
     if (!dashboard) throw new Error('the dashboard was not started');
     const url = dashboard.url;
-    mkdirSync(ARTIFACTS, { recursive: true });
-    const profile = makeTempDir('sef-chromium-');
-    // A fresh --user-data-dir: playwright passes the profile directory itself with a persistent context.
-    const context = await chromium.launchPersistentContext(profile.dir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      acceptDownloads: true,
-      viewport: { width: 1400, height: 1000 },
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    const browser = await openBrowser(url);
     try {
-      const page = await context.newPage();
-      const failures: string[] = [];
-      page.on('pageerror', (e) => failures.push(e.message));
-      page.on('requestfailed', (r) => failures.push(`${r.url()} ${r.failure()?.errorText}`));
-      page.on('request', (r) => {
-        if (!r.url().startsWith(url)) failures.push(`external request ${r.url()}`);
-      });
-      page.on('console', (m) => {
-        if (m.type() === 'error') failures.push(`console: ${m.text()}`);
-      });
+      const { page, failures } = browser;
       await page.goto(url);
       await page.waitForSelector('body[data-ready="true"]');
       await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
@@ -295,8 +309,72 @@ describe('fleet dashboard in headless Chromium over a SQLite fleet history', () 
       expect(await page.inputValue('input[name="since"]')).toBe(WINDOW_START);
       expect(failures).toEqual([]);
     } finally {
-      await context.close();
-      profile.cleanup();
+      await browser.close();
+    }
+  }, 60_000);
+
+  it('shows coverage: the card per state, the silent and unhealthy VMs with why, the VMs covered in each view', async () => {
+    if (chromiumMissing) throw new Error(chromiumMissing);
+    if (!dashboard || !history) throw new Error('the dashboard was not started');
+    // Heartbeats (issue 33): web_00 reports, db_a went quiet 5 h ago, db_b reports dead letters, old_0 was last
+    // heard 10 days ago (gone); and a fresh one that marks partition hb read up to now.
+    const now = 40 * DAY;
+    const beats = [
+      heartbeatOf({ vm: 'web_00', at: now - 600 }),
+      heartbeatOf({ vm: 'db_a', at: now - 5 * 3600 }),
+      heartbeatOf({ vm: 'db_b', at: now - 300, sink: { deadLetters: 2 } }),
+      heartbeatOf({ vm: 'old_0', at: 30 * DAY }),
+      heartbeatOf({ vm: 'web_01', at: now - 60 }),
+    ];
+    const result = await history.ingest(
+      beats.map((body, i) => ({
+        body,
+        partitionId: 'hb',
+        sequenceNumber: i,
+        enqueuedAt: new Date(body.time),
+      })),
+    );
+    expect(result).toMatchObject({ heartbeats: beats.length, rejected: 0 });
+    const browser = await openBrowser(dashboard.url);
+    try {
+      const { page, failures } = browser;
+      await page.goto(dashboard.url);
+      await page.waitForSelector('body[data-ready="true"]');
+      const card = (state: string) => text(page, `[data-testid="coverage-${state}"] b`);
+      expect([
+        await card('reporting'),
+        await card('unhealthy'),
+        await card('silent'),
+        await card('gone'),
+      ]).toEqual(['2', '1', '1', '1']);
+      // VMs that sent records but no heartbeat: every fixture VM but the five above.
+      expect(await card('without')).toBe(String(RECENT_FREEZES + OLD_FREEZES + 4 - beats.length));
+      await rows(page, '#coverage-table tbody tr', 2);
+      const silent = page.locator('#coverage-table tbody tr[data-state="silent"]');
+      expect(await silent.getAttribute('data-vm')).toBe('db_a');
+      expect(await silent.locator('td.why').textContent()).toMatch(
+        /^no heartbeat for 5 h \(interval 60 min\); last heartbeat /,
+      );
+      const unhealthy = page.locator('#coverage-table tbody tr[data-state="unhealthy"]');
+      expect(await unhealthy.getAttribute('data-vm')).toBe('db_b');
+      expect(await unhealthy.locator('td.why').textContent()).toBe('sink hub: 2 dead letters');
+      await page.locator('#coverage').screenshot({ path: join(ARTIFACTS, 'dashboard-coverage.png') });
+
+      // Every maintenance view says how many VMs were covered in its window (the default: the last 30 days).
+      // The five VMs above: old_0 (day 30) too, but not what only sent records.
+      expect(await text(page, '[data-testid="card-covered-vms"] b')).toBe('5');
+      expect(await text(page, '#window-note')).toContain('5 VMs covered in this window (sent a heartbeat)');
+      for (const note of ['timeseries-note', 'leadtime-note', 'blast-note'])
+        expect(await page.getAttribute(`#${note}`, 'data-covered')).toBe('5');
+
+      // The VM filter narrows the coverage too.
+      await page.fill('input[name="vm"]', 'db_');
+      await page.click('button[type="submit"]');
+      await waitFor(async () => (await card('reporting')) === '0', 'the coverage of db_* VMs');
+      expect([await card('unhealthy'), await card('silent'), await card('gone')]).toEqual(['1', '1', '0']);
+      expect(failures).toEqual([]);
+    } finally {
+      await browser.close();
     }
   }, 60_000);
 });

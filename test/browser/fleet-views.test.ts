@@ -148,6 +148,7 @@ const CARD_VALUES: Record<string, (s: FleetSummary) => string | undefined> = {
   missing: (s) => String(s.missingTransitions),
   'impact-exceeded': (s) => `${s.impactVsAdvertised.exceeded} of ${s.impactVsAdvertised.compared}`,
   records: (s) => String(s.records),
+  'covered-vms': (s) => String(s.coveredVms),
   'notice-p50': () => undefined,
   'observed-p50': () => undefined,
 };

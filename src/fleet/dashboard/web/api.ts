@@ -6,6 +6,8 @@ import type { FleetHistory } from '../../history/index.ts';
 
 export type {
   BlastRadiusRow,
+  CoverageReport,
+  CoverageVm,
   EventApprovals,
   EventRecord,
   FleetSummary,

@@ -9,7 +9,9 @@
  * their impact (/api/timeseries, stacked bars), the blast radius per scale set, zone and region with the rows
  * over the threshold highlighted (/api/blast-radius, paged), notice lead time and observed impact per type and
  * region (/api/lead-time) on log scales labelled in auto units (s, min, h, d). Cards that cannot follow the
- * filters (ingest counters, reporting VMs) say they are fleet-wide.
+ * filters (ingest counters, reporting VMs) say they are fleet-wide. Every view says how many VMs were covered
+ * (sent a heartbeat) in its window; the coverage card and table (/api/coverage) show which VMs' forwarders
+ * report, are silent, unhealthy or gone now.
  *
  * Every event row links to the event's own page (event-page.ts). The page refreshes itself (default every 30 s;
  * interval selector, pause button; `?refresh=N` seconds in the URL; no refresh while the tab is hidden).
@@ -22,10 +24,12 @@ import { eventFromHash, loadRecords, route } from './event-page.ts';
 import { isoSeconds, option } from './format.ts';
 import {
   loadBlast,
+  loadCoverage,
   loadEvents,
   loadOptions,
   loadPending,
   renderCards,
+  renderCovered,
   renderLeadTime,
   renderNote,
   setDefaultWindow,
@@ -133,6 +137,8 @@ function render(
     now: page.serverNow,
   });
   renderLeadTime(leadTime);
+  renderCovered('timeseries-note', series.coveredVms);
+  renderCovered('leadtime-note', leadTime.coveredVms);
   const parts = status.partitions ? [`partitions ${status.partitions.join(',') || 'none'}`] : [];
   const ingest = summary.ingest;
   parts.push(
@@ -172,6 +178,7 @@ async function refresh(soft: boolean): Promise<void> {
       loadEvents(events.cursors.length),
       loadPending(false),
       loadBlast(blast.cursors.length),
+      loadCoverage(),
     ]);
     if (mine === page.generation) {
       render(summary, status, series, leadTime);

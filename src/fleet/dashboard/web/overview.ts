@@ -5,6 +5,8 @@
  */
 import {
   type BlastRadiusRow,
+  type CoverageReport,
+  type CoverageVm,
   type FleetSummary,
   getJson,
   getPage,
@@ -32,7 +34,74 @@ export function renderNote(s: FleetSummary): void {
   if (until) text += `, before ${shortTime(until)}`;
   text += `; the history keeps ${s.retention ? `the last ${s.retention}` : 'everything'}`;
   if (s.oldestEventAt) text += ` (oldest kept event first seen ${shortTime(s.oldestEventAt)})`;
+  text += `; ${covered(s.coveredVms)}`;
   byId('window-note').textContent = `${text}.`;
+}
+
+/** What every maintenance view says about the window: how many VMs' forwarders were watching. */
+export function covered(n: number): string {
+  return `${n} VM${n === 1 ? '' : 's'} covered in this window (sent a heartbeat)`;
+}
+
+/** A view's own note of the VMs covered in its window. */
+export function renderCovered(id: string, n: number): void {
+  const note = byId(id);
+  note.textContent = `(${covered(n)})`;
+  note.setAttribute('data-covered', String(n));
+}
+
+const STATE_ORDER = ['reporting', 'unhealthy', 'silent', 'gone'] as const;
+
+function coverageRow(vm: CoverageVm): string {
+  return (
+    `<tr data-vm="${esc(vm.vmName)}" data-state="${esc(vm.state)}" class="coverage-${esc(vm.state)}">` +
+    `<td>${vmLink(vm.source, vm.vmName || vm.source)}</td>` +
+    cell(vm.state, `state state-${vm.state}`) +
+    cell(vm.location) +
+    cell(vm.zone || '(none)') +
+    cell(vm.scaleSet || '(none)') +
+    cell(vm.version) +
+    cell(shortTime(vm.lastHeartbeatAt)) +
+    cell(duration(vm.quietSeconds), 'num') +
+    cell(vm.reason, 'why') +
+    '</tr>'
+  );
+}
+
+/** The coverage card (VMs per state) and table (the silent and unhealthy VMs, with why), for the scope filters. */
+export async function loadCoverage(): Promise<void> {
+  const mine = page.generation;
+  const params = new URLSearchParams(events.query);
+  const scope = new URLSearchParams();
+  for (const key of ['location', 'zone', 'scaleSet', 'vm']) {
+    const value = params.get(key);
+    if (value) scope.set(key, value);
+  }
+  const c = await getJson<CoverageReport>(`/api/coverage?${scope.toString()}`);
+  if (mine !== page.generation) return;
+  const cards: Array<[label: string, value: number, id: string]> = [
+    ...STATE_ORDER.map((s): [string, number, string] => [s, c.byState[s], s]),
+    ['without heartbeat', c.withoutHeartbeat, 'without'],
+  ];
+  byId('coverage-cards').innerHTML = cards
+    .map(
+      ([label, value, id]) =>
+        `<div class="card coverage-card state-${id}" data-testid="coverage-${id}" data-value="${value}">` +
+        `${esc(label)}<b>${esc(value)}</b></div>`,
+    )
+    .join('');
+  const lag = Math.max(0, ...c.partitions.map((p) => p.lagSeconds));
+  const note = byId('coverage-note');
+  note.textContent =
+    `(${c.vms} VMs send heartbeats; consumer read to within ${duration(lag)}` +
+    `${lag > c.settings.silentMarginSeconds ? ': behind, silence is measured up to where it read' : ''})`;
+  note.setAttribute('data-vms', String(c.vms));
+  const rows = [...c.silent.items, ...c.unhealthy.items];
+  const body = tableBody('coverage-table');
+  body.innerHTML =
+    rows.length === 0
+      ? '<tr><td colspan="9" class="empty">every VM with a heartbeat reports</td></tr>'
+      : rows.map(coverageRow).join('');
 }
 
 /** Cards of the filtered events; the last two are fleet-wide (all time) and say so. */
@@ -54,6 +123,7 @@ export function renderCards(s: FleetSummary): void {
       'impact-exceeded',
     ],
     ['Records', s.records, 'records'],
+    ['VMs covered', s.coveredVms, 'covered-vms'],
     ['Reporting VMs', s.reportingVms, 'reporting-vms', 'fleet-wide, all time'],
     ['Duplicates ignored', s.ingest.duplicates, 'duplicates', 'fleet-wide, all time'],
   ];
@@ -198,7 +268,9 @@ export async function loadBlast(n: number): Promise<void> {
   const threshold = answer.headers.get('x-blast-radius-threshold');
   const over = answer.headers.get('x-over-threshold-count');
   const note = byId('blast-note');
-  note.textContent = `(threshold ${threshold} VMs; ${over} of ${answer.total} over it)`;
+  const coveredVms = Number(answer.headers.get('x-covered-vms') ?? 0);
+  note.textContent = `(threshold ${threshold} VMs; ${over} of ${answer.total} over it; ${covered(coveredVms)})`;
+  note.setAttribute('data-covered', String(coveredVms));
   note.setAttribute('data-threshold', String(threshold));
   note.setAttribute('data-over', String(over));
   const body = tableBody('blast');
