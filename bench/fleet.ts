@@ -57,18 +57,24 @@ export const FLEET_APIS = [
   'timeline (one VM)',
   'vms',
   'values (scaleSet)',
+  'timeseries',
+  'lead time',
+  'blast radius',
   'fleet report',
+  'dashboard refresh',
 ] as const;
 export type FleetApi = (typeof FLEET_APIS)[number];
-/** APIs whose cost should not grow with the history: pages and windowed reads (target p50 ratio ≤ 1.5). */
-const BOUNDED_APIS: readonly FleetApi[] = [
-  'pending',
-  'events (page 1)',
-  'events (page 5, cursor)',
-  'observations',
-  'timeline (one VM)',
-  'vms',
-];
+/**
+ * APIs whose cost should not grow with the history (target p50 ratio N/10 → N ≤ 1.5): since the rollups (issue
+ * 35), every one of them, the aggregates over the whole window included.
+ */
+const BOUNDED_APIS: readonly FleetApi[] = FLEET_APIS.filter((api) => api !== 'dashboard refresh');
+/** p95 target at N (ms): 500 for an API, REFRESH_TARGET_MS for the whole dashboard refresh. */
+const p95Target = (api: FleetApi) => (api === 'dashboard refresh' ? REFRESH_TARGET_MS : 500);
+/** The dashboard's default page sizes (src/fleet/dashboard/web: events 50, pending 50, blast radius 20). */
+const DASHBOARD_PAGES = { events: 50, pending: 50, blast: 20 } as const;
+/** A dashboard refresh (every card and chart of the default page, requested at once) must finish within this. */
+const REFRESH_TARGET_MS = 1000;
 export const WINDOWS = ['last 30 days', 'whole 90 days'] as const;
 export type FleetWindow = (typeof WINDOWS)[number];
 
@@ -106,6 +112,8 @@ export interface FleetRunResult {
     generateSeconds: number;
     /** Batches in flight at once (PostgreSQL: one per partition; SQLite: one, its single writer). */
     concurrency: number;
+    /** The final rebuild of every stale rollup bucket after the load. */
+    refreshSeconds?: number;
     recordsPerSecond: number;
     /** Median ms per batch of the first and of the last 10% of batches. */
     firstTenthMedianMs: number;
@@ -364,6 +372,12 @@ export async function runFleetOnce(spec: FleetRunSpec, log: (m: string) => void)
     const first = median(ingest.batchMs.slice(0, tenth));
     const last = median(ingest.batchMs.slice(-tenth));
 
+    // What the consumer's own refresh does within minutes of the load (FleetHistory: the 4-hour buckets every 2 s,
+    // the 64-day ones every 5 minutes, all of them 10 s after ingest pauses): every rollup bucket rebuilt. Timed,
+    // apart from the ingest. Reads are exact without it (a stale bucket's children are read instead).
+    const trf = performance.now();
+    await history.refreshRollups();
+    const refreshSeconds = (performance.now() - trf) / 1000;
     // What autovacuum does on a live server once the load settles: statistics, and the re-folds' dead row
     // versions marked reusable (the visibility map lets the pending count read its index alone).
     if (spec.store === 'postgres') await history.db.run('VACUUM ANALYZE');
@@ -410,10 +424,28 @@ export async function runFleetOnce(spec: FleetRunSpec, log: (m: string) => void)
           'timeline (one VM)': () => timedGet(`${base}/api/timeline?vm=${encodeURIComponent(vm)}`),
           vms: () => timedGet(`${base}/api/vms`),
           'values (scaleSet)': () => timedGet(`${base}/api/values?field=scaleSet`),
+          timeseries: () => timedGet(`${base}/api/timeseries?${q}`),
+          'lead time': () => timedGet(`${base}/api/lead-time?${q}`),
+          'blast radius': () => timedGet(`${base}/api/blast-radius?${q}&limit=${DASHBOARD_PAGES.blast}`),
           'fleet report': async () => {
             const t0 = performance.now();
             const text = formatReport(await history.summary({ since: since.toISOString() }));
             return { ms: performance.now() - t0, items: text.length };
+          },
+          // What the page's refresh() requests at once (src/fleet/dashboard/web/app.ts): its cards, charts and
+          // tables at their default page sizes; the time is until the last answer.
+          'dashboard refresh': async () => {
+            const t0 = performance.now();
+            const answers = await Promise.all([
+              timedGet(`${base}/api/summary?${q}`),
+              timedGet(`${base}/api/status`),
+              timedGet(`${base}/api/timeseries?${q}`),
+              timedGet(`${base}/api/lead-time?${q}`),
+              timedGet(`${base}/api/events?${q}&limit=${DASHBOARD_PAGES.events}`),
+              timedGet(`${base}/api/pending?${q}&limit=${DASHBOARD_PAGES.pending}`),
+              timedGet(`${base}/api/blast-radius?${q}&limit=${DASHBOARD_PAGES.blast}`),
+            ]);
+            return { ms: performance.now() - t0, items: answers.reduce((n, a) => n + a.items, 0) };
           },
         };
         const samples = Object.fromEntries(FLEET_APIS.map((a) => [a, [] as number[]])) as Record<
@@ -488,6 +520,7 @@ export async function runFleetOnce(spec: FleetRunSpec, log: (m: string) => void)
           seconds: round(ingest.seconds, 2),
           generateSeconds: round(generateSeconds, 2),
           concurrency,
+          refreshSeconds: round(refreshSeconds, 2),
           recordsPerSecond: round(ingest.records / ingest.seconds, 0),
           firstTenthMedianMs: round(first, 2),
           lastTenthMedianMs: round(last, 2),
@@ -566,6 +599,19 @@ function envStores(): FleetStore[] {
 
 const ratio = (a: number, b: number) => (b > 0 ? round(a / b, 2) : null);
 
+/** Ingest rate at N over the rate at N/10 (target ≥ 0.8); '' without both runs. */
+function ingestRatio(
+  results: FleetRunResult[],
+  store: FleetStore,
+  large: number,
+  small: number,
+): number | '' {
+  const big = results.find((r) => r.store === store && r.vms === large);
+  const little = results.find((r) => r.store === store && r.vms === small);
+  if (big === undefined || little === undefined) return '';
+  return ratio(big.ingest.recordsPerSecond, little.ingest.recordsPerSecond) ?? '';
+}
+
 function tables(results: FleetRunResult[], large: number, small: number): ResultTable[] {
   const label = (r: FleetRunResult) => `${r.store}, ${r.vms.toLocaleString('en-US')} VMs`;
   const out: ResultTable[] = [
@@ -578,6 +624,8 @@ function tables(results: FleetRunResult[], large: number, small: number): Result
         'ms/batch first 10%',
         'ms/batch last 10%',
         'last/first',
+        'records/s ÷ N/10',
+        'rollup refresh s',
         'bytes/record',
         'avg body chars',
         'bytes/record ÷ body',
@@ -589,6 +637,8 @@ function tables(results: FleetRunResult[], large: number, small: number): Result
         r.ingest.firstTenthMedianMs,
         r.ingest.lastTenthMedianMs,
         r.ingest.flatness,
+        r.vms === large ? ingestRatio(results, r.store, large, small) : '',
+        r.ingest.refreshSeconds ?? '',
         r.size.bytesPerRecord,
         r.size.avgBodyChars,
         r.size.ratioToBody,
@@ -618,7 +668,7 @@ function tables(results: FleetRunResult[], large: number, small: number): Result
           const l = little.apis[window][api];
           const bounded = BOUNDED_APIS.includes(api);
           const r = ratio(b.p50, l.p50);
-          const met = b.p95 < 500 && (!bounded || (r !== null && r <= 1.5));
+          const met = b.p95 < p95Target(api) && (!bounded || (r !== null && r <= 1.5));
           return [
             api,
             window,
@@ -628,7 +678,7 @@ function tables(results: FleetRunResult[], large: number, small: number): Result
             l.p95,
             r,
             `${b.items} / ${l.items}`,
-            `${bounded ? 'ratio ≤ 1.5, ' : ''}p95 < 500: ${met ? 'met' : 'MISSED'}`,
+            `${bounded ? 'ratio ≤ 1.5, ' : ''}p95 < ${p95Target(api)}: ${met ? 'met' : 'MISSED'}`,
           ];
         }),
       ),
@@ -668,14 +718,14 @@ function tables(results: FleetRunResult[], large: number, small: number): Result
 /** Why a target is missed, from what the queries and the schema do (src/fleet/history/queries.ts, schema.ts). */
 const WHY = {
   summary:
-    'summary (and `fleet report`, the same call) is an aggregate over every maintenance event of the window, so ' +
-    'it grows with the fleet by nature. It issues about a dozen statements together: one totals pass (status ' +
-    'and approval counts, distribution count/min/max/mean), one GROUP BY type × region × zone × scale set read ' +
-    'from the covering index maintenance_by_dimensions, the inferred endings, one window-function sorted pass per ' +
-    'distribution column for its percentiles, and the distinct affected VMs through the covering index ' +
-    'observations_affected (src/fleet/history/queries.ts). SQLite runs them one after another on its reader ' +
-    'thread; PostgreSQL on several pooled connections. Not done: per-day pre-aggregates, which would make the ' +
-    'summary independent of the window length.',
+    'summary, the report, the time series and lead time read the rollups (src/fleet/history/rollups, docs/fleet.md ' +
+    '"Rollups"): the edge hours of the window from their digests and about 25 bucket aggregates for the rest, so ' +
+    'their cost follows the window in buckets and the size of a bucket aggregate (its sketches, its HyperLogLog, ' +
+    'its count per scale set), not the number of events.',
+  ingestRatio:
+    'Ingest at N against N/10 (target ≥ 0.8): what grows with the history per batch is the B-trees each insert ' +
+    'and re-fold reaches (records, observations, maintenance and their indexes) once they no longer fit the ' +
+    "store's cache, and the hour digests a batch rewrites, which hold the hour's events.",
   size:
     'Bodies are stored deflated (src/fleet/history/body.ts); per record the store keeps besides them the ' +
     "CloudEvent source (the VM's ARM ID) in the row and in the primary key (source, id), 7 more text columns " +
@@ -717,6 +767,13 @@ function notesFor(results: FleetRunResult[], large: number, small: number, fullS
       misses.push(`${r.size.ratioToBody}× the average body per record (target ≤ 2×)`);
       why.add('size');
     }
+    if (r.vms === large) {
+      const q = ingestRatio(results, r.store, large, small);
+      if (q !== '' && q < 0.8) {
+        misses.push(`ingest at N ${q}× its rate at N/10 (target ≥ 0.8)`);
+        why.add('ingestRatio');
+      }
+    }
     if (r.ingest.flatness > 1.5) {
       misses.push(
         `ingest not flat: ${r.ingest.firstTenthMedianMs} → ${r.ingest.lastTenthMedianMs} ms per batch (${r.ingest.flatness}×)`,
@@ -727,9 +784,9 @@ function notesFor(results: FleetRunResult[], large: number, small: number, fullS
       for (const window of WINDOWS)
         for (const api of FLEET_APIS) {
           const t = r.apis[window][api];
-          if (t.p95 >= 500) {
-            misses.push(`${api} (${window}) p95 ${t.p95} ms (target < 500)`);
-            if (api === 'summary' || api === 'fleet report') why.add('summary');
+          if (t.p95 >= p95Target(api)) {
+            misses.push(`${api} (${window}) p95 ${t.p95} ms (target < ${p95Target(api)})`);
+            if (['summary', 'fleet report', 'timeseries', 'lead time'].includes(api)) why.add('summary');
           }
         }
       const little = results.find((x) => x.store === r.store && x.vms === small);
@@ -757,10 +814,12 @@ function notesFor(results: FleetRunResult[], large: number, small: number, fullS
       `${PENDING_LIMIT} pending events (limit=${PENDING_LIMIT}; at 1,000 VMs fewer than a page of 100 are pending), ` +
       'whose page query and X-Total-Count still read every pending event of the window; the timeline of the VM ' +
       `name whose records are nearest ${TIMELINE_RECORDS} at each size (a fixed VM has more records in a larger fleet).`,
-    '"fleet report" is history.summary() + formatReport() in the benchmark process (no HTTP). summary, the ' +
-      'report and values aggregate the whole selected window (values: the vms table), so they grow with the ' +
-      'fleet by nature: only p95 < 500 ms applies to them; the p50 ratio target applies to the paged lists and ' +
-      'the one-VM timeline.',
+    '"fleet report" is history.summary() + formatReport() in the benchmark process (no HTTP). "dashboard ' +
+      'refresh" is what the page requests at once on each refresh (src/fleet/dashboard/web/app.ts: summary, status, ' +
+      `time series, lead time, the events (${DASHBOARD_PAGES.events}), pending (${DASHBOARD_PAGES.pending}) and ` +
+      `blast radius (${DASHBOARD_PAGES.blast}) pages), timed until the last answer; target p95 < ${REFRESH_TARGET_MS} ms. ` +
+      'Every other API: p95 < 500 ms at N and p50 ratio N/10 → N ≤ 1.5 (issue 35). The rollups are refreshed once ' +
+      'after the load ("rollup refresh s"), as the consumer does within minutes.',
     'Ingest: records/s = records ÷ wall time of the load minus the time spent generating the synthetic records. ' +
       'SQLite ingests one batch at a time (one writer); PostgreSQL one batch per partition at a time, 4 at once, ' +
       'as the consumer does; "ms/batch" is from the ingest() call to its result. SQLite size = database file + ' +
