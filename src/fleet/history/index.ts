@@ -47,6 +47,7 @@ import {
   vmTimeline,
 } from './queries.ts';
 import { eventKey } from './rollups/aggregate.ts';
+import { applyIntervalChanges } from './rollups/impacts.ts';
 import { applyEntryChanges, type EntryChange, refreshRollups } from './rollups/store.ts';
 import type { MaintenanceView, ObservationView } from './rows.ts';
 import { migrate, SCHEMA_VERSION } from './schema.ts';
@@ -372,6 +373,11 @@ export class FleetHistory {
           });
         }
         await dimensions.write(tx, '*');
+        await applyIntervalChanges(
+          tx,
+          keys.map((k) => ({ eventId: String(k.event_id), occurrence: Number(k.occurrence) })),
+          [],
+        );
         await applyEntryChanges(tx, changes);
         return keys.length < PRUNE_BATCH;
       });

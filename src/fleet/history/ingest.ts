@@ -31,6 +31,7 @@ import {
   markDeletions,
 } from './heartbeat-ingest.ts';
 import { entryOf, eventKey } from './rollups/aggregate.ts';
+import { applyIntervalChanges, type Interval, intervalsOf } from './rollups/impacts.ts';
 import { applyEntryChanges, type EntryChange } from './rollups/store.ts';
 import { observationFromRow } from './rows.ts';
 import type { SqlExecutor, SqlValue } from './sql.ts';
@@ -131,6 +132,7 @@ export async function ingestBatch(
   await advanceReadThrough(tx, readThrough(batch));
   await bumpStats(tx, partition, result, batch.length);
   await folded.dimensions.write(tx, partition);
+  await applyIntervalChanges(tx, folded.events, folded.intervals);
   // Last, so that the hour digests (which every transaction of the same hours locks) are held only until commit.
   await applyEntryChanges(tx, folded.changes);
   return result;
@@ -236,6 +238,9 @@ async function insertRecords(
 interface Refolded {
   /** One per touched event: its rollup entry before and after. */
   changes: EntryChange[];
+  /** The touched events' impact intervals now (rollups/impacts.ts), replacing what they had. */
+  intervals: Interval[];
+  events: Array<{ eventId: string; occurrence: number }>;
   dimensions: DimensionDeltas;
   /** VMs Preempt/Terminate started on (the fold's vmDeleted): when, for coverage (a deleted VM is not silent). */
   deletions: Map<string, string>;
@@ -261,7 +266,13 @@ async function refoldTouchedEvents(tx: SqlExecutor, inserted: readonly Accepted[
   await tx.lockKeys(keys);
   // What the rollups and the dimension counts held of each event before this fold (read under its lock).
   const before = await storedEvents(tx, [...touched.values()]);
-  const refolded: Refolded = { changes: [], dimensions: new DimensionDeltas(), deletions: new Map() };
+  const refolded: Refolded = {
+    changes: [],
+    intervals: [],
+    events: [...touched.values()],
+    dimensions: new DimensionDeltas(),
+    deletions: new Map(),
+  };
   for (const k of keys) {
     const { eventId, occurrence, sources } = touched.get(k)!;
     for (const source of [...sources].sort()) {
@@ -289,6 +300,7 @@ async function refoldTouchedEvents(tx: SqlExecutor, inserted: readonly Accepted[
     refolded.dimensions.add('type', folded.eventType, 1);
     refolded.dimensions.add('status', folded.status, 1);
     const affected = observations.filter((o) => Number(o.affects_vm) === 1).map((o) => String(o.source));
+    refolded.intervals.push(...intervalsOf(folded.firstSeenAt, observations));
     refolded.changes.push({
       key: eventKey(eventId, occurrence),
       before: old?.firstSeenAt ?? null,

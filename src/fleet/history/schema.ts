@@ -8,6 +8,7 @@
  * instead of spilling to an overflow page of a WITHOUT ROWID b-tree, and its indexes hold only their keys.
  */
 import { dimensionBackfill, dimensionTables } from './dimensions.ts';
+import { backfillIntervals, impactTables } from './rollups/impacts.ts';
 import { backfillRollups, rollupTables } from './rollups/store.ts';
 import type { SqlExecutor } from './sql.ts';
 
@@ -253,6 +254,15 @@ const MIGRATIONS: readonly Migration[] = [
       )`,
       'ALTER TABLE vms ADD COLUMN deleted_at TEXT',
     ],
+  },
+  {
+    version: 5,
+    name: 'rollups: impact intervals and their slots (the blast radius)',
+    // Issue 35: the blast radius's most VMs impacted at once from the intervals' per-hour summaries
+    // (rollups/impacts.ts) instead of a sweep over every impact of the window. The backfill writes the intervals
+    // of the observations already stored; their slots are built when the history is next opened for writing.
+    statements: (dialect) => impactTables(dialect),
+    backfill: backfillIntervals,
   },
 ];
 

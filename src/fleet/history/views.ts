@@ -16,6 +16,7 @@ import {
   type PageRequest,
   pageSize,
   readEvents,
+  rollupFilter,
   sqlWhere,
   type TimelineEntry,
   timelineDetail,
@@ -24,6 +25,7 @@ import {
 import { Aggregate, type SeriesCounters } from './rollups/aggregate.ts';
 import { DAY_LEVEL, HOUR_MS } from './rollups/buckets.ts';
 import type { Distribution as Measure } from './rollups/distribution.ts';
+import { type Peak, scopeName, windowPeaks } from './rollups/impacts.ts';
 import { type SqlExecutor, type SqlValue, toNumber } from './sql.ts';
 
 /** `dashboard.blastRadiusThreshold` when the configuration does not set it (VMs). */
@@ -178,22 +180,126 @@ const OPEN_END = '9999-12-31T23:59:59.999Z';
  * `filter`:
  *
  * - `pendingVms`: distinct VMs with an observation that affects them (affects_vm = 1) of a maintenance event
- *   pending now (the same count as the `sef_fleet_pending_vms` metric, within the filter);
+ *   pending now (the same count as the `sef_fleet_pending_vms` metric, within the filter), read through the
+ *   pending index;
  * - `maxConcurrentVms`: the exact maximum number of affected VMs impacted at once. Each affected observation
  *   that started is an interval [started_at, ended_at] (closed: an impact ending at t overlaps one starting at
  *   t); without an end it lasts until its last record, or, while the event is still started on a VM that is not
- *   deleted, until now. The maximum over the interval start points of the intervals containing that point is
- *   computed as a sweep line in SQL: +1 at each start, −1 at each end, a running sum() OVER (PARTITION BY scope
- *   ORDER BY time, starts before ends), its maximum per scope — one sort of the window's affected observations,
- *   O(n log n), instead of a quadratic self-join. (A VM impacted by two overlapping events counts twice.) The
- *   scoped rows are MATERIALIZED once (both stores) for the two uses. On the synthetic 10,000-VM fleet (SQLite,
- *   two cores) the view takes about 0.6 s for the default 30-day window and 1.8 s for all 90 days.
+ *   deleted, until now (a VM impacted by two overlapping events counts twice). Without a filter other than the
+ *   window it comes from the impact rollups (rollups/impacts.ts: a branch and bound over per-hour summaries, so
+ *   it reads a few slots per scope, not every impact of the window); with a filter on type, region, zone,
+ *   status, scale set or VM, from blastRadiusByQuery's sweep over the window's impacts.
  *
  * Over the threshold means strictly more VMs than `threshold` (as the SefFleetBlastRadiusExceeded alert).
  * Rows are ordered by pending VMs, then maximum at once (both descending), then scope and name; paged with a
  * keyset cursor. `scope` keeps one kind of scope.
  */
 export async function blastRadius(
+  db: SqlExecutor,
+  filter: EventFilter = {},
+  threshold: number = DEFAULT_BLAST_RADIUS_THRESHOLD,
+  request: PageRequest = {},
+  scope?: BlastScope,
+): Promise<Omit<BlastRadiusPage, 'coveredVms'>> {
+  const window = rollupFilter(filter);
+  if (
+    window === undefined ||
+    window.eventType !== undefined ||
+    window.location !== undefined ||
+    window.zone !== undefined ||
+    window.status !== undefined
+  )
+    return blastRadiusByQuery(db, filter, threshold, request, scope);
+  const limit = pageSize(request);
+  const w = where(filter, 'm');
+  const [peaks, pendingRows] = await Promise.all([
+    windowPeaks(db, window.sinceMs, window.untilMs),
+    db.all(
+      `SELECT o.source, o.location, o.zone, o.scale_set FROM maintenance m CROSS JOIN observations o
+       ${sqlWhere(w, ['m.pending = 1', 'o.event_id = m.event_id', 'o.occurrence = m.occurrence', 'o.affects_vm = 1'])}`,
+      w.params,
+    ),
+  ]);
+  const rows = new Map<
+    string,
+    { scope: BlastScope; name: string; pending: Set<string>; peak: Peak | null }
+  >();
+  const rowOf = (kind: BlastScope, name: string) => {
+    const key = `${kind}\u0000${name}`;
+    let row = rows.get(key);
+    if (row === undefined) {
+      row = { scope: kind, name, pending: new Set(), peak: null };
+      rows.set(key, row);
+    }
+    return row;
+  };
+  for (const [kind, byName] of peaks) for (const [name, p] of byName) rowOf(kind, name).peak = p;
+  for (const r of pendingRows) {
+    const at = {
+      location: String(r.location ?? ''),
+      zone: String(r.zone ?? ''),
+      scaleSet: String(r.scale_set ?? ''),
+    };
+    for (const kind of BLAST_SCOPES) rowOf(kind, scopeName(kind, at)).pending.add(String(r.source));
+  }
+  const all = [...rows.values()]
+    .filter((r) => scope === undefined || r.scope === scope)
+    .map((r) => {
+      const pendingVms = r.pending.size;
+      const maxConcurrentVms = r.peak?.peak ?? 0;
+      const pendingOverThreshold = pendingVms > threshold;
+      const peakOverThreshold = maxConcurrentVms > threshold;
+      return {
+        scope: r.scope,
+        name: r.name,
+        pendingVms,
+        maxConcurrentVms,
+        peakAt: r.peak?.peakAt ?? null,
+        overThreshold: pendingOverThreshold || peakOverThreshold,
+        pendingOverThreshold,
+        peakOverThreshold,
+      };
+    })
+    .sort(
+      (x, y) =>
+        y.pendingVms - x.pendingVms ||
+        y.maxConcurrentVms - x.maxConcurrentVms ||
+        cmp(x.scope, y.scope) ||
+        cmp(x.name, y.name),
+    );
+  let rest = all;
+  if (request.cursor) {
+    const [pending, peak, s, name] = decodeCursor(request.cursor, 4);
+    rest = all.filter(
+      (r) =>
+        r.pendingVms < Number(pending) ||
+        (r.pendingVms === Number(pending) &&
+          (r.maxConcurrentVms < Number(peak) ||
+            (r.maxConcurrentVms === Number(peak) &&
+              (r.scope > String(s) || (r.scope === String(s) && r.name > String(name)))))),
+    );
+  }
+  const items = rest.slice(0, limit);
+  const last = items.at(-1);
+  return {
+    items,
+    threshold,
+    total: all.length,
+    overThreshold: all.filter((r) => r.overThreshold).length,
+    nextCursor:
+      rest.length > limit && last
+        ? encodeCursor([last.pendingVms, last.maxConcurrentVms, last.scope, last.name])
+        : null,
+  };
+}
+
+/**
+ * The blast radius by one query over the window's impacts (what every filter other than the window takes): the
+ * maximum at once as a sweep line in SQL — +1 at each start, −1 at each end, a running sum() OVER (PARTITION BY
+ * scope ORDER BY time, starts before ends), its maximum per scope — one sort of the window's affected
+ * observations, O(n log n). The scoped rows are MATERIALIZED once (both stores) for the two uses.
+ */
+export async function blastRadiusByQuery(
   db: SqlExecutor,
   filter: EventFilter = {},
   threshold: number = DEFAULT_BLAST_RADIUS_THRESHOLD,
@@ -289,7 +395,7 @@ export async function blastRadius(
   const first = rows[0];
   const totals =
     first === undefined && request.cursor
-      ? await blastRadius(db, filter, threshold, { limit: 1 }, scope)
+      ? await blastRadiusByQuery(db, filter, threshold, { limit: 1 }, scope)
       : { total: toNumber(first?.total ?? 0), overThreshold: toNumber(first?.over ?? 0) };
   return {
     items,

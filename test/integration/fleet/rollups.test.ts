@@ -1,6 +1,6 @@
 /**
  * The rollups (src/fleet/history/rollups, issue 35) answer the summary, the report, the time series, the lead
- * time and the filter values with the numbers the exact queries give (test/support/exact-fleet-views.ts, what
+ * time, the blast radius and the filter values with the numbers the exact queries give (test/support/exact-fleet-views.ts, what
  * the views ran before), on both stores, for random histories: a synthetic fleet's records in a shuffled order
  * (late records, re-folds), in batches of random size over random partitions, some delivered twice, with the
  * rollup buckets refreshed never, midway or at the end, and part of the history pruned. Only the documented
@@ -27,6 +27,7 @@ import {
 import { EXACT_LIMIT, RELATIVE_ACCURACY } from '../../../src/fleet/history/rollups/distribution.ts';
 import { generateFleet } from '../../../src/simulator/fleet.ts';
 import {
+  exactBlastRadius,
   exactLeadTimeAndImpact,
   exactSummary,
   exactTimeSeries,
@@ -176,6 +177,21 @@ async function expectViewsExact(
     expectSameSummary(await h.summary(filter), await exactSummary(h.db, filter, end), w);
     expectSameSeries(await h.timeSeries(filter), await exactTimeSeries(h.db, filter), w);
     expectSameLeadTime(await h.leadTimeAndImpact(filter), await exactLeadTimeAndImpact(h.db, filter), w);
+    const threshold = Math.floor(random() * 4);
+    expect(await h.blastRadius(filter, threshold, { limit: 1000 }), `${w} blast radius`).toEqual(
+      await exactBlastRadius(h.db, filter, threshold, { limit: 1000 }),
+    );
+  }
+  // Paged, and one kind of scope.
+  const filter = { since: at(random() * 4) };
+  let cursor: string | undefined;
+  for (let page = 0; page < 3; page++) {
+    const got = await h.blastRadius(filter, 1, { limit: 2, cursor }, 'zone');
+    expect(got, `${what} blast radius page ${page}`).toEqual(
+      await exactBlastRadius(h.db, filter, 1, { limit: 2, cursor }, 'zone'),
+    );
+    cursor = got.nextCursor ?? undefined;
+    if (cursor === undefined) break;
   }
 }
 

@@ -34,6 +34,7 @@ import {
   TOP_LEVEL,
 } from './buckets.ts';
 import { storedBytes } from './codec.ts';
+import { refreshImpacts } from './impacts.ts';
 
 /** The schema of the rollups (one migration step, schema.ts). */
 export function rollupTables(dialect: SqlExecutor['dialect']): string[] {
@@ -287,8 +288,9 @@ export async function refreshRollups(db: SqlDatabase, maxLevel: number = TOP_LEV
       ]);
       if (got?.ok !== true) return 0;
     }
+    const impacts = await refreshImpacts(tx, maxLevel);
     const marks = await tx.all('SELECT seq, level, bucket FROM rollup_stale WHERE level <= ?', [maxLevel]);
-    if (marks.length === 0) return 0;
+    if (marks.length === 0) return impacts;
     const byLevel = new Map<number, Map<number, Bucket>>();
     for (const m of marks) {
       const b = { level: Number(m.level), bucket: Number(m.bucket) };
@@ -311,7 +313,7 @@ export async function refreshRollups(db: SqlDatabase, maxLevel: number = TOP_LEV
       const chunk = seqs.slice(i, i + 500);
       await tx.run(`DELETE FROM rollup_stale WHERE seq IN (${inList(chunk.length)})`, chunk);
     }
-    return rebuilt;
+    return rebuilt + impacts;
   });
 }
 
