@@ -8,7 +8,7 @@ import { approvalRecordPosted, TRANSITIONS } from '../../domain/index.ts';
 import { decodeBody } from './body.ts';
 import { Aggregate, entryOf, STATUSES } from './rollups/aggregate.ts';
 import type { Distribution as Measure } from './rollups/distribution.ts';
-import { type RollupFilter, readWindow, type WindowRead } from './rollups/store.ts';
+import { type RollupFilter, type RollupView, readWindow, type WindowRead } from './rollups/store.ts';
 import { type MaintenanceView, maintenanceView, type ObservationView, observationView } from './rows.ts';
 import { type SqlExecutor, type SqlValue, toNumber } from './sql.ts';
 
@@ -468,7 +468,7 @@ export function rollupFilter(filter: EventFilter): RollupFilter | undefined {
 export async function readEvents(
   db: SqlExecutor,
   filter: EventFilter,
-  view: 'all' | 'tl',
+  view: RollupView,
   maxLevel?: number,
 ): Promise<WindowRead> {
   const rf = rollupFilter(filter);
@@ -538,26 +538,28 @@ export async function summarize(
   filter: EventFilter = {},
   now: Date = new Date(),
 ): Promise<Omit<FleetSummary, 'coveredVms'>> {
-  const [read, reportingRows, retentionRows, oldestRows, ingest, pending] = await Promise.all([
+  const [read, [misc], ingest, pending] = await Promise.all([
     readEvents(db, filter, 'all'),
-    db.all("SELECT coalesce(sum(refs), 0) AS n FROM dimension_refs WHERE field = 'vm'"),
-    db.all("SELECT value FROM history_settings WHERE name = 'retention'"),
-    db.all('SELECT min(first_seen_at) AS t FROM maintenance'),
+    db.all(
+      `SELECT (SELECT coalesce(sum(refs), 0) FROM dimension_refs WHERE field = 'vm') AS vms,
+         (SELECT value FROM history_settings WHERE name = 'retention') AS retention,
+         (SELECT min(first_seen_at) FROM maintenance) AS oldest`,
+    ),
     ingestStats(db),
     listPending(db, filter, { limit: DEFAULT_PAGE_SIZE }),
   ]);
   const a = aggregateOf(read);
-  const oldest = oldestRows[0]?.t;
+  const oldest = misc?.oldest;
   return {
     filter,
     generatedAt: now.toISOString(),
-    retention: retentionRows[0] === undefined ? null : String(retentionRows[0].value),
+    retention: misc?.retention === null || misc?.retention === undefined ? null : String(misc.retention),
     oldestEventAt: oldest === null || oldest === undefined ? null : String(oldest),
     ingest,
     events: a.events,
     vms: a.vms.count(),
     affectedVmEvents: a.affectedVmEvents,
-    reportingVms: toNumber(reportingRows[0]?.n),
+    reportingVms: toNumber(misc?.vms),
     records: a.records,
     byStatus: nonZero([
       ...STATUSES.map((st): [string, number] => [st, a.byStatus.get(st) ?? 0]),

@@ -257,12 +257,19 @@ const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 5,
-    name: 'rollups: impact intervals and their slots (the blast radius)',
+    name: 'rollups: impact intervals and their slots (the blast radius), time-series rows',
     // Issue 35: the blast radius's most VMs impacted at once from the intervals' per-hour summaries
     // (rollups/impacts.ts) instead of a sweep over every impact of the window. The backfill writes the intervals
-    // of the observations already stored; their slots are built when the history is next opened for writing.
+    // of the observations already stored, and writes the digests again (their stored form changed: small values
+    // raw, a first byte saying which) with every bucket above them, now with the time series' own rows ('ts');
+    // slots and buckets are built when the history is next opened for writing.
     statements: (dialect) => impactTables(dialect),
-    backfill: backfillIntervals,
+    backfill: async (tx) => {
+      await backfillIntervals(tx);
+      for (const table of ['rollup_digests', 'rollup_buckets', 'rollup_stale'])
+        await tx.run(`DELETE FROM ${table}`);
+      await backfillRollups(tx);
+    },
   },
 ];
 

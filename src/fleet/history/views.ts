@@ -71,7 +71,7 @@ export async function timeSeries(
   db: SqlExecutor,
   filter: EventFilter = {},
 ): Promise<Omit<TimeSeries, 'coveredVms'>> {
-  const read = await readEvents(db, filter, 'all', DAY_LEVEL);
+  const read = await readEvents(db, filter, 'ts', DAY_LEVEL);
   const perDay = new Map<string, Map<string, SeriesCounters>>();
   const add = (day: string, type: string, s: SeriesCounters) => {
     let types = perDay.get(day);

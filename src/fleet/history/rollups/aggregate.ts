@@ -161,6 +161,10 @@ export class Aggregate {
     this.advertised.add(e.advertised);
     this.observed.add(e.observed);
     for (const h of e.affected) this.vms.add(h);
+    this.#addSeries(e);
+  }
+
+  #addSeries(e: EventEntry): void {
     let s = this.series.get(e.eventType);
     if (s === undefined) {
       s = { events: 0, affected: 0, observedEvents: 0, observedSum: 0, observedMax: null };
@@ -180,6 +184,12 @@ export class Aggregate {
     this.events++;
     this.notice.add(e.notice);
     this.observed.add(e.observed);
+  }
+
+  /** Only what the time series reads: the per-type counters. */
+  addSeries(e: EventEntry): void {
+    this.events++;
+    this.#addSeries(e);
   }
 
   merge(o: Aggregate): void {

@@ -1,9 +1,16 @@
 /**
- * The binary form of the rollups' stored values (hour digests and bucket aggregates): unsigned varints, zig-zag
- * signed varints, float64 and length-prefixed UTF-8, then deflated. Compact because a digest row is rewritten by
- * every ingest transaction that touches its hour, and a window's rows are read by every summary.
+ * The binary form of the rollups' stored values (hour digests, bucket aggregates, impact slots): unsigned
+ * varints, zig-zag signed varints, float64 and length-prefixed UTF-8, deflated when longer than COMPRESS_ABOVE
+ * bytes (a first byte says which). Compact because a digest row is rewritten by every ingest transaction that
+ * touches its hour and a window's rows are read by every view; small values stay raw, because a view reads many
+ * of them and inflating each costs more than its bytes.
  */
 const { deflateRawSync, inflateRawSync, constants } = process.getBuiltinModule('node:zlib');
+
+/** Values up to this many bytes are stored raw. */
+const COMPRESS_ABOVE = 2048;
+const RAW = 0;
+const DEFLATED = 1;
 
 /** Appends values to a growing buffer. */
 export class Writer {
@@ -66,20 +73,34 @@ export class Writer {
     return this;
   }
 
-  /** The bytes written, deflated. */
+  /** The bytes written, deflated when long (a first byte says which). */
   finish(): Uint8Array {
-    return deflateRawSync(this.#buffer.subarray(0, this.#length), { level: constants.Z_BEST_SPEED });
+    const raw = this.#buffer.subarray(0, this.#length);
+    if (raw.length <= COMPRESS_ABOVE) {
+      const out = new Uint8Array(raw.length + 1);
+      out[0] = RAW;
+      out.set(raw, 1);
+      return out;
+    }
+    const deflated = deflateRawSync(raw, { level: constants.Z_BEST_SPEED });
+    const out = new Uint8Array(deflated.length + 1);
+    out[0] = DEFLATED;
+    out.set(deflated, 1);
+    return out;
   }
 }
 
 /** Reads what a Writer wrote (after inflating). */
 export class Reader {
-  readonly #buffer: Uint8Array;
+  readonly #buffer: Buffer;
   readonly #view: DataView;
   #offset = 0;
 
   constructor(stored: Uint8Array) {
-    this.#buffer = inflateRawSync(stored);
+    const body = stored.subarray(1);
+    if (stored[0] === RAW) this.#buffer = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    else if (stored[0] === DEFLATED) this.#buffer = inflateRawSync(body);
+    else throw new Error('a rollup value has an unknown encoding');
     this.#view = new DataView(this.#buffer.buffer, this.#buffer.byteOffset, this.#buffer.byteLength);
   }
 
@@ -117,7 +138,10 @@ export class Reader {
 
   string(): string {
     const n = this.uint();
-    return Buffer.from(this.bytes(n)).toString('utf8');
+    if (this.#offset + n > this.#buffer.length) throw new RangeError('rollup value is truncated');
+    const value = this.#buffer.toString('utf8', this.#offset, this.#offset + n);
+    this.#offset += n;
+    return value;
   }
 
   bytes(n: number): Uint8Array {

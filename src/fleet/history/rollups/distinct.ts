@@ -23,6 +23,8 @@ const REST_BITS = HASH_BITS - HLL_PRECISION;
 export const SPARSE_LIMIT = 2048;
 /** HyperLogLog++'s threshold below which linear counting is used, for precision 14. */
 const LINEAR_COUNTING_THRESHOLD = 11_500;
+/** 2^−r for each register value. */
+const INVERSE_POWERS = Float64Array.from({ length: 64 }, (_, r) => 2 ** -r);
 
 /** The 52-bit hash of a VM's source (SHA-1, its first 52 bits). */
 export function vmHash(source: string): number {
@@ -90,7 +92,7 @@ export class DistinctSet {
     let zeros = 0;
     for (let i = 0; i < REGISTERS; i++) {
       const r = registers[i]!;
-      sum += 2 ** -r;
+      sum += INVERSE_POWERS[r]!;
       if (r === 0) zeros++;
     }
     const alpha = 0.7213 / (1 + 1.079 / REGISTERS);

@@ -24,13 +24,25 @@
  * they make every later hour dirty for windows after them, which stays exact but reads more.
  */
 import type { SqlExecutor, SqlRow, SqlValue } from '../sql.ts';
-import { ancestorsOf, type Bucket, bucketKey, childrenOf, HOUR_MS, TOP_LEVEL } from './buckets.ts';
+import {
+  ancestorsOf,
+  type Bucket,
+  bucketKey,
+  childrenOf,
+  HOUR_MS,
+  LEVEL_HOURS,
+  TOP_LEVEL,
+} from './buckets.ts';
 import { Reader, storedBytes, Writer } from './codec.ts';
 
 /** The end of an interval that lasts for ever (the exact query's '9999-12-31T23:59:59.999Z'). */
 export const OPEN_END_MS = Date.parse('9999-12-31T23:59:59.999Z');
-/** Intervals longer than this (and open ones) are read apart, so a slot reads its intervals by start time. */
-const LONG_MS = 24 * HOUR_MS;
+/**
+ * Intervals longer than this (and open ones) are flagged and read apart, so that an hour reads the others by
+ * start time from an hour before it: maintenance impact lasts seconds to minutes (the synthetic 10,000-VM fleet
+ * has 3 of 87,500 intervals above 30 minutes, all open).
+ */
+const LONG_MS = HOUR_MS;
 
 export const SCOPE_KINDS = ['scaleSet', 'zone', 'location'] as const;
 export type ScopeKind = (typeof SCOPE_KINDS)[number];
@@ -232,14 +244,30 @@ interface ScopeSlot {
   at: number;
   minF: number;
   maxF: number;
+  /**
+   * A lower bound of the window's peak in the slot, for windows starting at least LATE_MS before it: the most
+   * intervals at once counting only those first seen at most LATE_MS before the slot's start (in an hour; above,
+   * the most of its children's), and the earliest instant of it. When it equals M at the same instant, such a
+   * window's peak in the slot is M there, however many intervals from before the window the slot holds.
+   */
+  l: number;
+  atL: number;
 }
+
+/**
+ * See ScopeSlot.l: 3 hours, longer than most maintenance is announced before it starts (15 minutes to 2 hours)
+ * and lasts; what was announced earlier (a long notice) still counts toward M, so a slot whose peak it joins is
+ * opened.
+ */
+const LATE_MS = 3 * HOUR_MS;
 
 type SlotMap = Map<string, ScopeSlot>;
 
 function encodeSlot(map: SlotMap): Uint8Array {
   const w = new Writer();
   w.uint(1).uint(map.size);
-  for (const [name, s] of map) w.string(name).uint(s.m).float(s.at).float(s.minF).float(s.maxF);
+  for (const [name, s] of map)
+    w.string(name).uint(s.m).float(s.at).float(s.minF).float(s.maxF).uint(s.l).float(s.atL);
   return w.finish();
 }
 
@@ -249,7 +277,14 @@ function decodeSlot(stored: Uint8Array): SlotMap {
   const map: SlotMap = new Map();
   const n = r.uint();
   for (let i = 0; i < n; i++)
-    map.set(r.string(), { m: r.uint(), at: r.float(), minF: r.float(), maxF: r.float() });
+    map.set(r.string(), {
+      m: r.uint(),
+      at: r.float(),
+      minF: r.float(),
+      maxF: r.float(),
+      l: r.uint(),
+      atL: r.float(),
+    });
   return map;
 }
 
@@ -309,7 +344,12 @@ function hourSlots(h: number, active: readonly Interval[]): Map<ScopeKind, SlotM
         minF = Math.min(minF, i.firstSeenMs);
         maxF = Math.max(maxF, i.firstSeenMs);
       }
-      map.set(name, { m, at, minF, maxF });
+      const late = peakIn(
+        list.filter((i) => i.firstSeenMs >= from - LATE_MS),
+        from,
+        to,
+      );
+      map.set(name, { m, at, minF, maxF, l: late.m, atL: late.at });
     }
     out.set(kind, map);
   }
@@ -328,16 +368,59 @@ const intervalOfRow = (r: SqlRow): Interval => ({
   scaleSet: String(r.scale_set),
 });
 
-/** The intervals active somewhere in the hours [first, last] (by start, plus the long ones). */
-async function activeIntervals(db: SqlExecutor, first: number, last: number): Promise<Interval[]> {
-  const from = first * HOUR_MS;
-  const to = (last + 1) * HOUR_MS;
+/**
+ * The intervals active somewhere in the given hours (read by start time, plus the long ones), by hour; with
+ * `scopes`, only those of the named scale sets, zones and regions.
+ */
+async function activeIntervals(
+  db: SqlExecutor,
+  hours: readonly number[],
+  scopes?: ReadonlyMap<ScopeKind, ReadonlySet<string>>,
+): Promise<Map<number, Interval[]>> {
+  const sorted = [...new Set(hours)].sort((x, y) => x - y);
+  const out = new Map<number, Interval[]>(sorted.map((h) => [h, []]));
+  if (sorted.length === 0) return out;
+  // Runs of consecutive hours, each one range of start times.
+  const runs: Array<[number, number]> = [];
+  for (const h of sorted) {
+    const run = runs.at(-1);
+    if (run !== undefined && h === run[1] + 1) run[1] = h;
+    else runs.push([h, h]);
+  }
+  const clauses: string[] = [];
+  const params: SqlValue[] = [];
+  for (const [first, last] of runs) {
+    clauses.push('(start_ms >= ? AND start_ms < ? AND end_ms >= ?)');
+    params.push(first * HOUR_MS - LONG_MS, (last + 1) * HOUR_MS, first * HOUR_MS);
+  }
+  const from = sorted[0]! * HOUR_MS;
+  const to = (sorted.at(-1)! + 1) * HOUR_MS;
+  let only = '';
+  const onlyParams: SqlValue[] = [];
+  if (scopes !== undefined) {
+    // By the stored columns: a name stands for '' too where the label does ('(none)', '(unknown)').
+    const parts: string[] = [];
+    const column = { scaleSet: 'scale_set', zone: 'zone', location: 'location' } as const;
+    for (const [kind, names] of scopes) {
+      if (names.size === 0) continue;
+      const values = [...names].flatMap((n) => (n === '(none)' || n === '(unknown)' ? [n, ''] : [n]));
+      parts.push(`${column[kind]} IN (${values.map(() => '?').join(', ')})`);
+      onlyParams.push(...values);
+    }
+    only = parts.length === 0 ? ' AND 1 = 0' : ` AND (${parts.join(' OR ')})`;
+  }
   const rows = await db.all(
-    `SELECT * FROM impact_intervals WHERE start_ms >= ? AND start_ms < ? AND end_ms >= ?
-     UNION ALL SELECT * FROM impact_intervals WHERE long = 1 AND start_ms < ? AND end_ms >= ? AND start_ms < ?`,
-    [from - LONG_MS, to, from, to, from, from - LONG_MS],
+    `SELECT * FROM impact_intervals WHERE (${clauses.join(' OR ')})${only}
+     UNION SELECT * FROM impact_intervals WHERE long = 1 AND start_ms < ? AND end_ms >= ?${only}`,
+    [...params, ...onlyParams, to, from, ...onlyParams],
   );
-  return rows.map(intervalOfRow);
+  for (const row of rows) {
+    const v = intervalOfRow(row);
+    for (const h of sorted) {
+      if (v.startMs < (h + 1) * HOUR_MS && v.endMs >= h * HOUR_MS) out.get(h)!.push(v);
+    }
+  }
+  return out;
 }
 
 /** Rebuilds the stale slots, hours first, inside the caller's (refresh) transaction; returns how many. */
@@ -363,26 +446,11 @@ export async function refreshImpacts(tx: SqlExecutor, maxLevel: number = TOP_LEV
       ]);
     }
   };
-  // Hours, in runs of consecutive hours read together.
+  // Hours, read a few hundred at a time.
   const hours = byLevel.get(0) ?? [];
-  for (let i = 0; i < hours.length; ) {
-    let j = i;
-    while (j + 1 < hours.length && hours[j + 1]! - hours[i]! < 48) j++;
-    const run = hours.slice(i, j + 1);
-    const active = await activeIntervals(tx, run[0]!, run.at(-1)!);
-    for (const h of run) {
-      const from = h * HOUR_MS;
-      const to = from + HOUR_MS;
-      await write(
-        0,
-        h,
-        hourSlots(
-          h,
-          active.filter((v) => v.startMs < to && v.endMs >= from),
-        ),
-      );
-    }
-    i = j + 1;
+  for (let i = 0; i < hours.length; i += 200) {
+    const active = await activeIntervals(tx, hours.slice(i, i + 200));
+    for (const [h, list] of active) await write(0, h, hourSlots(h, list));
   }
   for (let level = 1; level <= maxLevel; level++) {
     for (const bucket of byLevel.get(level) ?? []) {
@@ -416,6 +484,10 @@ function mergeSlot(into: SlotMap, from: SlotMap): void {
     if (s.m > mine.m || (s.m === mine.m && s.at < mine.at)) {
       mine.m = s.m;
       mine.at = s.at;
+    }
+    if (s.l > mine.l || (s.l === mine.l && s.atL < mine.atL)) {
+      mine.l = s.l;
+      mine.atL = s.atL;
     }
     mine.minF = Math.min(mine.minF, s.minF);
     mine.maxF = Math.max(mine.maxF, s.maxF);
@@ -452,10 +524,32 @@ export async function windowPeaks(
 ): Promise<Map<ScopeKind, Map<string, Peak>>> {
   const a = sinceMs ?? Number.NEGATIVE_INFINITY;
   const b = untilMs ?? Number.POSITIVE_INFINITY;
+  // The top level, and the slots around the window's ends (every level below the top bucket holding an end):
+  // the search opens those for nearly every scope, so they come with the first statement.
+  const spine: Bucket[] = [];
+  for (const edge of [sinceMs, untilMs]) {
+    if (edge === null) continue;
+    const hour = Math.floor(edge / HOUR_MS);
+    for (let level = TOP_LEVEL - 1; level >= 0; level--) {
+      const parent = { level: level + 1, bucket: Math.floor(hour / LEVEL_HOURS[level + 1]!) };
+      spine.push(...childrenOf(parent));
+    }
+  }
+  const cache = new Map<string, Array<{ kind: ScopeKind; map: SlotMap }>>();
+  for (const b of spine) cache.set(bucketKey(b), []);
   const [staleRows, topRows] = await Promise.all([
     db.all('SELECT level, bucket FROM impact_stale'),
-    db.all('SELECT bucket, kind, body FROM impact_slots WHERE level = ?', [TOP_LEVEL]),
+    db.all(
+      `SELECT level, bucket, kind, body FROM impact_slots WHERE level = ?${spine
+        .map(() => ' OR (level = ? AND bucket = ?)')
+        .join('')}`,
+      [TOP_LEVEL, ...spine.flatMap((b) => [b.level, b.bucket])],
+    ),
   ]);
+  for (const r of topRows) {
+    const key = `${Number(r.level)}:${Number(r.bucket)}`;
+    cache.get(key)?.push({ kind: String(r.kind) as ScopeKind, map: decodeSlot(storedBytes(r.body)) });
+  }
   const stale = new Set(staleRows.map((r) => `${Number(r.level)}:${Number(r.bucket)}`));
   const isStale = (level: number, bucket: number) => stale.has(`${level}:${bucket}`);
   /** Per kind and scope, a queue of items (kept sorted: M descending, earliest first). */
@@ -469,14 +563,18 @@ export async function windowPeaks(
   /** Nodes to open for every scope (a stale node: its children, whatever its scopes). */
   const openAll = new Map<string, Bucket>();
   const offer = (kind: ScopeKind, level: number, bucket: number, map: SlotMap) => {
+    const start = bucket * LEVEL_HOURS[level]! * HOUR_MS;
     for (const [name, s] of map) {
       if (s.maxF < a || s.minF >= b) continue; // no interval of the window is active there
-      const clean = s.minF >= a && s.maxF < b;
-      push(kind, name, { m: s.m, at: s.at, exact: clean, level, bucket });
+      // Every interval active there is of the window; or its lower bound reaches M at the same instant.
+      const exact =
+        (s.minF >= a && s.maxF < b) || (s.maxF < b && start - LATE_MS >= a && s.l === s.m && s.atL === s.at);
+      push(kind, name, { m: s.m, at: s.at, exact, level, bucket });
     }
   };
   const topBuckets = new Set<number>();
   for (const r of topRows) {
+    if (Number(r.level) !== TOP_LEVEL) continue;
     const bucket = Number(r.bucket);
     topBuckets.add(bucket);
     if (!isStale(TOP_LEVEL, bucket))
@@ -496,7 +594,7 @@ export async function windowPeaks(
       // Stale nodes first, for every scope: no scope is settled while one of them may hold its peak.
       for (const [key, node] of openAll) toOpen.set(key, { node, waiting: [] });
       openAll.clear();
-      await openNodes(db, [...toOpen.values()], a, b, isStale, offer, push, openAll);
+      await openNodes(db, [...toOpen.values()], a, b, isStale, offer, push, openAll, cache);
       continue;
     }
     for (const kind of SCOPE_KINDS) {
@@ -518,7 +616,7 @@ export async function windowPeaks(
       }
     }
     if (toOpen.size === 0) break;
-    await openNodes(db, [...toOpen.values()], a, b, isStale, offer, push, openAll);
+    await openNodes(db, [...toOpen.values()], a, b, isStale, offer, push, openAll, cache);
   }
   return peaks;
 }
@@ -536,6 +634,7 @@ async function openNodes(
   offer: (kind: ScopeKind, level: number, bucket: number, map: SlotMap) => void,
   push: (kind: ScopeKind, name: string, item: Item) => void,
   openAll: Map<string, Bucket>,
+  cache: Map<string, Array<{ kind: ScopeKind; map: SlotMap }>>,
 ): Promise<void> {
   const parents = nodes.filter((n) => n.node.level > 0);
   const hours = nodes.filter((n) => n.node.level === 0);
@@ -544,9 +643,9 @@ async function openNodes(
     const params: SqlValue[] = [];
     const wanted = new Map<string, { waiting: Array<[ScopeKind, string]>; all: boolean }>();
     for (const p of parents) {
-      const children = childrenOf(p.node);
       const all = isStale(p.node.level, p.node.bucket);
-      for (const c of children) {
+      const missing: Bucket[] = [];
+      for (const c of childrenOf(p.node)) {
         const key = bucketKey(c);
         if (isStale(c.level, c.bucket)) {
           openAll.set(key, c);
@@ -556,36 +655,47 @@ async function openNodes(
         w.waiting.push(...p.waiting);
         w.all ||= all;
         wanted.set(key, w);
+        if (!cache.has(key)) missing.push(c);
       }
-      clauses.push(`(level = ? AND bucket >= ? AND bucket <= ?)`);
-      params.push(children[0]!.level, children[0]!.bucket, children.at(-1)!.bucket);
+      if (missing.length > 0) {
+        clauses.push('(level = ? AND bucket >= ? AND bucket <= ?)');
+        params.push(missing[0]!.level, missing[0]!.bucket, missing.at(-1)!.bucket);
+        for (const c of missing) cache.set(bucketKey(c), []);
+      }
     }
-    const rows = await db.all(
-      `SELECT level, bucket, kind, body FROM impact_slots WHERE ${clauses.join(' OR ')}`,
-      params,
-    );
-    for (const r of rows) {
-      const key = `${Number(r.level)}:${Number(r.bucket)}`;
-      const w = wanted.get(key);
-      if (w === undefined) continue;
-      const kind = String(r.kind) as ScopeKind;
-      const map = decodeSlot(storedBytes(r.body));
-      if (w.all) offer(kind, Number(r.level), Number(r.bucket), map);
-      else {
-        const names = new Set(w.waiting.filter(([k]) => k === kind).map(([, n]) => n));
-        offer(kind, Number(r.level), Number(r.bucket), new Map([...map].filter(([n]) => names.has(n))));
+    if (clauses.length > 0)
+      for (const r of await db.all(
+        `SELECT level, bucket, kind, body FROM impact_slots WHERE ${clauses.join(' OR ')}`,
+        params,
+      ))
+        cache
+          .get(`${Number(r.level)}:${Number(r.bucket)}`)
+          ?.push({ kind: String(r.kind) as ScopeKind, map: decodeSlot(storedBytes(r.body)) });
+    for (const [key, w] of wanted) {
+      const [level, bucket] = key.split(':').map(Number) as [number, number];
+      for (const { kind, map } of cache.get(key) ?? []) {
+        if (w.all) offer(kind, level, bucket, map);
+        else {
+          const names = new Set(w.waiting.filter(([k]) => k === kind).map(([, n]) => n));
+          offer(kind, level, bucket, new Map([...map].filter(([n]) => names.has(n))));
+        }
       }
     }
   }
   if (hours.length > 0) {
-    const sorted = hours.map((h) => h.node.bucket).sort((x, y) => x - y);
-    const active = await activeIntervals(db, sorted[0]!, sorted.at(-1)!);
+    // A stale hour is computed for every scope; otherwise only the intervals of the scopes waiting are read.
+    const everyScope = hours.some((h) => isStale(0, h.node.bucket));
+    const scopes = new Map<ScopeKind, Set<string>>(SCOPE_KINDS.map((k) => [k, new Set()]));
+    for (const h of hours) for (const [kind, name] of h.waiting) scopes.get(kind)!.add(name);
+    const active = await activeIntervals(
+      db,
+      hours.map((h) => h.node.bucket),
+      everyScope ? undefined : scopes,
+    );
     for (const h of hours) {
       const from = h.node.bucket * HOUR_MS;
       const to = from + HOUR_MS;
-      const inWindow = active.filter(
-        (v) => v.startMs < to && v.endMs >= from && v.firstSeenMs >= a && v.firstSeenMs < b,
-      );
+      const inWindow = active.get(h.node.bucket)!.filter((v) => v.firstSeenMs >= a && v.firstSeenMs < b);
       const all = isStale(0, h.node.bucket);
       for (const kind of SCOPE_KINDS) {
         const names = all

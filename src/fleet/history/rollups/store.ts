@@ -27,6 +27,7 @@ import {
   bucketKey,
   childrenOf,
   cover,
+  DAY_LEVEL,
   HOUR_MS,
   hourOf,
   LEVEL_HOURS,
@@ -208,8 +209,13 @@ export async function backfillRollups(tx: SqlExecutor): Promise<void> {
 // ----------------------------------------------------------------------------------------------------------
 // Rebuilding the buckets above the digests.
 
-/** The rows of a bucket: one per kind and dimensions. */
-type Kind = 'all' | 'tl' | 'dims';
+/**
+ * The rows of a bucket, one per kind and dimensions: 'all' (everything, overall), 'ts' (the time series' per-type
+ * counters alone, for buckets of at most a day), 'tl' (per type and region, the lead-time view's count and two
+ * distributions), 'dims' (everything, per type, region, zone, status and deletion).
+ */
+type Kind = 'all' | 'ts' | 'tl' | 'dims';
+export type RollupView = 'all' | 'ts' | 'tl';
 
 interface Dims {
   eventType: string;
@@ -222,7 +228,7 @@ interface Dims {
 const NO_DIMS: Dims = { eventType: '', location: '', zone: '', status: '', vmDeleted: 0 };
 
 function dimsOf(kind: Kind, e: EventEntry): Dims {
-  if (kind === 'all') return NO_DIMS;
+  if (kind === 'all' || kind === 'ts') return NO_DIMS;
   if (kind === 'tl') return { ...NO_DIMS, eventType: e.eventType, location: e.location };
   return {
     eventType: e.eventType,
@@ -256,7 +262,7 @@ function dimsOfRow(row: SqlRow): Dims {
 function rowsFromEntries(entries: Iterable<EventEntry>): Map<string, BucketRow> {
   const rows = new Map<string, BucketRow>();
   for (const e of entries) {
-    for (const kind of ['all', 'tl', 'dims'] as const) {
+    for (const kind of ['all', 'ts', 'tl', 'dims'] as const) {
       const dims = dimsOf(kind, e);
       const k = rowKey(kind, dims);
       let row = rows.get(k);
@@ -264,8 +270,9 @@ function rowsFromEntries(entries: Iterable<EventEntry>): Map<string, BucketRow> 
         row = { kind, dims, aggregate: new Aggregate() };
         rows.set(k, row);
       }
-      // 'tl' rows serve the lead-time view alone: its count and two distributions.
+      // 'tl' and 'ts' rows serve one view each: its count and two distributions, its per-type counters.
       if (kind === 'tl') row.aggregate.addLeadTime(e);
+      else if (kind === 'ts') row.aggregate.addSeries(e);
       else row.aggregate.add(e);
     }
   }
@@ -347,6 +354,7 @@ async function rebuild(tx: SqlExecutor, buckets: readonly Bucket[]): Promise<num
     for (const row of rows) {
       const target = fresh.get(parentOf(Number(row.bucket)))!;
       const kind = String(row.kind) as Kind;
+      if (kind === 'ts' && level > DAY_LEVEL) continue; // the time series reads days at most
       const dims = dimsOfRow(row);
       const k = rowKey(kind, dims);
       const aggregate = Aggregate.decode(storedBytes(row.body));
@@ -438,7 +446,7 @@ export interface WindowRead {
 export async function readWindow(
   db: SqlExecutor,
   filter: RollupFilter,
-  view: 'all' | 'tl',
+  view: RollupView,
   maxLevel: number = TOP_LEVEL,
 ): Promise<WindowRead> {
   const state = await db.all(
