@@ -94,7 +94,11 @@ function expectDistribution(got: Distribution, exact: Distribution, what: string
   else expect(Math.abs((mean ?? Number.NaN) - emean), `${what} mean`).toBeLessThanOrEqual(0.0011);
 }
 
-function expectSameSummary(got: FleetSummary, exact: Omit<FleetSummary, 'coveredVms'>, what: string): void {
+function expectSameSummary(
+  got: Omit<FleetSummary, 'coveredVms'>,
+  exact: Omit<FleetSummary, 'coveredVms'>,
+  what: string,
+): void {
   // coveredVms comes from the coverage tables, not from the rollups (the exact queries leave it out).
   const strip = (s: Omit<FleetSummary, 'coveredVms'> & { coveredVms?: number }) => {
     const { noticeSeconds, advertisedSeconds, observedSeconds, coveredVms: _covered, ...rest } = s;
@@ -106,7 +110,11 @@ function expectSameSummary(got: FleetSummary, exact: Omit<FleetSummary, 'covered
   expectDistribution(got.observedSeconds, exact.observedSeconds, `${what} observed`);
 }
 
-function expectSameSeries(got: TimeSeries, exact: Omit<TimeSeries, 'coveredVms'>, what: string): void {
+function expectSameSeries(
+  got: Omit<TimeSeries, 'coveredVms'>,
+  exact: Omit<TimeSeries, 'coveredVms'>,
+  what: string,
+): void {
   expect(got.types, what).toEqual(exact.types);
   expect(
     got.days.map((d) => d.day),
@@ -122,7 +130,7 @@ function expectSameSeries(got: TimeSeries, exact: Omit<TimeSeries, 'coveredVms'>
 }
 
 function expectSameLeadTime(
-  got: LeadTimeAndImpact,
+  got: Omit<LeadTimeAndImpact, 'coveredVms'>,
   exact: Omit<LeadTimeAndImpact, 'coveredVms'>,
   what: string,
 ): void {
@@ -139,6 +147,12 @@ function expectSameLeadTime(
     spread(r.notice, e.notice, `${what} ${key(r)} notice`);
     spread(r.observed, e.observed, `${what} ${key(r)} observed`);
   });
+}
+
+/** A view without the VMs covered in its window: coverage (heartbeats, issue 33) adds it beside the rollups. */
+function withoutCovered<T extends { coveredVms: number }>(view: T): Omit<T, 'coveredVms'> {
+  const { coveredVms: _covered, ...rest } = view;
+  return rest;
 }
 
 /** Every view the rollups answer, against the exact queries, for a set of filters drawn from the history. */
@@ -174,20 +188,25 @@ async function expectViewsExact(
   ];
   for (const filter of filters) {
     const w = `${what} ${JSON.stringify(filter)}`;
-    expectSameSummary(await h.summary(filter), await exactSummary(h.db, filter, end), w);
-    expectSameSeries(await h.timeSeries(filter), await exactTimeSeries(h.db, filter), w);
-    expectSameLeadTime(await h.leadTimeAndImpact(filter), await exactLeadTimeAndImpact(h.db, filter), w);
-    const threshold = Math.floor(random() * 4);
-    expect(await h.blastRadius(filter, threshold, { limit: 1000 }), `${w} blast radius`).toEqual(
-      await exactBlastRadius(h.db, filter, threshold, { limit: 1000 }),
+    expectSameSummary(withoutCovered(await h.summary(filter)), await exactSummary(h.db, filter, end), w);
+    expectSameSeries(withoutCovered(await h.timeSeries(filter)), await exactTimeSeries(h.db, filter), w);
+    expectSameLeadTime(
+      withoutCovered(await h.leadTimeAndImpact(filter)),
+      await exactLeadTimeAndImpact(h.db, filter),
+      w,
     );
+    const threshold = Math.floor(random() * 4);
+    expect(
+      withoutCovered(await h.blastRadius(filter, threshold, { limit: 1000 })),
+      `${w} blast radius`,
+    ).toEqual(await exactBlastRadius(h.db, filter, threshold, { limit: 1000 }));
   }
   // Paged, and one kind of scope.
   const filter = { since: at(random() * 4) };
   let cursor: string | undefined;
   for (let page = 0; page < 3; page++) {
     const got = await h.blastRadius(filter, 1, { limit: 2, cursor }, 'zone');
-    expect(got, `${what} blast radius page ${page}`).toEqual(
+    expect(withoutCovered(got), `${what} blast radius page ${page}`).toEqual(
       await exactBlastRadius(h.db, filter, 1, { limit: 2, cursor }, 'zone'),
     );
     cursor = got.nextCursor ?? undefined;
