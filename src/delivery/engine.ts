@@ -393,8 +393,26 @@ class SinkWorker {
         continue;
       }
       await this.#deliver(rows);
+      await this.#awaitScheduledRetry(rows);
     }
     logger.debug('delivery worker stopped');
+  }
+
+  /**
+   * After a failed attempt this worker knows when its head is due (#retryDue) and holds the rows it would read
+   * again: it waits here, as the loop would after reading them, instead of checking the caps and reading (and
+   * parsing) the whole batch once more only to learn that. On waking, the loop reads as always. During an outage
+   * that halves the reads per attempt (a 100-record batch on a 10,000-row queue: about 2 ms of CPU each).
+   */
+  async #awaitScheduledRetry(rows: readonly OutboxRow[]): Promise<void> {
+    const due = this.#retryDue;
+    if (due === undefined) return;
+    const waiting = rows.filter((r) => r.seq >= due.seq);
+    if (waiting[0]?.seq !== due.seq) return; // not scheduled by this attempt
+    const { clock } = this.#deps;
+    const retryInMs = due.dueMonotonic - clock.monotonic();
+    if (retryInMs <= 0) return;
+    await this.#sleep(Math.min(retryInMs, this.#expiresAt(waiting) - clock.now()), false);
   }
 
   /**

@@ -21,10 +21,19 @@ beforeAll(() => {
 });
 afterAll(() => tmp.cleanup());
 
+/**
+ * The work is real, not waiting: 72 h of full-jitter backoff (capped at 5 min) is about 1,700 failed attempts,
+ * each one synchronous=FULL transaction rewriting its 100-row batch's bookkeeping (≈ 290 KB to the WAL, ≈ 500 MB
+ * in all, each fsync'd), plus 100 commits and 10,000 records drained: about 9 s of CPU (user + sys, vitest
+ * included) and 10–20 s alone on the 2-core CI machine. When the whole suite and other processes share the CPU
+ * and the disk (load ~20) the fsyncs queue: it took 38–57 s. Hence 120 s, twice the worst seen under that load.
+ */
+const OUTAGE_TEST_TIMEOUT_MS = 120_000;
+
 describe('72 h outage with 10,000 pending records', () => {
-  it('drops nothing, stays bounded on disk, caps backoff, survives a restart, then drains in order', async ({
-    annotate,
-  }) => {
+  it('drops nothing, stays bounded on disk, caps backoff, survives a restart, then drains in order', {
+    timeout: OUTAGE_TEST_TIMEOUT_MS,
+  }, async ({ annotate }) => {
     const clock = new FakeClock(Date.UTC(2026, 0, 1));
     const random = seededRandom(7);
     const retries: RetryEvent[] = [];

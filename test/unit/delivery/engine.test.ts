@@ -479,6 +479,20 @@ describe('DeliveryEngine', () => {
       expect(clock.pendingTimers).toBe(2);
     });
 
+    it('a failing sink reads its queue once per attempt: after a failure it waits for the retry it scheduled', async () => {
+      const { outbox, reads } = countingOutbox(store);
+      const sink = new ScriptedSink('a', clock);
+      sink.failWith = () => retryable();
+      startEngine([{ sink }], { outbox, rescanIntervalMs: Number.POSITIVE_INFINITY });
+      commit(1, 20, ['a']);
+      await clock.advance(1000 + 2000 + 4000 + 8000);
+      expect(events.retry.map((r) => r.delayMs)).toEqual([1000, 2000, 4000, 8000, 16_000]);
+      // One look at start (empty), then one read per attempt; not a second one after each failure that only
+      // learns the retry is not due yet (it was 1 + 2 per attempt: 11 reads here).
+      expect(reads()).toBe(1 + 5);
+      expect(sink.calls.map((c) => c.ids.length)).toEqual([10, 10, 10, 10, 10]);
+    });
+
     it('without the rescan an idle engine has no timer at all, and a commit alone wakes it', async () => {
       const sink = new ScriptedSink('a', clock);
       startEngine([{ sink }], { rescanIntervalMs: Number.POSITIVE_INFINITY });
