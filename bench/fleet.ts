@@ -23,6 +23,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { promisify } from 'node:util';
 import { startDashboard } from '../src/fleet/dashboard/server.ts';
 import { type FleetHistory, openHistory, type RawFleetEvent } from '../src/fleet/history/index.ts';
+import { cover } from '../src/fleet/history/rollups/buckets.ts';
 import { formatReport } from '../src/fleet/report.ts';
 import { silentLogger } from '../src/log.ts';
 import { type Fleet, generateFleet } from '../src/simulator/fleet.ts';
@@ -830,7 +831,59 @@ function notesFor(results: FleetRunResult[], large: number, small: number, fullS
     'RSS growth = peak RSS (sampled every 20 ms) during the export minus RSS just before it (after a GC); the ' +
       'client is in the same process and drops the data as it arrives.',
   );
+  notes.push(...projection(results, large, small));
   return notes;
+}
+
+/** The fleet and window issue 35 asks about beyond what this machine runs. */
+const PROJECTED_VMS = 100_000;
+const PROJECTED_DAYS = 400;
+
+/**
+ * How the views would behave at PROJECTED_VMS × PROJECTED_DAYS, from this run: what is measured (sizes per record
+ * and per VM-day, each view's p50 at N and its growth from N/10 to N) and what is extrapolated from it (the
+ * volume, and each view's p50 grown once more by the measured factor per tenfold fleet, fractionally for
+ * 100,000/N), plus what the rollups read for a 30-day and a 400-day window (computed from the bucket levels).
+ */
+function projection(results: FleetRunResult[], large: number, small: number): string[] {
+  const out: string[] = [];
+  const parts = (days: number) => cover(0, days * 24, days * 24, () => false).length + 2; // + the two partial edge hours
+  out.push(
+    `At ${PROJECTED_VMS.toLocaleString('en-US')} VMs × ${PROJECTED_DAYS} days (computed from the bucket levels, ` +
+      `src/fleet/history/rollups/buckets.ts): a 30-day window reads at most ${parts(30)} rollup rows and a ` +
+      `${PROJECTED_DAYS}-day window ${parts(PROJECTED_DAYS)}, whatever the fleet; the time series reads one row per ` +
+      `day (${PROJECTED_DAYS} at most). What grows with the fleet inside those rows: the count per scale set ` +
+      "(one entry per scale set), the edge hours' digests (their events) and, in the blast radius, the intervals of " +
+      "the hours it opens (an hour of the window's first 3 hours, or one where a long notice joins a peak).",
+  );
+  for (const store of FLEET_STORES) {
+    const big = results.find((r) => r.store === store && r.vms === large);
+    const little = results.find((r) => r.store === store && r.vms === small);
+    if (big === undefined || little === undefined) continue;
+    const perVmDay = big.ingest.records / big.vms / big.days;
+    const records = perVmDay * PROJECTED_VMS * PROJECTED_DAYS;
+    const bytes = records * big.size.bytesPerRecord;
+    const steps = Math.log10(PROJECTED_VMS / large);
+    const window = WINDOWS[1];
+    const grown = FLEET_APIS.map((api) => {
+      const b = big.apis[window][api].p50;
+      const l = little.apis[window][api].p50;
+      const factor = l > 0 ? Math.max(1, b / l) : 1;
+      return `${api} ${round(b * factor ** steps, 1)} ms`;
+    });
+    out.push(
+      `${store} at ${PROJECTED_VMS.toLocaleString('en-US')} VMs × ${PROJECTED_DAYS} days (extrapolated from the ` +
+        `${large.toLocaleString('en-US')}-VM run: ${round(perVmDay, 2)} records per VM and day and ` +
+        `${big.size.bytesPerRecord} bytes per record, measured): about ${Math.round(records / 1e6)} million ` +
+        `records, ${round(bytes / 1024 ** 3, 0)} GiB. Each view's p50 over the whole window, grown from the measured ` +
+        `${large.toLocaleString('en-US')}-VM p50 by its own measured N/10 → N factor (at least 1) for another ` +
+        `${round(steps, 2)} tenfold: ${grown.join(', ')} — an estimate, not a measurement; the window's length ` +
+        'adds only buckets (above). Ingest per batch does not depend on the window; its rate at 100,000 VMs follows ' +
+        `the ${big.ingest.recordsPerSecond.toLocaleString('en-US')} records/s measured at ` +
+        `${large.toLocaleString('en-US')} as far as the B-trees stay cached (see the ingest note).`,
+    );
+  }
+  return out;
 }
 
 /** Tables and notes of a run from its raw results (also to re-render a results file after editing the notes). */

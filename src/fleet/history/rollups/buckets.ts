@@ -3,8 +3,8 @@
  * the UTC epoch: level 0 is one hour (the hour digests the ingest transaction writes), levels 1–4 are 4 hours,
  * 1 day, 8 days and 64 days (aggregates rebuilt from the level below). A window is covered by the fewest
  * buckets: the partial hours at its edges from digests (their entries filtered by time), then the largest
- * aligned buckets that fit. A 30-day window takes about 25 buckets, 400 days about 35, so what a view reads
- * does not grow with the length of the history or the size of the fleet.
+ * aligned buckets that fit. A window of 30 days takes at most 24 buckets, of 400 days at most 30 (plus its two
+ * partial hours), so what a view reads does not grow with the length of the history or the size of the fleet.
  */
 
 export const HOUR_MS = 3_600_000;
