@@ -847,7 +847,13 @@ const PROJECTED_DAYS = 400;
  */
 function projection(results: FleetRunResult[], large: number, small: number): string[] {
   const out: string[] = [];
-  const parts = (days: number) => cover(0, days * 24, days * 24, () => false).length + 2; // + the two partial edge hours
+  // The most buckets any window of that many days takes (over every start hour), plus its two partial hours.
+  const parts = (days: number) => {
+    let most = 0;
+    for (let start = 0; start < 1536; start++)
+      most = Math.max(most, cover(start, start + days * 24, start + days * 24, () => false).length);
+    return most + 2;
+  };
   out.push(
     `At ${PROJECTED_VMS.toLocaleString('en-US')} VMs × ${PROJECTED_DAYS} days (computed from the bucket levels, ` +
       `src/fleet/history/rollups/buckets.ts): a 30-day window reads at most ${parts(30)} rollup rows and a ` +

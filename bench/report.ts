@@ -80,7 +80,9 @@ const HEADLINES: Record<string, (file: BenchResultFile) => string> = {
     const ingest = rowsOf(f)
       .map(
         (r) =>
-          `${r[0]} ${cell(r[2] ?? null)} records/s (last/first 10% of batches ${r[5]}×), ${r[8]}× the body per record`,
+          `${r[0]} ${cell(r[2] ?? null)} records/s (last/first 10% of batches ${r[5]}×${
+            r[6] === '' || r[6] === undefined ? '' : `; ${r[6]}× the rate at N/10`
+          }), ${r[10]}× the body per record`,
       )
       .join('; ');
     const apis = f.tables
