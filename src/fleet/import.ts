@@ -154,7 +154,7 @@ export async function copySqliteHistory(
   return result;
 }
 
-/** Coverage of a history with schema 3 or later: latest heartbeats, days of coverage, read-through marks. */
+/** Coverage of a history with schema 4 or later: latest heartbeats, days of coverage, read-through marks. */
 async function copyCoverage(source: DatabaseSync, target: FleetHistory): Promise<number> {
   const tables = new Set(
     source

@@ -182,7 +182,7 @@ function statesCte(filter: CoverageReport['filter']): {
     ),
     st AS (
       SELECT hb.*, CASE
-          WHEN (hb.deleted_at IS NOT NULL AND hb.deleted_at > hb.sent_at) OR hb.quiet_ms > ? THEN 'gone'
+          WHEN hb.deleted = 1 OR hb.quiet_ms > ? THEN 'gone'
           WHEN hb.quiet_ms > hb.interval_seconds * 1000 + ? THEN 'silent'
           WHEN hb.unhealthy = 1 THEN 'unhealthy'
           ELSE 'reporting' END AS state
@@ -218,7 +218,7 @@ function vmFromRow(row: Record<string, unknown>): CoverageVm {
     trigger: String(row.trigger),
     intervalSeconds: toNumber(row.interval_seconds),
     quietSeconds: Math.max(0, Math.round(toNumber(row.quiet_ms) / 1000)),
-    deletedAt: deletedAt !== null && deletedAt > String(row.sent_at) ? deletedAt : null,
+    deletedAt: toNumber(row.deleted) === 1 && deletedAt !== null ? deletedAt : null,
     firstHeartbeatAt: String(row.first_heartbeat_at),
   };
   vm.reason = coverageReason(vm);
@@ -263,8 +263,90 @@ const LIST_ORDER: Record<CoverageState, { columns: [string, string]; numeric: bo
   reporting: { columns: ['vm_name', 'source'], numeric: false },
 };
 
-/** A page of the VMs in `state` (see LIST_ORDER), with the total in that state. */
+/**
+ * A page of the VMs in `state` (see LIST_ORDER), with the total in that state. The silent and the unhealthy
+ * (without a VM name filter) are read from their indexes and the counts, so a page costs what it holds and the
+ * VMs that went quiet, not the fleet; the others scan every latest heartbeat (listCoverageVmsScan).
+ */
 export async function listCoverageVms(
+  db: SqlExecutor,
+  state: CoverageState,
+  filter: CoverageReport['filter'],
+  request: PageRequest,
+  now: Date,
+  settings: CoverageSettings,
+  counted?: CountedCoverage,
+): Promise<Page<CoverageVm> & { total: number }> {
+  if (filter.vm || (state !== 'silent' && state !== 'unhealthy'))
+    return listCoverageVmsScan(db, state, filter, request, now, settings);
+  const total = (counted ?? (await countedCoverage(db, filter, now, settings))).byState[state];
+  const limit = pageSize(request);
+  const after: SqlValue[] = request.cursor ? decodeCursor(request.cursor, 2) : [];
+  let rows: Array<Record<string, unknown>>;
+  if (state === 'silent') {
+    const quiet = quietSelect(await quietRanges(db, now), filter, settings, 'silent');
+    if (quiet === undefined) return { items: [], total, nextCursor: null };
+    rows = await db.all(
+      `SELECT * FROM (${quiet.sql}) q ${after.length > 0 ? 'WHERE (enqueued_ms, source) > (?, ?)' : ''}
+       ORDER BY enqueued_ms, source LIMIT ?`,
+      [...quiet.params, ...after, limit + 1],
+    );
+  } else {
+    const w = coverageWhere(filter);
+    const t = now.getTime();
+    const effective = `((CASE WHEN p.read_through_ms IS NULL OR p.read_through_ms > ? THEN ? ELSE p.read_through_ms END)
+      - h.enqueued_ms)`;
+    rows = await db.all(
+      `SELECT h.*, v.deleted_at AS deleted_at, ${effective} AS quiet_ms, 'unhealthy' AS state
+       FROM latest_heartbeats h
+       LEFT JOIN partition_progress p ON p.partition_id = h.partition_id
+       LEFT JOIN vms v ON v.source = h.source
+       WHERE h.unhealthy = 1 AND h.deleted = 0
+         AND ${effective} <= h.interval_seconds * 1000 + ? AND ${effective} <= ?
+         ${w.clauses.map((c) => `AND ${c}`).join(' ')}
+         ${after.length > 0 ? 'AND (h.vm_name, h.source) > (?, ?)' : ''}
+       ORDER BY h.vm_name, h.source LIMIT ?`,
+      [
+        t,
+        t,
+        t,
+        t,
+        settings.silentMarginSeconds * 1000,
+        t,
+        t,
+        settings.goneAfterSeconds * 1000,
+        ...w.params,
+        ...after,
+        limit + 1,
+      ],
+    );
+  }
+  return listPage(rows, limit, state, total);
+}
+
+/** A page of a list: up to `limit` of `rows` (one more was read to know there is a next page) and its cursor. */
+function listPage(
+  rows: ReadonlyArray<Record<string, unknown>>,
+  limit: number,
+  state: CoverageState,
+  total: number,
+): Page<CoverageVm> & { total: number } {
+  const order = LIST_ORDER[state];
+  const last = rows[Math.min(limit, rows.length) - 1];
+  return {
+    items: rows.slice(0, limit).map(vmFromRow),
+    total,
+    nextCursor:
+      rows.length > limit && last !== undefined
+        ? encodeCursor(
+            order.columns.map((c) => (order.numeric && c !== 'source' ? toNumber(last[c]) : String(last[c]))),
+          )
+        : null,
+  };
+}
+
+/** listCoverageVms by a scan of every latest heartbeat (any state and filter; the tests' oracle). */
+export async function listCoverageVmsScan(
   db: SqlExecutor,
   state: CoverageState,
   filter: CoverageReport['filter'],
@@ -288,28 +370,211 @@ export async function listCoverageVms(
      ${after} ORDER BY ${order.columns.join(', ')} LIMIT ?`,
     [...params, limit + 1],
   );
-  const items = rows.slice(0, limit).map(vmFromRow);
-  const last = rows[Math.min(limit, rows.length) - 1];
   const total =
     rows[0] !== undefined
       ? toNumber(rows[0].total)
       : request.cursor
-        ? (await listCoverageVms(db, state, filter, { limit: 1 }, now, settings)).total
+        ? (await listCoverageVmsScan(db, state, filter, { limit: 1 }, now, settings)).total
         : 0;
+  return listPage(rows, limit, state, total);
+}
+
+/**
+ * The coverage report: counts by state, version, region and scale set, and the first page of each list. From
+ * the coverage counts (coverage-counts.ts) and the VMs that went quiet, so its cost follows the regions, scale
+ * sets and versions and the quiet VMs, not the fleet; with a VM name filter, by a scan (coverageReportScan).
+ */
+export async function coverageReport(
+  db: SqlExecutor,
+  filter: CoverageReport['filter'],
+  now: Date,
+  settingsOverride?: CoverageSettings,
+  pageLimit = 100,
+): Promise<CoverageReport> {
+  if (filter.vm) return coverageReportScan(db, filter, now, settingsOverride, pageLimit);
+  const settings = settingsOverride ?? (await readCoverageSettings(db));
+  const counted = await countedCoverage(db, filter, now, settings);
+  const [partitions, silent, unhealthy] = await Promise.all([
+    db.all('SELECT partition_id, read_through_ms FROM partition_progress ORDER BY partition_id'),
+    listCoverageVms(db, 'silent', filter, { limit: pageLimit }, now, settings, counted),
+    listCoverageVms(db, 'unhealthy', filter, { limit: pageLimit }, now, settings, counted),
+  ]);
   return {
-    items,
-    total,
-    nextCursor:
-      rows.length > limit && last !== undefined
-        ? encodeCursor(
-            order.columns.map((c) => (order.numeric && c !== 'source' ? toNumber(last[c]) : String(last[c]))),
-          )
-        : null,
+    generatedAt: now.toISOString(),
+    filter,
+    settings,
+    ...counted,
+    partitions: partitionLags(partitions, now),
+    silent,
+    unhealthy,
   };
 }
 
-/** The coverage report: counts by state, version, region and scale set, and the first page of each list. */
-export async function coverageReport(
+function partitionLags(rows: ReadonlyArray<Record<string, unknown>>, now: Date): PartitionReadThrough[] {
+  return rows.map((p) => {
+    const at = toNumber(p.read_through_ms);
+    return {
+      partitionId: String(p.partition_id),
+      readThrough: new Date(at).toISOString(),
+      lagSeconds: Math.max(0, Math.round((now.getTime() - at) / 1000)),
+    };
+  });
+}
+
+/** The report's counts. */
+export type CountedCoverage = Pick<
+  CoverageReport,
+  'vms' | 'byState' | 'byVersion' | 'byLocation' | 'byScaleSet' | 'withoutHeartbeat'
+>;
+
+/** Adds `n` VMs in `state` to the report's counts. */
+function addCounts(
+  c: CountedCoverage,
+  row: { version: string; location: string; scaleSet: string },
+  state: CoverageState,
+  n: number,
+): void {
+  c.byState[state] += n;
+  const add = (map: Record<string, StateCounts>, key: string) => {
+    map[key] ??= emptyCounts();
+    map[key][state] += n;
+  };
+  add(c.byVersion, row.version);
+  add(c.byLocation, row.location || '(unknown)');
+  add(c.byScaleSet, row.scaleSet || '(none)');
+}
+
+/**
+ * The counts by state, version, region and scale set: the kept counts (coverage_counts, a few hundred rows),
+ * then each VM that went quiet (the index ranges of quietRanges) moved from what its heartbeat said to silent
+ * or gone. The scope's region, zone and scale set apply; a VM name cannot (the counts are not kept by name).
+ */
+export async function countedCoverage(
+  db: SqlExecutor,
+  scope: Omit<CoverageReport['filter'], 'vm'>,
+  now: Date,
+  settings: CoverageSettings,
+): Promise<CountedCoverage> {
+  const w = coverageWhere({ location: scope.location, zone: scope.zone, scaleSet: scope.scaleSet });
+  const quiet = quietSelect(await quietRanges(db, now), scope, settings, 'quiet');
+  const [kept, moved] = await Promise.all([
+    db.all(
+      `SELECT state, location, zone, scale_set, version, sum(vms) AS n FROM coverage_counts h
+       ${w.clauses.length === 0 ? '' : `WHERE ${w.clauses.join(' AND ')}`}
+       GROUP BY state, location, zone, scale_set, version HAVING sum(vms) <> 0`,
+      w.params,
+    ),
+    quiet === undefined
+      ? []
+      : db.all(
+          `SELECT location, scale_set, version, unhealthy, state, count(*) AS n FROM (${quiet.sql}) q
+           GROUP BY location, scale_set, version, unhealthy, state`,
+          quiet.params,
+        ),
+  ]);
+  const c: CountedCoverage = {
+    vms: 0,
+    byState: emptyCounts(),
+    byVersion: {},
+    byLocation: {},
+    byScaleSet: {},
+    withoutHeartbeat: 0,
+  };
+  const dims = (row: Record<string, unknown>) => ({
+    version: String(row.version),
+    location: String(row.location),
+    scaleSet: String(row.scale_set),
+  });
+  for (const row of kept) {
+    const n = toNumber(row.n);
+    if (row.state === 'none') c.withoutHeartbeat += n;
+    else addCounts(c, dims(row), String(row.state) as CoverageState, n);
+  }
+  for (const row of moved) {
+    const n = toNumber(row.n);
+    addCounts(c, dims(row), toNumber(row.unhealthy) === 1 ? 'unhealthy' : 'reporting', -n);
+    addCounts(c, dims(row), String(row.state) as CoverageState, n);
+  }
+  c.vms = COVERAGE_STATES.reduce((sum, state) => sum + c.byState[state], 0);
+  for (const map of [c.byVersion, c.byLocation, c.byScaleSet])
+    for (const [key, counts] of Object.entries(map))
+      if (COVERAGE_STATES.every((state) => counts[state] === 0)) delete map[key];
+  c.byVersion = sortKeys(c.byVersion);
+  c.byLocation = sortKeys(c.byLocation);
+  c.byScaleSet = sortKeys(c.byScaleSet);
+  return c;
+}
+
+/** Where VMs may have gone quiet: per heartbeat interval counted and partition, how far it was read (≤ now). */
+interface QuietRange {
+  intervalSeconds: number;
+  partitionId: string;
+  effectiveNowMs: number;
+}
+
+/**
+ * The ranges of quietSelect. Every partition a heartbeat came from has a read-through mark (ingest advances it
+ * in the heartbeat's transaction), so these ranges hold every VM that went quiet.
+ */
+async function quietRanges(db: SqlExecutor, now: Date): Promise<QuietRange[]> {
+  const [intervals, partitions] = await Promise.all([
+    db.all(
+      `SELECT interval_seconds FROM coverage_counts WHERE state IN ('reporting', 'unhealthy')
+       GROUP BY interval_seconds HAVING sum(vms) > 0 ORDER BY interval_seconds`,
+    ),
+    db.all('SELECT partition_id, read_through_ms FROM partition_progress ORDER BY partition_id'),
+  ]);
+  return intervals.flatMap((i) =>
+    partitions.map((p) => ({
+      intervalSeconds: toNumber(i.interval_seconds),
+      partitionId: String(p.partition_id),
+      effectiveNowMs: Math.min(now.getTime(), toNumber(p.read_through_ms)),
+    })),
+  );
+}
+
+/**
+ * The latest heartbeats (not of deleted VMs) quieter than their interval plus the margin, with `quiet_ms` and
+ * `state` (silent or gone): one index range (latest_heartbeats_quiet) per QuietRange, so it reads those VMs
+ * only. `which` = 'silent' keeps the silent ones (the range above the gone threshold). Undefined: no range.
+ */
+function quietSelect(
+  ranges: readonly QuietRange[],
+  scope: CoverageReport['filter'],
+  settings: CoverageSettings,
+  which: 'quiet' | 'silent',
+): { sql: string; params: SqlValue[] } | undefined {
+  if (ranges.length === 0) return undefined;
+  const w = coverageWhere({ location: scope.location, zone: scope.zone, scaleSet: scope.scaleSet });
+  const goneMs = settings.goneAfterSeconds * 1000;
+  const branches: string[] = [];
+  const params: SqlValue[] = [];
+  for (const r of ranges) {
+    const quietAfterMs = Math.min(r.intervalSeconds * 1000 + settings.silentMarginSeconds * 1000, goneMs);
+    // The counts need a few columns; the silent list every column and when Azure deleted the VM.
+    branches.push(
+      `SELECT ${which === 'silent' ? 'h.*, v.deleted_at AS deleted_at' : 'h.location, h.scale_set, h.version, h.unhealthy'},
+         ? - h.enqueued_ms AS quiet_ms, CASE WHEN ? - h.enqueued_ms > ? THEN 'gone' ELSE 'silent' END AS state
+       FROM latest_heartbeats h ${which === 'silent' ? 'LEFT JOIN vms v ON v.source = h.source' : ''}
+       WHERE h.deleted = 0 AND h.interval_seconds = ? AND h.partition_id = ? AND h.enqueued_ms < ?
+         ${which === 'silent' ? 'AND h.enqueued_ms >= ?' : ''} ${w.clauses.map((c) => `AND ${c}`).join(' ')}`,
+    );
+    params.push(
+      r.effectiveNowMs,
+      r.effectiveNowMs,
+      goneMs,
+      r.intervalSeconds,
+      r.partitionId,
+      r.effectiveNowMs - quietAfterMs,
+      ...(which === 'silent' ? [r.effectiveNowMs - goneMs] : []),
+      ...w.params,
+    );
+  }
+  return { sql: branches.join(' UNION ALL '), params };
+}
+
+/** coverageReport by a scan of every latest heartbeat (any filter; the tests' oracle). */
+export async function coverageReportScan(
   db: SqlExecutor,
   filter: CoverageReport['filter'],
   now: Date,
@@ -330,8 +595,8 @@ export async function coverageReport(
       scopeParams(filter),
     ),
     db.all('SELECT partition_id, read_through_ms FROM partition_progress ORDER BY partition_id'),
-    listCoverageVms(db, 'silent', filter, { limit: pageLimit }, now, settings),
-    listCoverageVms(db, 'unhealthy', filter, { limit: pageLimit }, now, settings),
+    listCoverageVmsScan(db, 'silent', filter, { limit: pageLimit }, now, settings),
+    listCoverageVmsScan(db, 'unhealthy', filter, { limit: pageLimit }, now, settings),
   ]);
   const byState = emptyCounts();
   const byVersion: Record<string, StateCounts> = {};
@@ -361,14 +626,7 @@ export async function coverageReport(
     byLocation: sortKeys(byLocation),
     byScaleSet: sortKeys(byScaleSet),
     withoutHeartbeat: toNumber(without[0]?.n),
-    partitions: partitions.map((p) => {
-      const at = toNumber(p.read_through_ms);
-      return {
-        partitionId: String(p.partition_id),
-        readThrough: new Date(at).toISOString(),
-        lagSeconds: Math.max(0, Math.round((now.getTime() - at) / 1000)),
-      };
-    }),
+    partitions: partitionLags(partitions, now),
     silent,
     unhealthy,
   };
@@ -465,25 +723,11 @@ export async function vmCoverageDays(
   };
 }
 
-/** The numbers the fleet metrics export: VMs per state, and per version and state. */
+/** The numbers the fleet metrics export: VMs per state, and per version and state (from the counts). */
 export async function coverageGauges(
   db: SqlExecutor,
   now: Date,
 ): Promise<{ byState: StateCounts; byVersion: Record<string, StateCounts> }> {
-  const settings = await readCoverageSettings(db);
-  const cte = statesCte({});
-  const rows = await db.all(
-    `${cte.sql} SELECT state, version, count(*) AS n FROM st GROUP BY state, version`,
-    cte.params(now.getTime(), settings),
-  );
-  const byState = emptyCounts();
-  const byVersion: Record<string, StateCounts> = {};
-  for (const row of rows) {
-    const state = String(row.state) as CoverageState;
-    const n = toNumber(row.n);
-    byState[state] += n;
-    byVersion[String(row.version)] ??= emptyCounts();
-    byVersion[String(row.version)]![state] += n;
-  }
+  const { byState, byVersion } = await countedCoverage(db, {}, now, await readCoverageSettings(db));
   return { byState, byVersion };
 }

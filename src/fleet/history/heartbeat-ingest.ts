@@ -8,12 +8,17 @@
  * - `partition_progress`: how far each partition was read (the newest enqueue time ingested, or the time the
  *   consumer last found it caught up), so that a lagging consumer never makes a VM look silent;
  * - `vms.deleted_at`: when Preempt/Terminate started on a VM (the fold's vmDeleted), so a VM Azure deleted
- *   stops counting as silent.
+ *   stops counting as silent (its latest heartbeat, when sent before, is marked `deleted`);
+ * - the coverage counts (coverage-counts.ts), as each latest row changes its counted state or dimensions.
+ *
+ * Prune's step for VMs and their latest heartbeats (pruneQuietVms) lives here too: it keeps the same counts.
  *
  * Whether a heartbeat says its forwarder is unhealthy is decided once, here (heartbeatProblems of the domain,
  * with the history's backlog threshold), and stored with it.
  */
 import { type HeartbeatRecord, heartbeatProblems } from '../../domain/index.ts';
+import { type CountedVm, CoverageDeltas, countedState, countedVm } from './coverage-counts.ts';
+import { DimensionDeltas } from './dimensions.ts';
 import type { SqlExecutor, SqlValue } from './sql.ts';
 
 /** One valid heartbeat and where it came from. */
@@ -23,21 +28,22 @@ export interface IngestedHeartbeat {
   enqueuedAt: Date;
 }
 
-/** Heartbeat rows per statement (26 parameters each). */
+/** Heartbeat rows per statement (27 parameters each). */
 const CHUNK = 200;
 const HOUR_MS = 3_600_000;
 
 /**
  * Keeps the newest heartbeat of each VM of the batch (by enqueue time, then the heartbeat's own time and
- * sequence) and each VM's hours per day. Returns how many heartbeats the batch held.
+ * sequence) and each VM's hours per day, and the coverage counts (coverage-counts.ts) as the latest rows change.
  */
 export async function ingestHeartbeats(
   tx: SqlExecutor,
   heartbeats: readonly IngestedHeartbeat[],
   backlogSeconds: number,
+  counts: CoverageDeltas,
 ): Promise<void> {
   if (heartbeats.length === 0) return;
-  const newest = new Map<string, IngestedHeartbeat & { problems: string }>();
+  const newest = new Map<string, LatestHeartbeat>();
   const days = new Map<string, CoverageDayRow>();
   for (const h of heartbeats) {
     const problems = heartbeatProblems(h.heartbeat.data, { backlogSeconds });
@@ -52,14 +58,107 @@ export async function ingestHeartbeats(
     days.set(key, entry);
     const current = newest.get(source);
     if (current === undefined || newer(h, current))
-      newest.set(source, { ...h, problems: JSON.stringify(problems) });
+      newest.set(source, { ...h, problems: JSON.stringify(problems), deleted: false });
   }
-  const rows = [...newest.values()].sort((a, b) => cmp(a.heartbeat.source, b.heartbeat.source));
+  const rows = await replacingLatest(
+    tx,
+    [...newest.values()].sort((a, b) => cmp(a.heartbeat.source, b.heartbeat.source)),
+    counts,
+  );
   for (let i = 0; i < rows.length; i += CHUNK) await upsertLatest(tx, rows.slice(i, i + CHUNK));
   await upsertCoverageDays(
     tx,
     [...days.values()].sort((a, b) => cmp(a.source, b.source) || cmp(a.day, b.day)),
   );
+}
+
+type LatestHeartbeat = IngestedHeartbeat & { problems: string; deleted: boolean };
+
+/** The advisory lock keys of these VMs (CloudEvent sources), sorted: ingest and prune lock a VM's rows by them. */
+export function vmLocks(sources: readonly string[]): string[] {
+  return [...new Set(sources)].sort().map((source) => `vm:${source}`);
+}
+
+/**
+ * The batch's newest heartbeats that replace their VM's stored one (all, for a VM's first), each with whether
+ * Azure deleted the VM after it; their changes to the coverage counts go to `counts`. Under the VMs' locks
+ * (vmLocks, taken by ingestBatch), so two transactions never count the same change.
+ */
+async function replacingLatest(
+  tx: SqlExecutor,
+  rows: readonly LatestHeartbeat[],
+  counts: CoverageDeltas,
+): Promise<LatestHeartbeat[]> {
+  const sources = rows.map((r) => r.heartbeat.source);
+  const stored = new Map<string, Record<string, unknown>>();
+  const vms = new Map<string, Record<string, unknown>>();
+  for (let i = 0; i < sources.length; i += 500) {
+    const chunk = sources.slice(i, i + 500);
+    const marks = chunk.map(() => '?').join(', ');
+    for (const row of await tx.all(
+      `SELECT source, location, zone, scale_set, version, interval_seconds, unhealthy, deleted, enqueued_ms,
+         sent_at, sequence FROM latest_heartbeats WHERE source IN (${marks})`,
+      chunk,
+    ))
+      stored.set(String(row.source), row);
+    for (const row of await tx.all(
+      `SELECT source, location, zone, scale_set, deleted_at FROM vms WHERE source IN (${marks})`,
+      chunk,
+    ))
+      vms.set(String(row.source), row);
+  }
+  const out: LatestHeartbeat[] = [];
+  for (const row of rows) {
+    const source = row.heartbeat.source;
+    const old = stored.get(source);
+    if (old !== undefined && !replaces(row, old)) continue;
+    const vm = vms.get(source);
+    const deletedAt = vm?.deleted_at;
+    const sentAt = new Date(row.heartbeat.time).toISOString();
+    const replacing = {
+      ...row,
+      deleted: deletedAt !== null && deletedAt !== undefined && String(deletedAt) > sentAt,
+    };
+    if (old !== undefined)
+      counts.add(
+        countedState({ deleted: Number(old.deleted) === 1, unhealthy: Number(old.unhealthy) === 1 }),
+        countedVm(old),
+        -1,
+      );
+    else if (vm !== undefined)
+      counts.none(
+        { location: String(vm.location), zone: String(vm.zone), scaleSet: String(vm.scale_set) },
+        -1,
+      );
+    counts.add(
+      countedState({ deleted: replacing.deleted, unhealthy: replacing.problems !== '[]' }),
+      countedOf(row),
+      1,
+    );
+    out.push(replacing);
+  }
+  return out;
+}
+
+/** `h` replaces the stored latest row `old` (the upsert's WHERE, in the same order). */
+function replaces(h: LatestHeartbeat, old: Record<string, unknown>): boolean {
+  const t = h.enqueuedAt.getTime() - Number(old.enqueued_ms);
+  if (t !== 0) return t > 0;
+  const sentAt = new Date(h.heartbeat.time).toISOString();
+  const stored = String(old.sent_at);
+  if (sentAt !== stored) return sentAt > stored;
+  return h.heartbeat.data.sequence > Number(old.sequence);
+}
+
+function countedOf(h: IngestedHeartbeat): CountedVm {
+  const vm = h.heartbeat.data.vm;
+  return {
+    location: vm.location ?? '',
+    zone: vm.zone ?? '',
+    scaleSet: vm.vmScaleSetName ?? '',
+    version: h.heartbeat.data.forwarder.version,
+    intervalSeconds: h.heartbeat.data.intervalSeconds,
+  };
 }
 
 /** A VM's day of coverage: the hours (bit h = UTC hour h) with a heartbeat, and those with an unhealthy one. */
@@ -122,9 +221,10 @@ const LATEST_COLUMNS = [
   'unhealthy',
   'first_heartbeat_at',
   'body',
+  'deleted',
 ] as const;
 
-function latestRow(h: IngestedHeartbeat & { problems: string }): SqlValue[] {
+function latestRow(h: LatestHeartbeat): SqlValue[] {
   const { heartbeat: b } = h;
   const d = b.data;
   const vm = d.vm;
@@ -156,14 +256,12 @@ function latestRow(h: IngestedHeartbeat & { problems: string }): SqlValue[] {
     h.problems === '[]' ? 0 : 1,
     h.enqueuedAt.toISOString(),
     JSON.stringify(b),
+    h.deleted ? 1 : 0,
   ];
 }
 
 /** Upserts the newest heartbeat of each VM; an older one than the stored changes nothing. */
-async function upsertLatest(
-  tx: SqlExecutor,
-  rows: ReadonlyArray<IngestedHeartbeat & { problems: string }>,
-): Promise<void> {
+async function upsertLatest(tx: SqlExecutor, rows: readonly LatestHeartbeat[]): Promise<void> {
   const updates = LATEST_COLUMNS.filter((c) => c !== 'source' && c !== 'first_heartbeat_at').map(
     (c) => `${c} = excluded.${c}`,
   );
@@ -190,13 +288,109 @@ export async function advanceReadThrough(tx: SqlExecutor, marks: ReadonlyMap<str
   }
 }
 
-/** Records that Preempt/Terminate started on these VMs (the latest start per VM wins). */
-export async function markDeletions(tx: SqlExecutor, deletions: ReadonlyMap<string, string>): Promise<void> {
+/**
+ * Records that Preempt/Terminate started on these VMs (the latest start per VM wins); a VM's latest heartbeat
+ * sent before that counts as gone from then on (`counts`).
+ */
+export async function markDeletions(
+  tx: SqlExecutor,
+  deletions: ReadonlyMap<string, string>,
+  counts: CoverageDeltas,
+): Promise<void> {
   for (const source of [...deletions.keys()].sort()) {
     const at = deletions.get(source)!;
     await tx.run(
       'UPDATE vms SET deleted_at = ? WHERE source = ? AND (deleted_at IS NULL OR deleted_at < ?)',
       [at, source, at],
     );
+    for (const row of await tx.all(
+      `UPDATE latest_heartbeats SET deleted = 1 WHERE source = ? AND deleted = 0 AND sent_at < ?
+       RETURNING location, zone, scale_set, version, interval_seconds, unhealthy`,
+      [source, at],
+    )) {
+      const vm = countedVm(row);
+      counts.add(countedState({ deleted: false, unhealthy: Number(row.unhealthy) === 1 }), vm, -1);
+      counts.add('gone', vm, 1);
+    }
   }
+}
+
+/** What one pruneQuietVms step removed; `done` once nothing older than the cutoff is left. */
+export interface PrunedVms {
+  vms: number;
+  heartbeats: number;
+  done: boolean;
+}
+
+/**
+ * One step of prune (in its own transaction): up to `limit` VMs whose newest record is older than `before`
+ * (their vms rows) and up to `limit` latest heartbeats enqueued before it, under the VMs' locks (vmLocks, as
+ * ingest takes them), so a VM ingest touches meanwhile is counted once. A heartbeat of a VM Azure deleted
+ * (`deleted`) goes with its vms row: that VM is forgotten, not left counted as gone by a deletion nothing
+ * records any more. Keeps the dimension counts (the vms rows' region, zone and scale set) and the coverage
+ * counts: deleted heartbeats leave their counted state; a VM whose heartbeat went while its vms row stays counts
+ * as without a heartbeat; a vms row deleted without a heartbeat leaves that count.
+ */
+export async function pruneQuietVms(tx: SqlExecutor, before: Date, limit: number): Promise<PrunedVms> {
+  const [oldVms, oldBeats] = await Promise.all([
+    tx.all('SELECT source FROM vms WHERE last_record_at < ? LIMIT ?', [before.toISOString(), limit]),
+    tx.all('SELECT source FROM latest_heartbeats WHERE enqueued_ms < ? ORDER BY enqueued_ms LIMIT ?', [
+      before.getTime(),
+      limit,
+    ]),
+  ]);
+  const done = oldVms.length < limit && oldBeats.length < limit;
+  const sources = [...new Set([...oldVms, ...oldBeats].map((row) => String(row.source)))].sort();
+  if (sources.length === 0) return { vms: 0, heartbeats: 0, done };
+  await tx.lockKeys(vmLocks(sources));
+  const dimensions = new DimensionDeltas();
+  const counts = new CoverageDeltas();
+  const dims = (row: Record<string, unknown>) => ({
+    location: String(row.location),
+    zone: String(row.zone),
+    scaleSet: String(row.scale_set),
+  });
+  const marks = sources.map(() => '?').join(', ');
+  // Read again under the locks: what ingest changed meanwhile decides.
+  const vms = await tx.all(
+    `DELETE FROM vms WHERE source IN (${marks}) AND last_record_at < ? RETURNING source, location, zone, scale_set`,
+    [...sources, before.toISOString()],
+  );
+  const prunedVms = [...new Set(vms.map((row) => String(row.source)))];
+  const gone =
+    prunedVms.length === 0 ? '' : `OR (deleted = 1 AND source IN (${prunedVms.map(() => '?').join(', ')}))`;
+  const beats = await tx.all(
+    `DELETE FROM latest_heartbeats WHERE source IN (${marks}) AND (enqueued_ms < ? ${gone})
+     RETURNING source, location, zone, scale_set, version, interval_seconds, unhealthy, deleted`,
+    [...sources, before.getTime(), ...prunedVms],
+  );
+  const prunedBeats = new Set(beats.map((row) => String(row.source)));
+  for (const row of beats)
+    counts.add(
+      countedState({ deleted: Number(row.deleted) === 1, unhealthy: Number(row.unhealthy) === 1 }),
+      countedVm(row),
+      -1,
+    );
+  for (const vm of vms) dimensions.vm(dims(vm), -1);
+  const remaining = new Map<string, Record<string, unknown>>();
+  const heard = new Set<string>();
+  for (const row of await tx.all(
+    `SELECT source, location, zone, scale_set FROM vms WHERE source IN (${marks})`,
+    sources,
+  ))
+    remaining.set(String(row.source), row);
+  for (const row of await tx.all(`SELECT source FROM latest_heartbeats WHERE source IN (${marks})`, sources))
+    heard.add(String(row.source));
+  for (const source of prunedBeats) {
+    const vm = remaining.get(source);
+    if (vm !== undefined) counts.none(dims(vm), 1);
+  }
+  // A vms row that went while its VM had no heartbeat (before this step either) leaves the "none" count.
+  for (const vm of vms) {
+    const source = String(vm.source);
+    if (!heard.has(source) && !prunedBeats.has(source)) counts.none(dims(vm), -1);
+  }
+  await dimensions.write(tx, '*');
+  await counts.write(tx, '*');
+  return { vms: vms.length, heartbeats: beats.length, done };
 }

@@ -25,7 +25,7 @@ import {
   writeCoverageSettings,
 } from './coverage.ts';
 import { DimensionDeltas } from './dimensions.ts';
-import { advanceReadThrough } from './heartbeat-ingest.ts';
+import { advanceReadThrough, pruneQuietVms } from './heartbeat-ingest.ts';
 import { type IngestResult, ingestBatch, type RawFleetEvent } from './ingest.ts';
 import {
   distinctValues,
@@ -383,23 +383,14 @@ export class FleetHistory {
       });
       if (done) break;
     }
+    for (;;) {
+      const step = await this.db.transaction((tx) => pruneQuietVms(tx, cutoff, PRUNE_BATCH));
+      result.vms += step.vms;
+      result.heartbeats += step.heartbeats;
+      if (step.done) break;
+    }
     await this.db.transaction(async (tx) => {
       result.rejected = (await tx.run('DELETE FROM rejected WHERE received_at < ?', [before])).changes;
-      const vms = await tx.all(
-        'DELETE FROM vms WHERE last_record_at < ? RETURNING location, zone, scale_set',
-        [before],
-      );
-      result.vms = vms.length;
-      const dimensions = new DimensionDeltas();
-      for (const vm of vms)
-        dimensions.vm(
-          { location: String(vm.location), zone: String(vm.zone), scaleSet: String(vm.scale_set) },
-          -1,
-        );
-      await dimensions.write(tx, '*');
-      result.heartbeats = (
-        await tx.run('DELETE FROM latest_heartbeats WHERE enqueued_ms < ?', [cutoff.getTime()])
-      ).changes;
       result.coverageDays = (
         await tx.run('DELETE FROM coverage_days WHERE day < ?', [before.slice(0, 10)])
       ).changes;

@@ -23,12 +23,14 @@ import { type FleetEvent, foldEvent, occurrenceOf } from '../fold.ts';
 import { foldMaintenance, type MaintenanceEvent } from '../fold-maintenance.ts';
 import { parseFleetEvent } from '../validate.ts';
 import { decodeBody, encodeBody } from './body.ts';
+import { CoverageDeltas } from './coverage-counts.ts';
 import { DimensionDeltas } from './dimensions.ts';
 import {
   advanceReadThrough,
   type IngestedHeartbeat,
   ingestHeartbeats,
   markDeletions,
+  vmLocks,
 } from './heartbeat-ingest.ts';
 import { entryOf, eventKey } from './rollups/aggregate.ts';
 import { applyIntervalChanges, type Interval, intervalsOf } from './rollups/impacts.ts';
@@ -125,13 +127,18 @@ export async function ingestBatch(
   result.eventsTouched = folded.changes.length;
 
   const partition = partitionOf(batch);
-  await bumpVms(tx, inserted, folded.dimensions);
-  await markDeletions(tx, folded.deletions);
-  await ingestHeartbeats(tx, heartbeats, settings.backlogSeconds);
+  // The VMs' rows (vms, latest_heartbeats) are read and written under their locks, taken at once in one order,
+  // so two transactions touching the same VM count its dimensions and coverage state once and never deadlock.
+  await tx.lockKeys(vmLockKeys(inserted, heartbeats));
+  const counts = new CoverageDeltas();
+  await bumpVms(tx, inserted, folded.dimensions, counts);
+  await markDeletions(tx, folded.deletions, counts);
+  await ingestHeartbeats(tx, heartbeats, settings.backlogSeconds, counts);
   result.heartbeats = heartbeats.length;
   await advanceReadThrough(tx, readThrough(batch));
   await bumpStats(tx, partition, result, batch.length);
   await folded.dimensions.write(tx, partition);
+  await counts.write(tx, partition);
   await applyIntervalChanges(tx, folded.events, folded.intervals);
   // Last, so that the hour digests (which every transaction of the same hours locks) are held only until commit.
   await applyEntryChanges(tx, folded.changes);
@@ -465,6 +472,7 @@ async function bumpVms(
   tx: SqlExecutor,
   inserted: readonly Accepted[],
   dimensions: DimensionDeltas,
+  counts: CoverageDeltas,
 ): Promise<void> {
   const perVm = new Map<string, { record: LifecycleRecord; count: number; first: string; last: string }>();
   for (const { record } of inserted) {
@@ -482,9 +490,7 @@ async function bumpVms(
   }
   const sources = [...perVm.keys()].sort();
   if (sources.length === 0) return;
-  // The VMs' rows are read (for the dimension counts) and written under their locks, so two transactions
-  // upserting the same VM count its region, zone and scale set once.
-  await tx.lockKeys(sources.map((source) => `vm:${source}`));
+  // Under the VMs' locks (vmLockKeys), so two transactions upserting the same VM count it once.
   const stored = new Map<string, { location: string; zone: string; scaleSet: string }>();
   for (let i = 0; i < sources.length; i += 500) {
     const chunk = sources.slice(i, i + 500);
@@ -498,6 +504,7 @@ async function bumpVms(
         scaleSet: String(row.scale_set),
       });
   }
+  const heard = await sourcesWithHeartbeat(tx, sources);
   for (const source of sources) {
     const { record, count, first, last } = perVm.get(source)!;
     const vm = record.data.vm;
@@ -536,7 +543,38 @@ async function bumpVms(
         { location: String(row.location), zone: String(row.zone), scaleSet: String(row.scale_set) },
         1,
       );
+    // A VM without a heartbeat is counted by its row's region, zone and scale set (coverage-counts.ts).
+    if (!heard.has(source)) {
+      if (old !== undefined) counts.none(old, -1);
+      if (row !== undefined)
+        counts.none(
+          { location: String(row.location), zone: String(row.zone), scaleSet: String(row.scale_set) },
+          1,
+        );
+    }
   }
+}
+
+/** The lock keys of the VMs a batch writes (its records' and heartbeats'), sorted; prune takes the same. */
+function vmLockKeys(inserted: readonly Accepted[], heartbeats: readonly IngestedHeartbeat[]): string[] {
+  const sources = new Set<string>();
+  for (const { record } of inserted) sources.add(record.source);
+  for (const { heartbeat } of heartbeats) sources.add(heartbeat.source);
+  return vmLocks([...sources]);
+}
+
+/** Which of `sources` have a latest heartbeat. */
+async function sourcesWithHeartbeat(tx: SqlExecutor, sources: readonly string[]): Promise<Set<string>> {
+  const heard = new Set<string>();
+  for (let i = 0; i < sources.length; i += 500) {
+    const chunk = sources.slice(i, i + 500);
+    for (const row of await tx.all(
+      `SELECT source FROM latest_heartbeats WHERE source IN (${chunk.map(() => '?').join(', ')})`,
+      chunk,
+    ))
+      heard.add(String(row.source));
+  }
+  return heard;
 }
 
 async function bumpStats(

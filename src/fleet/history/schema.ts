@@ -7,6 +7,7 @@
  * Storage: `records` is an ordinary (rowid) table in SQLite, so a record's body sits in the table's leaf page
  * instead of spilling to an overflow page of a WITHOUT ROWID b-tree, and its indexes hold only their keys.
  */
+import { coverageCountBackfill, coverageCountTables } from './coverage-counts.ts';
 import { dimensionBackfill, dimensionTables } from './dimensions.ts';
 import { backfillIntervals, impactTables } from './rollups/impacts.ts';
 import { backfillRollups, rollupTables } from './rollups/store.ts';
@@ -269,6 +270,15 @@ const MIGRATIONS: readonly Migration[] = [
       for (const table of ['rollup_digests', 'rollup_buckets', 'rollup_stale'])
         await tx.run(`DELETE FROM ${table}`);
       await backfillRollups(tx);
+    },
+  },
+  {
+    version: 6,
+    name: 'coverage counts: VMs per counted state, region, zone, scale set, version and interval; deleted heartbeats',
+    // So /api/coverage reads a few hundred counts and the VMs that went quiet, not every VM (coverage-counts.ts).
+    statements: () => coverageCountTables(),
+    backfill: async (tx) => {
+      for (const statement of coverageCountBackfill()) await tx.run(statement);
     },
   },
 ];

@@ -2,11 +2,22 @@
  * Coverage in the fleet history (issue 33 item 2) against both stores, a real SQLite file and a real PostgreSQL
  * server, with the same expectations: heartbeats are kept as each VM's latest (not history rows) and its days of
  * coverage; reporting / silent / unhealthy / gone; a lagging partition makes no VM silent; a VM Azure deleted is
- * gone, not silent; the window counts every maintenance view shows; paging; retention.
+ * gone, not silent; the window counts every maintenance view shows; paging; retention. The report reads kept
+ * counts and the VMs that went quiet: it must equal a scan of every VM (coverageReportScan), whatever the clock,
+ * filter, page or prune.
  */
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import {
+  type CoverageState,
+  coverageReportScan,
+  listCoverageVmsScan,
+  readCoverageSettings,
+} from '../../../src/fleet/history/coverage.ts';
+import { COUNTED_SELECTS, coverageCountBackfill } from '../../../src/fleet/history/coverage-counts.ts';
 import { type FleetHistory, openHistory, type RawFleetEvent } from '../../../src/fleet/history/index.ts';
+import { generateFleet } from '../../../src/simulator/fleet.ts';
 import { freezeLifecycle, heartbeatOf, iso, record } from '../../support/fleet-records.ts';
 import { createTestDatabase } from '../../support/postgres.ts';
 import { makeTempDir } from '../../support/tmp.ts';
@@ -247,5 +258,131 @@ describe.each(['sqlite', 'postgres'] as const)('coverage on %s', (kind) => {
     const removed = await h.prune(new Date(T0 - 30 * 86_400 * 1000));
     expect(removed).toMatchObject({ heartbeats: 1, coverageDays: 1 });
     expect((await h.coverage()).vms).toBe(1);
+  });
+
+  it('the counted report equals a scan of every VM: at any clock, filter and page, after deletions and a prune', async () => {
+    const fleet = generateFleet({ vms: 200, days: 8, heartbeatIntervalSeconds: 7200, heartbeatDays: 4 });
+    const end = Date.parse(fleet.window.end);
+    const now = { at: (end - T0) / 1000 };
+    const h = await open(kind, 'oracle', now);
+    // As the hub hands them over: per partition (by vmId, as the Event Hubs sink keys them), in time order.
+    const buffers = new Map<string, RawFleetEvent[]>();
+    const flush = async (partitionId: string) => {
+      const batch = buffers.get(partitionId) ?? [];
+      buffers.set(partitionId, []);
+      if (batch.length > 0) await h.ingest(batch);
+    };
+    for (const event of fleet.events()) {
+      const partitionId = String(
+        createHash('md5')
+          .update(event.vmid || event.source)
+          .digest()
+          .readUInt32BE(0) % 4,
+      );
+      const batch = buffers.get(partitionId) ?? [];
+      batch.push({ body: event, partitionId, sequenceNumber: seq++, enqueuedAt: new Date(event.time) });
+      buffers.set(partitionId, batch);
+      if (batch.length === 50) await flush(partitionId);
+    }
+    for (const partitionId of [...buffers.keys()]) await flush(partitionId);
+
+    const tidy = (rows: Array<Record<string, unknown>>) => {
+      const key = (r: Record<string, unknown>) =>
+        [r.state, r.location, r.zone, r.scale_set, r.version, r.interval_seconds].join('\u0000');
+      return rows
+        .map((r) => ({ ...r, interval_seconds: Number(r.interval_seconds), n: Number(r.n) }))
+        .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+    };
+    const keptCounts = async () =>
+      tidy(
+        await h.db.all(
+          `SELECT state, location, zone, scale_set, version, interval_seconds, sum(vms) AS n FROM coverage_counts
+           GROUP BY state, location, zone, scale_set, version, interval_seconds HAVING sum(vms) <> 0`,
+        ),
+      );
+    const recounted = async () => {
+      const rows: Array<Record<string, unknown>> = [];
+      for (const select of COUNTED_SELECTS)
+        for (const { partition_id: _, vms, ...row } of await h.db.all(select)) rows.push({ ...row, n: vms });
+      return tidy(rows);
+    };
+    const compare = async (label: string) => {
+      const settings = await readCoverageSettings(h.db);
+      const at = new Date(T0 + now.at * 1000);
+      const report = await h.coverage();
+      const states = Object.values(report.byState).reduce((a, b) => a + b, 0);
+      expect(states, label).toBe(report.vms);
+      for (const filter of [
+        {},
+        { location: report.byLocation && Object.keys(report.byLocation)[0] },
+        { zone: '2' },
+        { scaleSet: '(none)' },
+        { scaleSet: Object.keys(report.byScaleSet).at(-1) },
+      ]) {
+        const counted = await h.coverage(filter, 7);
+        const scanned = await coverageReportScan(h.db, filter, at, undefined, 7);
+        expect(counted, `${label} ${JSON.stringify(filter)}`).toEqual(scanned);
+      }
+      for (const state of ['silent', 'unhealthy'] as CoverageState[]) {
+        const pages = async (
+          list: (
+            cursor: string | undefined,
+          ) => Promise<{ items: Array<{ source: string }>; nextCursor: string | null; total: number }>,
+        ) => {
+          const seen: string[] = [];
+          const totals = new Set<number>();
+          let cursor: string | undefined;
+          do {
+            const page = await list(cursor);
+            seen.push(...page.items.map((v) => v.source));
+            totals.add(page.total);
+            cursor = page.nextCursor ?? undefined;
+          } while (cursor !== undefined);
+          return { seen, totals: [...totals] };
+        };
+        const counted = await pages((cursor) => h.coverageVms(state, {}, { limit: 4, cursor }));
+        const scanned = await pages((cursor) =>
+          listCoverageVmsScan(h.db, state, {}, { limit: 4, cursor }, at, settings),
+        );
+        expect(counted, `${label} ${state}`).toEqual(scanned);
+      }
+      return report;
+    };
+
+    // The counts kept by ingest are what the rows say (and what the migration's backfill computes).
+    expect(await keptCounts()).toEqual(await recounted());
+    const atEnd = await compare('at the end');
+    expect(atEnd.byState.silent + atEnd.byState.unhealthy).toBeGreaterThan(0);
+    expect(atEnd.byState.gone).toBeGreaterThan(0);
+    expect(atEnd.withoutHeartbeat).toBeGreaterThan(0);
+    // The consumer finds partitions 0-2 caught up later; partition 3 lags: its VMs are quiet only up to there.
+    const readThrough = async () => {
+      for (const p of ['0', '1', '2']) await h.recordReadThrough(p, T0 + now.at * 1000);
+    };
+    now.at += 3 * 3600;
+    await readThrough();
+    const later = await compare('three hours after the end (past the interval and the margin)');
+    expect(later.byState.silent).toBeGreaterThan(atEnd.byState.silent);
+    now.at += 8 * 86_400;
+    await readThrough();
+    const muchLater = await compare('eight days later');
+    expect(muchLater.byState.gone).toBeGreaterThan(later.byState.gone);
+    expect(muchLater.byState.reporting + muchLater.byState.unhealthy).toBeGreaterThan(0);
+
+    const removed = await h.prune(new Date(end - 2 * 86_400_000));
+    expect(removed.heartbeats).toBeGreaterThan(0);
+    expect(removed.vms).toBeGreaterThan(0);
+    expect(await keptCounts()).toEqual(await recounted());
+    now.at = (end - T0) / 1000;
+    await compare('after a prune');
+
+    // The migration's backfill, run over the same rows, gives the same counts.
+    const before = await keptCounts();
+    await h.db.transaction(async (tx) => {
+      await tx.run('DELETE FROM coverage_counts');
+      await tx.run('UPDATE latest_heartbeats SET deleted = 0');
+      for (const statement of coverageCountBackfill()) await tx.run(statement);
+    });
+    expect(await keptCounts()).toEqual(before);
   });
 });

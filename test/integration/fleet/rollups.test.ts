@@ -295,6 +295,7 @@ describe.each(['sqlite', 'postgres'] as const)('a history from before the rollup
       for (const table of [
         'latest_heartbeats',
         'coverage_days',
+        'coverage_counts',
         'partition_progress',
         'rollup_digests',
         'rollup_buckets',

@@ -1,0 +1,326 @@
+/**
+ * The coverage counts (src/fleet/history/coverage-counts.ts) that ingest and prune keep as signed deltas are
+ * what the migration's backfill computes from scratch, on random histories, in both stores (a real SQLite file
+ * and a real PostgreSQL server). Each history is built to hit every path that moves a count: a VM's first
+ * records (counted without a heartbeat) and its first heartbeat (moved out of that count), records moving a VM
+ * to another region, zone or scale set, heartbeats out of order, re-delivered and from new versions, intervals
+ * and scale sets, unhealthy and healthy again, Preempt/Terminate starting before and after a VM's latest
+ * heartbeat (gone), and prunes at random cutoffs — while one VM's records and heartbeats arrive on several
+ * partitions, ingested at once (PostgreSQL: concurrent transactions under the VMs' locks) and beside a prune.
+ * After every round the kept counts, summed over the writing partitions, must equal the backfill run over the
+ * same rows (inside a transaction that is rolled back), and the report read from them must equal a scan of
+ * every VM.
+ */
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import type { ForwarderEvent } from '../../../src/domain/index.ts';
+import { coverageReportScan } from '../../../src/fleet/history/coverage.ts';
+import { coverageCountBackfill } from '../../../src/fleet/history/coverage-counts.ts';
+import { type FleetHistory, openHistory, type RawFleetEvent } from '../../../src/fleet/history/index.ts';
+import type { SqlExecutor } from '../../../src/fleet/history/sql.ts';
+import { seededRandom } from '../../support/delivery.ts';
+import { heartbeatOf, record } from '../../support/fleet-records.ts';
+import { createTestDatabase } from '../../support/postgres.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+
+const tmp = makeTempDir('sef-fleet-coverage-counts-');
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+afterAll(() => tmp.cleanup());
+
+const T0 = Date.UTC(2025, 0, 1);
+const DAY = 86_400;
+const PARTITIONS = ['0', '1', '2', '3'];
+
+type Kind = 'sqlite' | 'postgres';
+
+async function open(kind: Kind, name: string, now: { ms: number }): Promise<FleetHistory> {
+  let database = `${tmp.dir}/${name}/fleet.db`;
+  if (kind === 'postgres') {
+    const db = await createTestDatabase(inject('pgAdminUrl'));
+    cleanups.push(() => db.drop());
+    database = db.url;
+  }
+  const history = await openHistory({ database, now: () => new Date(now.ms) });
+  cleanups.push(() => history.close());
+  return history;
+}
+
+interface Timed {
+  body: ForwarderEvent;
+  /** Seconds after T0 when the hub got it. */
+  enqueuedAt: number;
+}
+
+/**
+ * A random history of `vms` VMs over `days` days: each VM's forwarder sends heartbeats at its interval (some
+ * VMs none, some stop early), changing version, interval, scale set and health now and then; maintenance
+ * records at random times, some moving the VM's region, zone or scale set; some VMs deleted by Azure
+ * (Preempt/Terminate started) with heartbeats before and, for a few, after; re-deliveries.
+ */
+function randomHistory(random: () => number, vms: number, days: number): Timed[] {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const out: Timed[] = [];
+  const push = (body: ForwarderEvent, at: number) => {
+    // Enqueued a little after it was made (the hub), sometimes a copy later (a re-delivery).
+    out.push({ body, enqueuedAt: at + Math.floor(random() * 120) });
+    if (random() < 0.05) out.push({ body, enqueuedAt: at + 60 + Math.floor(random() * 3600) });
+  };
+  for (let v = 0; v < vms; v++) {
+    const vm = `vm_${v}`;
+    let where = {
+      location: pick(['westeurope', 'eastus']),
+      zone: pick(['', '1', '2']),
+      scaleSet: pick(['', 'ss-a', 'ss-b']),
+    };
+    const sendsHeartbeats = random() < 0.8;
+    // Azure deletes some VMs (Preempt/Terminate started): most stop sending then, a few send on (a heartbeat
+    // after the deletion: not gone).
+    const deletedAt = random() < 0.25 ? Math.floor((0.3 + random() * 0.7) * days * DAY) : undefined;
+    const stopsAt = Math.min(
+      random() < 0.3 ? random() * days * DAY : days * DAY,
+      deletedAt !== undefined && random() < 0.8 ? deletedAt : days * DAY,
+    );
+    let interval = pick([600, 3600, 7200]);
+    let version = pick(['0.1.0', '0.2.0']);
+    let sequence = 0;
+    if (sendsHeartbeats)
+      for (let at = Math.floor(random() * interval); at < stopsAt; at += interval) {
+        if (random() < 0.01) interval = pick([600, 3600, 7200]);
+        if (random() < 0.01) version = pick(['0.1.0', '0.2.0', '0.3.0']);
+        if (random() < 0.005) where = { ...where, scaleSet: pick(['', 'ss-a', 'ss-b', 'ss-c']) };
+        const sick = random() < 0.15;
+        push(
+          heartbeatOf({
+            vm,
+            at,
+            sequence: ++sequence,
+            intervalSeconds: interval,
+            version,
+            ...where,
+            trigger: at + interval >= stopsAt ? 'stop' : 'interval',
+            ...(sick ? { sink: { deadLetters: 2 } } : {}),
+            ...(random() < 0.03 ? { imdsOk: false } : {}),
+          }),
+          at,
+        );
+      }
+    const events = random() < 0.1 ? 0 : 1 + Math.floor(random() * 4);
+    for (let e = 0; e < events; e++) {
+      const at = Math.floor(random() * days * DAY);
+      if (random() < 0.15)
+        where = { ...where, zone: pick(['', '1', '2', '3']), scaleSet: pick(['', 'ss-a']) };
+      const o = { vm, eventId: `${vm}-E${e}`, firstSeenAt: at, notBeforeAt: at + 900, ...where };
+      push(record('scheduled', { ...o, at }), at);
+      if (random() < 0.7) push(record('completed', { ...o, at: at + 960, startedAt: at + 950 }), at + 960);
+    }
+    if (deletedAt !== undefined) {
+      const at = deletedAt;
+      const o = {
+        vm,
+        eventId: `${vm}-D`,
+        eventType: pick(['Preempt', 'Terminate']),
+        firstSeenAt: at - 30,
+        notBeforeAt: at,
+        ...where,
+      };
+      push(record('scheduled', { ...o, at: at - 30 }), at - 30);
+      push(record('started', { ...o, at, startedAt: at }), at);
+    }
+  }
+  // Roughly in arrival order, with neighbours swapped (a re-delivery or a slow partition).
+  out.sort((a, b) => a.enqueuedAt - b.enqueuedAt);
+  for (let i = 1; i < out.length; i++) if (random() < 0.2) [out[i - 1], out[i]] = [out[i]!, out[i - 1]!];
+  return out;
+}
+
+type CountRow = {
+  state: string;
+  location: string;
+  zone: string;
+  scaleSet: string;
+  version: string;
+  interval: number;
+  n: number;
+};
+
+async function countsOf(db: SqlExecutor): Promise<CountRow[]> {
+  const rows = await db.all(
+    `SELECT state, location, zone, scale_set, version, interval_seconds, sum(vms) AS n FROM coverage_counts
+     GROUP BY state, location, zone, scale_set, version, interval_seconds HAVING sum(vms) <> 0`,
+  );
+  return rows
+    .map((r) => ({
+      state: String(r.state),
+      location: String(r.location),
+      zone: String(r.zone),
+      scaleSet: String(r.scale_set),
+      version: String(r.version),
+      interval: Number(r.interval_seconds),
+      n: Number(r.n),
+    }))
+    .sort((a, b) => {
+      const ka = JSON.stringify(Object.values(a).slice(0, 6));
+      const kb = JSON.stringify(Object.values(b).slice(0, 6));
+      return ka < kb ? -1 : ka > kb ? 1 : 0;
+    });
+}
+
+class Rollback extends Error {}
+
+/** The counts the migration's backfill computes from the rows as they are (in a transaction rolled back). */
+async function backfilled(h: FleetHistory): Promise<{ counts: CountRow[]; deleted: number }> {
+  let out: { counts: CountRow[]; deleted: number } | undefined;
+  await h.db
+    .transaction(async (tx) => {
+      await tx.run('DELETE FROM coverage_counts');
+      await tx.run('UPDATE latest_heartbeats SET deleted = 0');
+      for (const statement of coverageCountBackfill()) await tx.run(statement);
+      const [d] = await tx.all('SELECT count(*) AS n FROM latest_heartbeats WHERE deleted = 1');
+      out = { counts: await countsOf(tx), deleted: Number(d?.n ?? 0) };
+      throw new Rollback();
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof Rollback)) throw error;
+    });
+  return out!;
+}
+
+describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) => {
+  it('a prune that forgets a VM Azure deleted takes its heartbeat too (the deletion is no longer recorded)', async () => {
+    const now = { ms: T0 + 10 * DAY * 1000 };
+    const h = await open(kind, 'deleted-prune', now);
+    const o = { vm: 'gone_1', eventId: 'D1', eventType: 'Terminate', firstSeenAt: 3000, notBeforeAt: 3600 };
+    const raw = (body: ForwarderEvent, enqueuedAt: number, sequenceNumber: number): RawFleetEvent => ({
+      body,
+      partitionId: '0',
+      sequenceNumber,
+      enqueuedAt: new Date(T0 + enqueuedAt * 1000),
+    });
+    await h.ingest([
+      raw(record('scheduled', { ...o, at: 3000 }), 3000, 1),
+      raw(record('started', { ...o, at: 3600, startedAt: 3600 }), 3600, 2),
+      // Sent before the deletion, handed over by the hub only after the prune's cutoff.
+      raw(heartbeatOf({ vm: 'gone_1', at: 2000 }), 5 * DAY, 3),
+      raw(heartbeatOf({ vm: 'kept_1', at: 5 * DAY }), 5 * DAY, 4),
+    ]);
+    expect((await h.coverage()).byState).toMatchObject({ gone: 1 });
+    const removed = await h.prune(new Date(T0 + DAY * 1000));
+    expect(removed).toMatchObject({ vms: 1, heartbeats: 1 });
+    expect((await h.db.all('SELECT source FROM latest_heartbeats')).map((r) => String(r.source))).toEqual([
+      expect.stringMatching(/kept_1$/),
+    ]);
+    expect(await countsOf(h.db)).toEqual((await backfilled(h)).counts);
+    expect((await h.coverage()).byState).toMatchObject({ gone: 0 });
+  });
+
+  it('a history from before the counts (schema step 5) is migrated to the counts ingest keeps', async () => {
+    const random = seededRandom(42);
+    const history = randomHistory(random, 30, 6);
+    const now = { ms: T0 + 6 * DAY * 1000 };
+    const database =
+      kind === 'postgres'
+        ? await createTestDatabase(inject('pgAdminUrl')).then((db) => {
+            cleanups.push(() => db.drop());
+            return db.url;
+          })
+        : `${tmp.dir}/migrated/fleet.db`;
+    const first = await openHistory({ database, now: () => new Date(now.ms) });
+    for (let i = 0; i < history.length; i += 50)
+      await first.ingest(
+        history.slice(i, i + 50).map((t, j) => ({
+          body: t.body,
+          partitionId: String(j % 4),
+          sequenceNumber: i + j,
+          enqueuedAt: new Date(T0 + t.enqueuedAt * 1000),
+        })),
+      );
+    const kept = await countsOf(first.db);
+    const report = await first.coverage();
+    expect(report.byState.gone).toBeGreaterThan(0);
+    // Back to what schema step 5 had: no counts, no deleted flag (nor the indexes on it).
+    await first.db.transaction(async (tx) => {
+      for (const index of ['latest_heartbeats_quiet', 'latest_heartbeats_unhealthy'])
+        await tx.run(`DROP INDEX ${index}`);
+      await tx.run('DROP TABLE coverage_counts');
+      await tx.run('ALTER TABLE latest_heartbeats DROP COLUMN deleted');
+      await tx.run('DELETE FROM schema_migrations WHERE version > 5');
+    });
+    await first.close();
+    const h = await openHistory({ database, now: () => new Date(now.ms) });
+    cleanups.push(() => h.close());
+    expect(await countsOf(h.db)).toEqual(kept);
+    expect(await h.coverage()).toEqual(report);
+  });
+
+  it.each([1, 2, 3])(
+    'equal the backfill from scratch on random history %i: ingest on four partitions at once, deletions, prunes',
+    async (seed) => {
+      const random = seededRandom(seed * 7919);
+      const days = 12;
+      const history = randomHistory(random, 40, days);
+      const now = { ms: T0 };
+      const h = await open(kind, `seed-${seed}`, now);
+      const seen = { states: new Set<string>(), prunedHeartbeats: 0, prunedVms: 0, rounds: 0 };
+      const check = async (label: string) => {
+        const kept = await countsOf(h.db);
+        const scratch = await backfilled(h);
+        expect(kept, label).toEqual(scratch.counts);
+        const [d] = await h.db.all('SELECT count(*) AS n FROM latest_heartbeats WHERE deleted = 1');
+        expect(Number(d?.n ?? 0), `${label}: deleted flags`).toBe(scratch.deleted);
+        for (const row of kept) seen.states.add(row.state);
+        // The report read from the counts and the quiet VMs equals a scan of every VM.
+        const at = new Date(now.ms);
+        for (const filter of [{}, { scaleSet: 'ss-a' }, { location: 'eastus', zone: '1' }])
+          expect(await h.coverage(filter, 5), `${label} ${JSON.stringify(filter)}`).toEqual(
+            await coverageReportScan(h.db, filter, at, undefined, 5),
+          );
+      };
+      let sequence = 0;
+      let pruneTo = -DAY;
+      for (let i = 0; i < history.length; ) {
+        // A round: up to four batches at once, each on its own partition (a VM's events spread over partitions).
+        const batches = PARTITIONS.slice(0, 1 + Math.floor(random() * 4)).map((partitionId) => {
+          const size = 1 + Math.floor(random() * 40);
+          const batch: RawFleetEvent[] = history.slice(i, i + size).map((t) => ({
+            body: t.body,
+            partitionId,
+            sequenceNumber: sequence++,
+            enqueuedAt: new Date(T0 + t.enqueuedAt * 1000),
+          }));
+          i += batch.length;
+          return batch;
+        });
+        const last = history[Math.min(i, history.length) - 1]!;
+        now.ms = T0 + last.enqueuedAt * 1000;
+        const work: Array<Promise<unknown>> = batches.filter((b) => b.length > 0).map((b) => h.ingest(b));
+        // Now and then a prune beside the ingest, to a cutoff a few days back.
+        if (random() < 0.08) {
+          pruneTo = Math.max(pruneTo, last.enqueuedAt - Math.floor((1 + random() * 4) * DAY));
+          work.push(
+            h.prune(new Date(T0 + pruneTo * 1000)).then((r) => {
+              seen.prunedHeartbeats += r.heartbeats;
+              seen.prunedVms += r.vms;
+            }),
+          );
+        }
+        await Promise.all(work);
+        if (++seen.rounds % 10 === 0) await check(`round ${seen.rounds}`);
+      }
+      await check('after the load');
+      // Later: VMs go quiet (their partitions read through), then a prune that leaves two days.
+      now.ms += 3 * DAY * 1000;
+      for (const p of PARTITIONS) await h.recordReadThrough(p, now.ms);
+      await check('three days later');
+      const removed = await h.prune(new Date(now.ms - 5 * DAY * 1000));
+      seen.prunedHeartbeats += removed.heartbeats;
+      seen.prunedVms += removed.vms;
+      await check('after the last prune');
+      // The history hit every counted state and both kinds of prune.
+      expect([...seen.states].sort()).toEqual(['gone', 'none', 'reporting', 'unhealthy']);
+      expect(seen.prunedHeartbeats).toBeGreaterThan(0);
+      expect(seen.prunedVms).toBeGreaterThan(0);
+    },
+  );
+});
