@@ -98,3 +98,50 @@ describe('the YAML parser is let go after reading (start-up footprint)', () => {
     expect(result.afterBad).toBe(0);
   });
 });
+
+describe('reading the same file again (run --config reads it at the first poll and in the loader)', () => {
+  it('parses an unchanged text once (yaml is not loaded again), returns a copy each time, and a changed one anew', () => {
+    const file = join(tmp.dir, 'twice.yaml');
+    writeFileSync(file, 'sinks:\n  - { name: out, type: stdout }\n');
+    const module = pathToFileURL(join(REPO, 'src', 'config', 'file.ts')).href;
+    // A fresh process, counting how often the yaml package's entry module is loaded (each load compiles it).
+    const script = `
+      import { registerHooks } from 'node:module';
+      import { writeFileSync } from 'node:fs';
+      let yamlLoads = 0;
+      registerHooks({
+        load(url, context, nextLoad) {
+          if (/[\\\\/]node_modules[\\\\/]yaml[\\\\/]dist[\\\\/]index\\.js$/.test(url)) yamlLoads++;
+          return nextLoad(url, context);
+        },
+      });
+      const { readConfigFile } = await import(${JSON.stringify(module)});
+      const file = ${JSON.stringify(file)};
+      const loads = [];
+      const first = readConfigFile(file);
+      loads.push(yamlLoads);
+      const second = readConfigFile(file);
+      loads.push(yamlLoads);
+      second.sinks[0].name = 'edited by the caller';
+      const third = readConfigFile(file);
+      writeFileSync(file, 'sinks:\\n  - { name: other, type: stdout }\\n');
+      const changed = readConfigFile(file);
+      loads.push(yamlLoads);
+      process.stdout.write(JSON.stringify({ loads, first, third, changed, distinct: first !== third }));
+    `;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: REPO,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(child.stderr).toBe('');
+    const result = JSON.parse(child.stdout) as Record<string, unknown>;
+    expect(result).toEqual({
+      loads: [1, 1, 2], // loaded for the first read, not for the same text again, again for a changed text
+      first: { sinks: [{ name: 'out', type: 'stdout' }] },
+      third: { sinks: [{ name: 'out', type: 'stdout' }] }, // a caller's edit of its copy changes nothing
+      changed: { sinks: [{ name: 'other', type: 'stdout' }] },
+      distinct: true,
+    });
+  });
+});
