@@ -24,7 +24,14 @@ const importMetaPlugin: Plugin = {
       const rel = relative(ROOT, args.path).split(sep).join('/');
       const relDir = dirname(rel);
       const path = (p: string) => `__sef_path.join(__sef_root, ${JSON.stringify(p)})`;
-      const contents = readFileSync(args.path, 'utf8')
+      const source = readFileSync(args.path, 'utf8');
+      if (/=\s*createRequire\(import\.meta\.url\)\s*;/.test(source)) {
+        // A require kept in a variable would not be bundled and fails in the executable ("Cannot find module").
+        throw new Error(
+          `${rel}: call createRequire(import.meta.url)('<package>') inline so the bundle can include the package`,
+        );
+      }
+      const contents = source
         // A synchronous lazy load (`createRequire(import.meta.url)('yaml')`) becomes a plain require, which esbuild
         // bundles (evaluated when called, as before) instead of a look-up on a disk the executable does not have.
         .replace(/createRequire\(import\.meta\.url\)\(/g, 'require(')

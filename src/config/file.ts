@@ -65,13 +65,16 @@ const YAML_MODULE = /[\\/]node_modules[\\/]yaml[\\/]/;
  * The bundled executable has yaml inside its one script (nothing to let go; the cache has no entry for it).
  */
 export function withYaml<T>(use: (yaml: typeof Yaml) => T): T {
-  const require = createRequire(import.meta.url);
-  const cachedBefore = new Set(Object.keys(require.cache));
+  const cache = createRequire(import.meta.url).cache;
+  const cachedBefore = new Set(Object.keys(cache));
   try {
-    return use(require('yaml') as typeof Yaml);
+    // Written as one call expression: the release bundle turns exactly this form into a plain `require('yaml')`
+    // that esbuild bundles (scripts/package/bundle.ts); a `require` kept in a variable would be looked up on a
+    // disk the executable does not have ("Cannot find module 'yaml'").
+    return use(createRequire(import.meta.url)('yaml') as typeof Yaml);
   } finally {
-    for (const id of Object.keys(require.cache)) {
-      if (!cachedBefore.has(id) && YAML_MODULE.test(id)) delete require.cache[id];
+    for (const id of Object.keys(cache)) {
+      if (!cachedBefore.has(id) && YAML_MODULE.test(id)) delete cache[id];
     }
   }
 }
