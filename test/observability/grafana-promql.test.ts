@@ -2,8 +2,11 @@
  * packaging/grafana/forwarder-and-fleet-metrics.json against a real Prometheus (Debian package `prometheus`;
  * missing, the test fails naming it) scraping, once a second on 127.0.0.1:
  *
- * - a real forwarder (`node src/cli/main.ts run`) polling the IMDS simulator, with three sinks: a file, the
- *   Event Hubs double, and a webhook on a closed port (so delivery failures and retries have series);
+ * - a real forwarder (`node src/cli/main.ts run`) polling the IMDS simulator, with five sinks: a file, the
+ *   Event Hubs double, a webhook on a closed port (so delivery failures and retries have series), a webhook whose
+ *   receiver answers 403 (its destination refuses everything: the sink pauses) and one whose receiver answers 400
+ *   with a dead-letter cap of 1 byte (the record is dead-lettered and the dead letter dropped by the cap); it is
+ *   sent SIGHUP once (a reload that changes nothing);
  * - a real fleet consumer (`fleet run`: Blob checkpoints in Azurite, the Event Hubs double, a SQLite history
  *   holding a synthetic fleet of the last ten days) that ingests what the forwarder sends.
  *
@@ -13,6 +16,7 @@
  * /api/v1/query, first with every variable at "All", then with each set to one of its values.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -59,6 +63,8 @@ let azurite: RunningAzurite | undefined;
 let forwarder: ForwarderChild | undefined;
 let fleet: FleetChild | undefined;
 let prometheus: RunningPrometheus | undefined;
+/** Answers 403 on /refuse (the destination refuses everything) and 400 on /reject (this record is refused). */
+let receiver: Server | undefined;
 let targets: { forwarder: string; fleet: string };
 
 async function closedPort(): Promise<number> {
@@ -108,6 +114,12 @@ beforeAll(async () => {
   azurite = await startAzurite(join(tmp.dir, 'azurite'));
   double = await startEventHubsDouble({ hubs: { [HUB]: 2 }, consumerGroups: ['$Default', 'fleet'] });
   sim = await startSimulator({ timeScale: 0 });
+  receiver = createHttpServer((req, res) => {
+    req.resume();
+    res.writeHead(req.url === '/refuse' ? 403 : 400).end();
+  }).listen(0, '127.0.0.1');
+  await new Promise((r) => receiver!.once('listening', r));
+  const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`;
 
   const config = join(tmp.dir, 'forwarder.yaml');
   const backoff = 'delivery: { backoff: { initialMs: 200, maxMs: 500 } }';
@@ -121,6 +133,11 @@ beforeAll(async () => {
       `  - { name: file, type: file, path: ${JSON.stringify(join(tmp.dir, 'records.jsonl'))} }`,
       `  - { name: eventhubs, type: eventhubs, connectionString: "\${SEF_T_EH}", ${backoff} }`,
       `  - { name: hook, type: webhook, url: "http://127.0.0.1:${await closedPort()}/hook", ${backoff} }`,
+      `  - { name: refused, type: webhook, url: "${receiverUrl}/refuse" }`,
+      `  - name: rejected`,
+      `    type: webhook`,
+      `    url: "${receiverUrl}/reject"`,
+      '    delivery: { caps: { maxDeadLetterBytes: 1 } }',
       '',
     ].join('\n'),
   );
@@ -133,7 +150,6 @@ beforeAll(async () => {
     return line === undefined ? undefined : new URL(String(line.listen)).host;
   }, 'the forwarder telemetry listener');
   await child.ready;
-
   const fleetDir = join(tmp.dir, 'fleet');
   mkdirSync(fleetDir);
   writeFleetConfig(join(fleetDir, 'fleet.yaml'), { group: 'fleet', database });
@@ -156,14 +172,27 @@ beforeAll(async () => {
   });
   // Scraped before and after: the counters' increase, and so rate(), is what the event below adds.
   await new Promise((r) => setTimeout(r, 2000));
+  // A reload that changes nothing (sef_config_reloads_total{outcome="unchanged"}), while scraped.
+  child.child.kill('SIGHUP');
+  await waitFor(
+    () =>
+      jsonLines(child.stderr()).some(
+        (l) => l.msg === 'configuration reloaded: nothing changed, nothing done',
+      ),
+    'the forwarder reloading its configuration on SIGHUP',
+  );
   // A maintenance event: records for every sink (the webhook's attempts fail) and, through the hub, the fleet.
   sim.admin.injectEvent({ type: 'Reboot', noticeSeconds: 900, resources: ['sim-vm-0'] });
   await waitFor(
     async () =>
       (await count('sef_fleet_records_total{result="accepted"} > 0')) === 1 &&
       (await count('sef_delivery_failures_total{sink="hook"} > 0')) > 0 &&
-      (await count('sef_deliveries_total{sink="file"} > 0')) === 1,
-    'the record delivered to the file and the hub, ingested by the fleet, and failing on the webhook (as scraped)',
+      (await count('sef_deliveries_total{sink="file"} > 0')) === 1 &&
+      (await count('sef_sink_paused{sink="refused"} == 1')) === 1 &&
+      (await count('sef_dead_letters_dropped_total{sink="rejected"} > 0')) === 1 &&
+      (await count('sef_config_reloads_total{outcome="unchanged"} > 0')) === 1,
+    'the record delivered to the file and the hub, ingested by the fleet, failing on the webhook, pausing the ' +
+      "refused sink and dropped from the rejected sink's dead letters, and the reload (as scraped)",
     { timeoutMs: 45_000, intervalMs: 500 },
   );
   // A few more scrapes, so rate() over the window has samples on both sides of the changes.
@@ -172,6 +201,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await prometheus?.stop();
+  await new Promise((r) => (receiver === undefined ? r(undefined) : receiver.close(r)));
   for (const c of [forwarder, fleet]) {
     if (c && c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
   }
@@ -250,7 +280,7 @@ describe('forwarder-and-fleet-metrics.json on a real Prometheus scraping a forwa
     }
     expect(found).toEqual({
       instance: [targets.forwarder],
-      sink: ['eventhubs', 'file', 'hook'],
+      sink: ['eventhubs', 'file', 'hook', 'refused', 'rejected'],
       fleet_instance: [targets.fleet],
     });
   });
@@ -267,7 +297,7 @@ describe('forwarder-and-fleet-metrics.json on a real Prometheus scraping a forwa
   it('returns at least one series for every panel expression with one value of each variable selected', async () => {
     const one = new Map<string, string[]>([
       ['instance', [targets.forwarder]],
-      ['sink', ['file', 'hook', 'eventhubs']],
+      ['sink', ['file', 'hook', 'eventhubs', 'refused', 'rejected']],
       ['fleet_instance', [targets.fleet]],
     ]);
     const counts = await seriesPerTarget(one);
@@ -279,7 +309,7 @@ describe('forwarder-and-fleet-metrics.json on a real Prometheus scraping a forwa
     expect(series.map((s) => s.metric.sink)).toEqual(['hook']);
   });
 
-  it('shows the traffic of the test: the event delivered, retried on the webhook, ingested by the fleet', async () => {
+  it('shows the traffic of the test: the event delivered, retried, paused, dropped, reloaded, ingested by the fleet', async () => {
     const all = new Map<string, string[]>(
       variables.filter((v) => v.type === 'query').map((v) => [v.name, ['$__all']]),
     );
@@ -304,6 +334,13 @@ describe('forwarder-and-fleet-metrics.json on a real Prometheus scraping a forwa
       ownedPartitions: await value('Owned partitions per consumer', 'B'),
       blastRadiusThreshold: await value('Affected VMs pending vs blast-radius threshold', 'B'),
       pollAge: await value('Seconds since the last successful IMDS poll', 'A'),
+      refusedPaused: await value('Paused sinks', 'A', { sink: 'refused', reason: 'http-403' }),
+      hookPaused: await value('Paused sinks', 'A', { sink: 'hook' }),
+      rejectedDropped: await value('Dead letters dropped by the cap', 'A', { sink: 'rejected' }),
+      fileDropped: await value('Dead letters dropped by the cap', 'A', { sink: 'file' }),
+      reloadsUnchanged: await value('Configuration reloads', 'A', { outcome: 'unchanged' }),
+      reloadsInvalid: await value('Configuration reloads', 'A', { outcome: 'invalid' }),
+      lastReloadRefused: await value('Configuration reloads', 'B'),
     };
     expect(shown).toEqual({
       recordsScheduled: expect.toSatisfy((n: number) => n >= 1),
@@ -316,6 +353,13 @@ describe('forwarder-and-fleet-metrics.json on a real Prometheus scraping a forwa
       ownedPartitions: 2,
       blastRadiusThreshold: 10,
       pollAge: expect.toSatisfy((n: number) => n >= 0 && n < 30),
+      refusedPaused: 1,
+      hookPaused: 0, // retrying (connection refused), not paused
+      rejectedDropped: expect.toSatisfy((n: number) => n > 0),
+      fileDropped: 0,
+      reloadsUnchanged: expect.toSatisfy((n: number) => n > 0),
+      reloadsInvalid: 0,
+      lastReloadRefused: 0,
     });
   });
 
