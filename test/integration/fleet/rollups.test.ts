@@ -26,6 +26,7 @@ import {
 } from '../../../src/fleet/history/index.ts';
 import { EXACT_LIMIT, RELATIVE_ACCURACY } from '../../../src/fleet/history/rollups/distribution.ts';
 import { generateFleet } from '../../../src/simulator/fleet.ts';
+import { seededRandom } from '../../support/delivery.ts';
 import {
   exactBlastRadius,
   exactLeadTimeAndImpact,
@@ -59,18 +60,6 @@ async function open(kind: Kind, now: Date, database?: string): Promise<FleetHist
   const history = await openHistory({ database: url, now: () => now });
   cleanups.push(() => history.close());
   return history;
-}
-
-/** A seeded PRNG (mulberry32): the same case gives the same order, batches and filters. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 /** p50/p90 are exact over at most EXACT_LIMIT values, otherwise within RELATIVE_ACCURACY of the exact value. */
@@ -231,7 +220,7 @@ describe.each(['sqlite', 'postgres'] as const)('fleet rollups on %s', (kind) => 
       fc.asyncProperty(historyCase, async (c) => {
         const fleet = generateFleet({ vms: c.vms, days: c.days, seed: c.seed, ownEventsPerVmPerDay: c.rate });
         const end = new Date(fleet.window.end);
-        const random = prng(c.seed);
+        const random = seededRandom(c.seed);
         const records: LifecycleRecord[] = [...fleet.records()];
         // Shuffled: an event's later records may come first (late records, re-folds, earlier first sightings).
         for (let i = records.length - 1; i > 0; i--) {
@@ -311,6 +300,6 @@ describe.each(['sqlite', 'postgres'] as const)('a history from before the rollup
     });
     await before.close();
     const h = await open(kind, end, database);
-    await expectViewsExact(h, end, prng(7), 'migrated');
+    await expectViewsExact(h, end, seededRandom(7), 'migrated');
   }, 300_000);
 });
