@@ -154,7 +154,7 @@ export async function copySqliteHistory(
   return result;
 }
 
-/** Coverage of a history with schema 4 or later: latest heartbeats, days of coverage, read-through marks. */
+/** Coverage of a history with schema 4 or later (the days' dimensions from 7 on): latest heartbeats, days of coverage, read-through marks. */
 async function copyCoverage(source: DatabaseSync, target: FleetHistory): Promise<number> {
   const tables = new Set(
     source
@@ -175,8 +175,21 @@ async function copyCoverage(source: DatabaseSync, target: FleetHistory): Promise
         enqueuedAt: new Date(String(row.enqueued_at)),
       })),
     );
+  // A day's region, zone and scale set (schema 7); before, those of the VM's latest heartbeat (as migrating does).
+  const dayColumns = new Set(
+    source
+      .prepare("SELECT name FROM pragma_table_info('coverage_days')")
+      .all()
+      .map((r) => String(r.name)),
+  );
+  const dims = dayColumns.has('scale_set')
+    ? 'd.location, d.zone, d.scale_set'
+    : "coalesce(h.location, '') AS location, coalesce(h.zone, '') AS zone, coalesce(h.scale_set, '') AS scale_set";
   const days = source
-    .prepare('SELECT source, day, hours, unhealthy_hours FROM coverage_days ORDER BY source, day')
+    .prepare(
+      `SELECT d.source, d.day, d.hours, d.unhealthy_hours, ${dims} FROM coverage_days d
+       LEFT JOIN latest_heartbeats h ON h.source = d.source ORDER BY d.source, d.day`,
+    )
     .all() as Array<Record<string, unknown>>;
   for (let i = 0; i < days.length; i += BATCH) {
     const chunk = days.slice(i, i + BATCH).map((d) => ({
@@ -184,6 +197,9 @@ async function copyCoverage(source: DatabaseSync, target: FleetHistory): Promise
       day: String(d.day),
       hours: Number(d.hours),
       unhealthy: Number(d.unhealthy_hours),
+      location: String(d.location),
+      zone: String(d.zone),
+      scaleSet: String(d.scale_set),
     }));
     await target.db.transaction((tx) => upsertCoverageDays(tx, chunk));
   }

@@ -13,8 +13,8 @@
  * beyond now: a lagging consumer makes no VM silent, it only makes the view older (the partitions' lag is in the
  * report). A VM's heartbeats share its records' partition (the Event Hubs sink keys both by the vmId).
  *
- * coverage_days answers "was this VM covered on that day" (and in which hours); coveredVms() counts the VMs that
- * sent a heartbeat in a window, for every maintenance view.
+ * coverage_days answers "was this VM covered on that day" (and in which hours); the VMs that sent a heartbeat in
+ * a window, which every maintenance view shows, are counted from rollups of those days (coverage-rollups.ts).
  */
 import type { HeartbeatProblem } from '../../domain/index.ts';
 import {
@@ -645,31 +645,6 @@ function scopeParams(filter: CoverageReport['filter']): SqlValue[] {
 
 function sortKeys<T>(map: Record<string, T>): Record<string, T> {
   return Object.fromEntries(Object.entries(map).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-}
-
-/**
- * VMs that sent a heartbeat in the filter's window (days of `since` .. `until`; every day when unset), in its
- * region / zone / scale set: what every maintenance view reports as covered. One probe of coverage_days per VM
- * (its primary key), so the cost follows the VMs, not the window's length.
- */
-export async function coveredVms(db: SqlExecutor, filter: EventFilter): Promise<number> {
-  const w = coverageWhere({ location: filter.location, zone: filter.zone, scaleSet: filter.scaleSet });
-  const days: string[] = [];
-  const params: SqlValue[] = [...w.params];
-  if (filter.since) {
-    days.push('d.day >= ?');
-    params.push(new Date(filter.since).toISOString().slice(0, 10));
-  }
-  if (filter.until) {
-    days.push('d.day <= ?');
-    params.push(new Date(Date.parse(filter.until) - 1).toISOString().slice(0, 10));
-  }
-  const rows = await db.all(
-    `SELECT count(*) AS n FROM latest_heartbeats h
-     WHERE ${[...w.clauses, `EXISTS (SELECT 1 FROM coverage_days d WHERE d.source = h.source${days.map((d) => ` AND ${d}`).join('')})`].join(' AND ')}`,
-    params,
-  );
-  return toNumber(rows[0]?.n);
 }
 
 /** One UTC day of a VM's coverage. */

@@ -18,6 +18,7 @@
  */
 import { type HeartbeatRecord, heartbeatProblems } from '../../domain/index.ts';
 import { type CountedVm, CoverageDeltas, countedState, countedVm } from './coverage-counts.ts';
+import { markStale } from './coverage-rollups.ts';
 import { DimensionDeltas } from './dimensions.ts';
 import type { SqlExecutor, SqlValue } from './sql.ts';
 
@@ -44,7 +45,7 @@ export async function ingestHeartbeats(
 ): Promise<void> {
   if (heartbeats.length === 0) return;
   const newest = new Map<string, LatestHeartbeat>();
-  const days = new Map<string, CoverageDayRow>();
+  const days = new Map<string, CoverageDayRow & { at: number }>();
   for (const h of heartbeats) {
     const problems = heartbeatProblems(h.heartbeat.data, { backlogSeconds });
     const source = h.heartbeat.source;
@@ -52,9 +53,20 @@ export async function ingestHeartbeats(
     const day = iso.slice(0, 10);
     const bit = 2 ** Math.floor((h.enqueuedAt.getTime() % (24 * HOUR_MS)) / HOUR_MS);
     const key = `${source}\u0000${day}`;
-    const entry = days.get(key) ?? { source, day, hours: 0, unhealthy: 0 };
+    const vm = h.heartbeat.data.vm;
+    const dims = { location: vm.location ?? '', zone: vm.zone ?? '', scaleSet: vm.vmScaleSetName ?? '' };
+    const entry = days.get(key) ?? {
+      source,
+      day,
+      hours: 0,
+      unhealthy: 0,
+      ...dims,
+      at: h.enqueuedAt.getTime(),
+    };
     entry.hours |= bit;
     if (problems.length > 0) entry.unhealthy |= bit;
+    // The day's region, zone and scale set: those of the batch's last heartbeat that day.
+    if (h.enqueuedAt.getTime() >= entry.at) Object.assign(entry, dims, { at: h.enqueuedAt.getTime() });
     days.set(key, entry);
     const current = newest.get(source);
     if (current === undefined || newer(h, current))
@@ -68,7 +80,9 @@ export async function ingestHeartbeats(
   for (let i = 0; i < rows.length; i += CHUNK) await upsertLatest(tx, rows.slice(i, i + CHUNK));
   await upsertCoverageDays(
     tx,
-    [...days.values()].sort((a, b) => cmp(a.source, b.source) || cmp(a.day, b.day)),
+    [...days.values()]
+      .map(({ at: _at, ...day }) => day)
+      .sort((a, b) => cmp(a.source, b.source) || cmp(a.day, b.day)),
   );
 }
 
@@ -161,26 +175,53 @@ function countedOf(h: IngestedHeartbeat): CountedVm {
   };
 }
 
-/** A VM's day of coverage: the hours (bit h = UTC hour h) with a heartbeat, and those with an unhealthy one. */
+/**
+ * A VM's day of coverage: the hours (bit h = UTC hour h) with a heartbeat, and those with an unhealthy one; the
+ * region, zone and scale set its heartbeats stated that day (the last ingested).
+ */
 export interface CoverageDayRow {
   source: string;
   day: string;
   hours: number;
   unhealthy: number;
+  location: string;
+  zone: string;
+  scaleSet: string;
 }
 
-/** ORs the rows' hours into coverage_days (idempotent; also `fleet migrate`'s copy). */
+/**
+ * ORs the rows' hours into coverage_days (idempotent; also `fleet migrate`'s copy), and marks stale the covered
+ * VMs' rollups of each day that gains a VM or whose VM moved (coverage-rollups.ts).
+ */
 export async function upsertCoverageDays(tx: SqlExecutor, rows: readonly CoverageDayRow[]): Promise<void> {
+  const changed = new Set<number>();
   for (let i = 0; i < rows.length; i += CHUNK) {
     const chunk = rows.slice(i, i + CHUNK);
+    const stored = new Map<string, string>();
+    const sources = [...new Set(chunk.map((d) => d.source))];
+    const dayList = [...new Set(chunk.map((d) => d.day))];
+    for (const row of await tx.all(
+      `SELECT source, day, location, zone, scale_set FROM coverage_days
+       WHERE source IN (${sources.map(() => '?').join(', ')}) AND day IN (${dayList.map(() => '?').join(', ')})`,
+      [...sources, ...dayList],
+    ))
+      stored.set(`${row.source}\u0000${row.day}`, `${row.location}\u0000${row.zone}\u0000${row.scale_set}`);
+    for (const d of chunk)
+      if (stored.get(`${d.source}\u0000${d.day}`) !== `${d.location}\u0000${d.zone}\u0000${d.scaleSet}`)
+        changed.add(Date.parse(`${d.day}T00:00:00Z`) / (24 * HOUR_MS));
     await tx.run(
-      `INSERT INTO coverage_days (source, day, hours, unhealthy_hours)
-       VALUES ${chunk.map(() => '(?, ?, ?, ?)').join(', ')}
+      `INSERT INTO coverage_days (source, day, hours, unhealthy_hours, location, zone, scale_set)
+       VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}
        ON CONFLICT (source, day) DO UPDATE SET hours = coverage_days.hours | excluded.hours,
-         unhealthy_hours = coverage_days.unhealthy_hours | excluded.unhealthy_hours`,
-      chunk.flatMap((d) => [d.source, d.day, d.hours, d.unhealthy]),
+         unhealthy_hours = coverage_days.unhealthy_hours | excluded.unhealthy_hours,
+         location = excluded.location, zone = excluded.zone, scale_set = excluded.scale_set`,
+      chunk.flatMap((d) => [d.source, d.day, d.hours, d.unhealthy, d.location, d.zone, d.scaleSet]),
     );
   }
+  await markStale(
+    tx,
+    [...changed].sort((a, b) => a - b),
+  );
 }
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

@@ -17,13 +17,13 @@ import {
   type CoverageState,
   type CoverageVm,
   coverageReport,
-  coveredVms,
   DEFAULT_COVERAGE_SETTINGS,
   listCoverageVms,
   readCoverageSettings,
   vmCoverageDays,
   writeCoverageSettings,
 } from './coverage.ts';
+import { coveredVms, pruneCoverageRollups, refreshCoverage } from './coverage-rollups.ts';
 import { DimensionDeltas } from './dimensions.ts';
 import { advanceReadThrough, pruneQuietVms } from './heartbeat-ingest.ts';
 import { type IngestResult, ingestBatch, type RawFleetEvent } from './ingest.ts';
@@ -140,7 +140,8 @@ export class FleetHistory {
       };
     const settings = { ingestedAt: this.#now().toISOString(), backlogSeconds: this.#coverage.backlogSeconds };
     const result = await this.db.transaction((tx) => ingestBatch(tx, batch, settings));
-    if (result.eventsTouched > 0) await this.#refreshDue();
+    // Heartbeats too: a VM's first heartbeat of a day leaves that day's covered VMs stale (coverage-rollups.ts).
+    if (result.eventsTouched > 0 || result.heartbeats > 0) await this.#refreshDue();
     return result;
   }
 
@@ -154,7 +155,8 @@ export class FleetHistory {
       // One refresh at a time in this process: a second waits for the first, then covers what it left.
       await this.#refreshing?.catch(() => undefined);
       const started = performance.now();
-      const rebuilt = await refreshRollups(this.db, maxLevel);
+      const rebuilt =
+        (await refreshRollups(this.db, maxLevel)) + (await this.db.transaction((tx) => refreshCoverage(tx)));
       for (let level = 1; level <= maxLevel; level++) this.#refreshedAt[level] = started;
       return rebuilt;
     };
@@ -394,6 +396,7 @@ export class FleetHistory {
       result.coverageDays = (
         await tx.run('DELETE FROM coverage_days WHERE day < ?', [before.slice(0, 10)])
       ).changes;
+      if (result.coverageDays > 0) await pruneCoverageRollups(tx, before.slice(0, 10));
     });
     await this.refreshRollups();
     return result;

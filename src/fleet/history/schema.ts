@@ -8,6 +8,7 @@
  * instead of spilling to an overflow page of a WITHOUT ROWID b-tree, and its indexes hold only their keys.
  */
 import { coverageCountBackfill, coverageCountTables } from './coverage-counts.ts';
+import { backfillCoverageRollups, coverageRollupTables } from './coverage-rollups.ts';
 import { dimensionBackfill, dimensionTables } from './dimensions.ts';
 import { backfillIntervals, impactTables } from './rollups/impacts.ts';
 import { backfillRollups, rollupTables } from './rollups/store.ts';
@@ -280,6 +281,14 @@ const MIGRATIONS: readonly Migration[] = [
     backfill: async (tx) => {
       for (const statement of coverageCountBackfill()) await tx.run(statement);
     },
+  },
+  {
+    version: 7,
+    name: 'coverage rollups: the VMs covered per day, 8 days and 64 days, by region, zone and scale set',
+    // So every view's count of the VMs covered in its window reads a few buckets, not every VM's days
+    // (coverage-rollups.ts); each day keeps the region, zone and scale set its VM's heartbeats stated.
+    statements: (dialect) => coverageRollupTables(dialect),
+    backfill: backfillCoverageRollups,
   },
 ];
 

@@ -15,6 +15,7 @@ import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import type { ForwarderEvent } from '../../../src/domain/index.ts';
 import { coverageReportScan } from '../../../src/fleet/history/coverage.ts';
 import { coverageCountBackfill } from '../../../src/fleet/history/coverage-counts.ts';
+import { coveredVms, coveredVmsExact } from '../../../src/fleet/history/coverage-rollups.ts';
 import { type FleetHistory, openHistory, type RawFleetEvent } from '../../../src/fleet/history/index.ts';
 import type { SqlExecutor } from '../../../src/fleet/history/sql.ts';
 import { seededRandom } from '../../support/delivery.ts';
@@ -167,6 +168,32 @@ async function countsOf(db: SqlExecutor): Promise<CountRow[]> {
     });
 }
 
+/**
+ * The VMs covered in random windows and filters, read from the coverage rollups (fresh, stale or half
+ * refreshed), equal a count over coverage_days; the history's own coveredVms is that count.
+ */
+async function expectCoveredExact(h: FleetHistory, random: () => number, label: string): Promise<void> {
+  // Half the time refresh first: the reader must be exact with the buckets fresh and with days left stale.
+  if (random() < 0.5) await h.refreshRollups();
+  const day = (n: number) => new Date(T0 + n * DAY * 1000 + Math.floor(random() * DAY) * 1000).toISOString();
+  const filters = [
+    {},
+    { since: day(-1) },
+    { until: day(7) },
+    { since: day(Math.floor(random() * 12)), until: day(Math.floor(random() * 14)) },
+    { since: day(0), until: day(12), location: 'eastus' },
+    { zone: '1' },
+    { zone: '(none)', location: 'westeurope', since: day(3) },
+    { scaleSet: 'ss-a', until: day(9) },
+    { scaleSet: '(none)', zone: '2', since: day(1), until: day(10) },
+  ];
+  for (const filter of filters)
+    expect(await coveredVms(h.db, filter), `${label}: covered ${JSON.stringify(filter)}`).toBe(
+      await coveredVmsExact(h.db, filter),
+    );
+  expect(await h.coveredVms({})).toBe(await coveredVmsExact(h.db, {}));
+}
+
 class Rollback extends Error {}
 
 /** The counts the migration's backfill computes from the rows as they are (in a transaction rolled back). */
@@ -239,12 +266,16 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
     const kept = await countsOf(first.db);
     const report = await first.coverage();
     expect(report.byState.gone).toBeGreaterThan(0);
-    // Back to what schema step 5 had: no counts, no deleted flag (nor the indexes on it).
+    // Back to what schema step 5 had: no counts, no deleted flag (nor the indexes on it), and (step 7) no
+    // coverage rollups nor the days' region, zone and scale set.
     await first.db.transaction(async (tx) => {
       for (const index of ['latest_heartbeats_quiet', 'latest_heartbeats_unhealthy'])
         await tx.run(`DROP INDEX ${index}`);
-      await tx.run('DROP TABLE coverage_counts');
+      for (const table of ['coverage_counts', 'coverage_rollups', 'coverage_stale'])
+        await tx.run(`DROP TABLE ${table}`);
       await tx.run('ALTER TABLE latest_heartbeats DROP COLUMN deleted');
+      for (const column of ['location', 'zone', 'scale_set'])
+        await tx.run(`ALTER TABLE coverage_days DROP COLUMN ${column}`);
       await tx.run('DELETE FROM schema_migrations WHERE version > 5');
     });
     await first.close();
@@ -252,6 +283,17 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
     cleanups.push(() => h.close());
     expect(await countsOf(h.db)).toEqual(kept);
     expect(await h.coverage()).toEqual(report);
+    // Each day took its VM's latest heartbeat's region, zone and scale set; the rollups (built when the history
+    // was opened for writing) answer as the days do.
+    const [moved] = await h.db.all(
+      `SELECT count(*) AS n FROM coverage_days d JOIN latest_heartbeats l ON l.source = d.source
+       WHERE d.location <> l.location OR d.zone <> l.zone OR d.scale_set <> l.scale_set`,
+    );
+    expect(Number(moved?.n)).toBe(0);
+    const [built] = await h.db.all('SELECT count(*) AS n FROM coverage_rollups WHERE level = 4');
+    expect(Number(built?.n)).toBeGreaterThan(0);
+    await expectCoveredExact(h, () => 0.9, 'migrated');
+    expect(await h.coveredVms({})).toBeGreaterThan(0);
   });
 
   it.each([1, 2, 3])(
@@ -264,6 +306,7 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
       const h = await open(kind, `seed-${seed}`, now);
       const seen = { states: new Set<string>(), prunedHeartbeats: 0, prunedVms: 0, rounds: 0 };
       const check = async (label: string) => {
+        await expectCoveredExact(h, random, label);
         const kept = await countsOf(h.db);
         const scratch = await backfilled(h);
         expect(kept, label).toEqual(scratch.counts);

@@ -285,6 +285,8 @@ describe.each(['sqlite', 'postgres'] as const)('a history from before the rollup
         'latest_heartbeats',
         'coverage_days',
         'coverage_counts',
+        'coverage_rollups',
+        'coverage_stale',
         'partition_progress',
         'rollup_digests',
         'rollup_buckets',
