@@ -134,6 +134,13 @@ describe('npm run bench (smoke)', () => {
       for (const e of r.export) expect(e.rows).toBeGreaterThan(0);
       expect(r.healthz.underLoad.samples).toBeGreaterThan(0);
       expect(r.healthz.summariesServed).toBeGreaterThan(0);
+      // Heartbeats (issue 33): every VM heard, one latest row each, the coverage tables measured and counted.
+      expect(r.ingest.heartbeats).toBeGreaterThan(0);
+      expect(r.coverage.latestRows).toBeGreaterThan(0);
+      expect(r.coverage.latestRows).toBe(r.coverage.vmsWithHeartbeat);
+      expect(r.coverage.coverageDayRows).toBeGreaterThanOrEqual(r.coverage.latestRows);
+      expect(r.coverage.bytes).toBeGreaterThan(0);
+      expect(Object.values(r.coverage.byState).reduce((a, b) => a + b, 0)).toBe(r.coverage.latestRows);
     }
 
     const report = renderReport(readResults(out.dir));
