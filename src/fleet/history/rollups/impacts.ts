@@ -698,15 +698,17 @@ async function openNodes(
       const inWindow = active.get(h.node.bucket)!.filter((v) => v.firstSeenMs >= a && v.firstSeenMs < b);
       const all = isStale(0, h.node.bucket);
       for (const kind of SCOPE_KINDS) {
-        const names = all
-          ? new Set(inWindow.map((v) => scopeName(kind, v)))
-          : new Set(h.waiting.filter(([k]) => k === kind).map(([, n]) => n));
+        // The hour's intervals by scope once (not a pass over them per scope waiting).
+        const byName = new Map<string, Interval[]>();
+        for (const v of inWindow) {
+          const name = scopeName(kind, v);
+          const list = byName.get(name);
+          if (list === undefined) byName.set(name, [v]);
+          else list.push(v);
+        }
+        const names = all ? byName.keys() : new Set(h.waiting.filter(([k]) => k === kind).map(([, n]) => n));
         for (const name of names) {
-          const { m, at } = peakIn(
-            inWindow.filter((v) => scopeName(kind, v) === name),
-            from,
-            to,
-          );
+          const { m, at } = peakIn(byName.get(name) ?? [], from, to);
           if (m > 0) push(kind, name, { m, at, exact: true, level: 0, bucket: h.node.bucket });
         }
       }
