@@ -42,21 +42,37 @@ function rankOf(hash: number): { index: number; rank: number } {
 /** A set of VM hashes: exact while small, a HyperLogLog sketch beyond. */
 export class DistinctSet {
   #sparse: Set<number> | undefined = new Set();
+  /**
+   * An exact set as read from the store (distinct hashes, ascending) and not yet changed: kept as its list, so
+   * that reading a bucket and merging it into a sketch (what a window's read does) builds no Set.
+   */
+  #list: number[] | undefined;
   #registers: Uint8Array | undefined;
 
   /** True while the set is exact. */
   get exact(): boolean {
-    return this.#sparse !== undefined;
+    return this.#registers === undefined;
   }
 
   get empty(): boolean {
-    return this.#sparse !== undefined && this.#sparse.size === 0;
+    if (this.#registers !== undefined) return false;
+    return this.#list !== undefined ? this.#list.length === 0 : this.#sparse!.size === 0;
+  }
+
+  /** The exact set as a Set, to change it (a list read from the store becomes one). */
+  #exactSet(): Set<number> {
+    if (this.#list !== undefined) {
+      this.#sparse = new Set(this.#list);
+      this.#list = undefined;
+    }
+    return this.#sparse!;
   }
 
   add(hash: number): void {
-    if (this.#sparse !== undefined) {
-      this.#sparse.add(hash);
-      if (this.#sparse.size > SPARSE_LIMIT) this.#densify();
+    if (this.#registers === undefined) {
+      const sparse = this.#exactSet();
+      sparse.add(hash);
+      if (sparse.size > SPARSE_LIMIT) this.#densify();
       return;
     }
     this.#set(hash);
@@ -68,24 +84,39 @@ export class DistinctSet {
   }
 
   #densify(): void {
+    const hashes = this.#list ?? this.#sparse!;
     this.#registers = new Uint8Array(REGISTERS);
-    for (const h of this.#sparse!) this.#set(h);
     this.#sparse = undefined;
+    this.#list = undefined;
+    for (const h of hashes) this.#set(h);
   }
 
   merge(other: DistinctSet): void {
-    if (other.#sparse !== undefined) {
-      for (const h of other.#sparse) this.add(h);
+    if (other.#registers === undefined) {
+      const theirs = other.#list ?? other.#sparse!;
+      if (this.#registers !== undefined) {
+        for (const h of theirs) this.#set(h);
+        return;
+      }
+      for (const h of theirs) {
+        this.add(h);
+        if (this.#registers !== undefined) {
+          // Densified midway: the rest goes straight to the registers (adding a hash twice changes nothing).
+          for (const rest of theirs) this.#set(rest);
+          return;
+        }
+      }
       return;
     }
-    if (this.#sparse !== undefined) this.#densify();
+    if (this.#registers === undefined) this.#densify();
     const mine = this.#registers!;
-    const theirs = other.#registers!;
+    const theirs = other.#registers;
     for (let i = 0; i < REGISTERS; i++) if (theirs[i]! > mine[i]!) mine[i] = theirs[i]!;
   }
 
   /** The number of distinct VMs: exact while the set is, otherwise the HyperLogLog estimate (rounded). */
   count(): number {
+    if (this.#list !== undefined) return this.#list.length;
     if (this.#sparse !== undefined) return this.#sparse.size;
     const registers = this.#registers!;
     let sum = 0;
@@ -105,27 +136,31 @@ export class DistinctSet {
   }
 
   write(w: Writer): void {
-    if (this.#sparse !== undefined) {
-      w.uint(0).uint(this.#sparse.size);
+    if (this.#registers === undefined) {
+      const sorted = this.#list ?? [...this.#sparse!].sort((a, b) => a - b);
+      w.uint(0).uint(sorted.length);
       let previous = 0;
-      for (const h of [...this.#sparse].sort((a, b) => a - b)) {
+      for (const h of sorted) {
         w.uint(h - previous);
         previous = h;
       }
       return;
     }
-    w.uint(1).bytes(this.#registers!);
+    w.uint(1).bytes(this.#registers);
   }
 
   static read(r: Reader): DistinctSet {
     const set = new DistinctSet();
     if (r.uint() === 0) {
       const n = r.uint();
+      const list = new Array<number>(n);
       let h = 0;
       for (let i = 0; i < n; i++) {
         h += r.uint();
-        set.#sparse!.add(h);
+        list[i] = h;
       }
+      set.#sparse = undefined;
+      set.#list = list;
       return set;
     }
     set.#sparse = undefined;
