@@ -9,7 +9,9 @@
  * 2. Latest wins: while the hub refuses, heartbeats are lost, not queued: nothing enters the outbox or the dead
  *    letters, the warning is logged once, and the next heartbeat after the hub recovers carries a later
  *    sequence number (the failed ones are never re-sent).
- * 3. Idle, heartbeats write nothing to the state directory (file sizes and modification times unchanged).
+ * 3. A sink whose destination refuses everything (403) pauses: the next heartbeat reports it `paused`, and a fleet
+ *    history that ingests that heartbeat counts the VM unhealthy, naming the paused sink.
+ * 4. Idle, heartbeats write nothing to the state directory (file sizes and modification times unchanged).
  */
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +19,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HEARTBEAT_TYPE, type HeartbeatRecord, type LifecycleRecord } from '../../../src/domain/index.ts';
 import { validateHeartbeat } from '../../../src/domain/record-schema.ts';
+import { openHistory } from '../../../src/fleet/history/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { type ForwarderChild, readFileSinkRecords, spawnCli } from '../../support/child.ts';
 import { type EventHubsDouble, startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
@@ -204,6 +207,44 @@ describe('heartbeats from a real run', () => {
     expect(warnings.filter((l) => l.includes('"level":40'))).toHaveLength(1);
     expect(run.child.stderr()).toContain('heartbeat reached sink hub again after');
     expect(run.child.stderr()).not.toContain(double.sasKey);
+  });
+
+  it('a paused sink is in the next heartbeat, and the fleet counts that VM unhealthy with why', async () => {
+    const sim = await simulator();
+    // The destination refuses everything (403): the webhook sink pauses and keeps its record pending.
+    const refusing = await HttpSinkServer.start({ status: 403, body: 'forbidden' });
+    closers.push(() => refusing.close());
+    const run = startRun('paused', sim, 'beats', [
+      `  - { name: hook, type: webhook, url: ${JSON.stringify(refusing.url('/hook'))}, filter: { scope: all } }`,
+    ]);
+    await run.child.ready;
+    sim.admin.injectEvent({ type: 'Freeze', noticeSeconds: 900 });
+    const paused = await waitFor(
+      () =>
+        fileHeartbeats(run.file).find((b) => b.data.sinks.find((s) => s.name === 'hook')?.state === 'paused'),
+      'a heartbeat reporting the webhook sink paused',
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    await stopGracefully(run.child);
+    expect(validateHeartbeat(paused)).toEqual([]);
+    expect(paused.data.sinks.find((s) => s.name === 'hook')).toMatchObject({
+      type: 'webhook',
+      state: 'paused',
+    });
+    // Paused, nothing is lost: the record waits in the outbox, not in the dead letters.
+    expect(countRows(run.stateDir, 'dead_letters')).toBe(0);
+    // The fleet history (a real SQLite file) takes that heartbeat as the consumer would: the VM is unhealthy.
+    const history = await openHistory({ database: join(tmp.dir, 'paused-fleet.db') });
+    closers.push(() => history.close());
+    await history.ingest([
+      { body: paused, partitionId: '0', sequenceNumber: 0, enqueuedAt: new Date(paused.time) },
+    ]);
+    const report = await history.coverage();
+    expect(report.byState).toMatchObject({ reporting: 0, unhealthy: 1, silent: 0 });
+    expect(report.unhealthy.items[0]!.problems).toEqual([
+      expect.objectContaining({ code: 'sink-paused', sink: 'hook' }),
+    ]);
+    expect(report.unhealthy.items[0]!.reason).toContain('sink hook paused');
   });
 
   it('idle, heartbeats write nothing to the state directory', async () => {
