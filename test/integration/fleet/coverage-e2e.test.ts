@@ -2,8 +2,8 @@
  * Coverage end to end (issue 33), on both stores: three real `run` processes (one simulator serving each VM's
  * identity; `heartbeat.intervalSeconds: 1`) send records and heartbeats through their Event Hubs sinks to the
  * AMQP double; a real `fleet run` child (Blob checkpoints in Azurite; `coverage.silentMargin: 2s`) keeps the
- * history in a SQLite file or a PostgreSQL database. Through its /api/coverage, /metrics and
- * `fleet report --coverage`:
+ * history in a SQLite file or a PostgreSQL database. Through its /api/coverage, /metrics (forwarders by state and
+ * by version) and `fleet report --coverage`:
  *
  * - every VM reports at first; the one whose webhook sink refuses its record (HTTP 400: a dead letter) is
  *   unhealthy, with the problem named;
@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { CoverageReport } from '../../../src/fleet/history/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
+import { readVersion } from '../../../src/version.ts';
 import { type ForwarderChild, runCli, spawnCli } from '../../support/child.ts';
 import { type EventHubsDouble, startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
 import { writeFleetConfig } from '../../support/fleet-config.ts';
@@ -169,6 +170,17 @@ describe.each(['sqlite', 'postgres'] as const)('coverage through fleet run (%s)'
     expect(metrics).toMatch(/^sef_fleet_forwarders\{state="silent"\} 1$/m);
     expect(metrics).toMatch(/^sef_fleet_forwarders\{state="unhealthy"\} 1$/m);
     expect(metrics).toMatch(/^sef_fleet_heartbeats_total [1-9]\d*$/m);
+    // By forwarder version (all three run this build): one per state.
+    const version = readVersion().replaceAll('.', '\\.');
+    for (const [state, n] of [
+      ['reporting', 1],
+      ['silent', 1],
+      ['unhealthy', 1],
+      ['gone', 0],
+    ])
+      expect(metrics).toMatch(
+        new RegExp(`^sef_fleet_forwarders_by_version\\{version="${version}",state="${state}"\\} ${n}$`, 'm'),
+      );
     const report = await runCli(['fleet', 'report', '--coverage', '--database', database]);
     expect(report.code, report.stderr).toBe(0);
     expect(report.stdout).toMatch(/^Silent now: 1$/m);
