@@ -38,8 +38,9 @@ export class Distribution {
   #values: number[] | undefined = [];
   #sketch: DDSketch | undefined;
 
-  add(value: number | null): void {
-    if (value === null || !Number.isFinite(value)) return;
+  add(input: number | null): void {
+    if (input === null || !Number.isFinite(input)) return;
+    const value = input + 0; // −0 counts as 0 (a minimum or maximum of −0 would not equal the exact query's 0)
     this.count++;
     this.sum += value;
     if (this.min === null || value < this.min) this.min = value;
