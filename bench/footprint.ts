@@ -89,6 +89,8 @@ function coldCopies(dir: string, executable: string | undefined): { node: string
   };
 }
 const EH_ENV = 'SEF_BENCH_EH_CONNECTION';
+/** `false`: the Event Hubs sink of the every-sink-type subject without heartbeats (its default is on). */
+const EH_HEARTBEATS_ENV = 'SEF_BENCH_FOOTPRINT_EH_HEARTBEATS';
 const SCHEDULED_EVENTS_PATH = '/metadata/scheduledevents?api-version=2020-07-01';
 
 /** The reference: GET every second, JSON.parse, nothing else. */
@@ -163,7 +165,11 @@ function spawnSubject(subject: Subject, setup: Setup, vm: string, dir: string): 
     const sinks = kinds.map((kind) => {
       const entry = sinkEntry(kind, setup.targets, { dir });
       // The connection string comes from the environment, with the config's own "${ENV}" secret syntax.
-      if (kind === 'eventhubs') entry.connectionString = `\${${EH_ENV}}`;
+      if (kind === 'eventhubs') {
+        entry.connectionString = `\${${EH_ENV}}`;
+        // Heartbeats are on by default for Event Hubs and load its SDK at start; the variable measures without.
+        if (process.env[EH_HEARTBEATS_ENV] === 'false') entry.heartbeats = false;
+      }
       return entry;
     });
     const file = join(dir, 'forwarder.yaml');
@@ -277,7 +283,9 @@ export const footprint: Benchmark = {
     '`--sink stdout`, held to the same targets as the package bin with the stdout sink. ' +
     'Configurations: `--sink stdout` without a config file, and a config file ' +
     'with every sink type (stdout, file, exec, webhook, slack, teams, eventhubs → the AMQP double, otel → the ' +
-    'OTLP receiver) configured but idle. Idle: the four processes run side by side; after a settling period ' +
+    'OTLP receiver) configured but idle: nothing to deliver, so the only sends are the heartbeats of the Event Hubs ' +
+    'sink (on by default; one at start loads its SDK and connects; SEF_BENCH_FOOTPRINT_EH_HEARTBEATS=false turns ' +
+    'them off). Idle: the four processes run side by side; after a settling period ' +
     'one sample per second is read from /proc/<pid>: RSS total / anonymous / file-backed (VmRSS, RssAnon, ' +
     'RssFile of /proc/<pid>/status; medians), CPU time (utime+stime of /proc/<pid>/stat, clock ticks) divided ' +
     'by the polls the simulator logged in the window, and write_bytes of /proc/<pid>/io per minute (state ' +
