@@ -26,7 +26,7 @@ import {
 import { coveredVms, pruneCoverageRollups, refreshCoverage } from './coverage-rollups.ts';
 import { DimensionDeltas } from './dimensions.ts';
 import { advanceReadThrough, pruneQuietVms } from './heartbeat-ingest.ts';
-import { type IngestResult, ingestBatch, type RawFleetEvent } from './ingest.ts';
+import { emptyIngestResult, type IngestResult, ingestBatch, type RawFleetEvent } from './ingest.ts';
 import {
   distinctValues,
   type EventFilter,
@@ -129,15 +129,7 @@ export class FleetHistory {
    * rollup buckets it left stale (refreshRollups).
    */
   async ingest(batch: readonly RawFleetEvent[]): Promise<IngestResult> {
-    if (batch.length === 0)
-      return {
-        accepted: 0,
-        duplicates: 0,
-        rejected: 0,
-        heartbeats: 0,
-        eventsTouched: 0,
-        rejections: [],
-      };
+    if (batch.length === 0) return emptyIngestResult();
     const settings = { ingestedAt: this.#now().toISOString(), backlogSeconds: this.#coverage.backlogSeconds };
     const result = await this.db.transaction((tx) => ingestBatch(tx, batch, settings));
     // Heartbeats too: a VM's first heartbeat of a day leaves that day's covered VMs stale (coverage-rollups.ts).

@@ -106,20 +106,18 @@ export interface IngestSettings {
   backlogSeconds: number;
 }
 
+/** What ingesting nothing gives; ingestBatch counts into it. */
+export function emptyIngestResult(): IngestResult {
+  return { accepted: 0, duplicates: 0, rejected: 0, heartbeats: 0, eventsTouched: 0, rejections: [] };
+}
+
 /** Ingests `batch` through `tx` (inside a transaction): the steps of the module comment, in order. */
 export async function ingestBatch(
   tx: SqlExecutor,
   batch: readonly RawFleetEvent[],
   settings: IngestSettings,
 ): Promise<IngestResult> {
-  const result: IngestResult = {
-    accepted: 0,
-    duplicates: 0,
-    rejected: 0,
-    heartbeats: 0,
-    eventsTouched: 0,
-    rejections: [],
-  };
+  const result = emptyIngestResult();
   const { accepted, heartbeats } = await sortBatch(tx, batch, settings.ingestedAt, result);
   const inserted = await insertRecords(tx, accepted, settings.ingestedAt, result);
   result.accepted = inserted.length;

@@ -22,7 +22,7 @@ import {
   timelineDetail,
   where,
 } from './queries.ts';
-import { Aggregate, type SeriesCounters } from './rollups/aggregate.ts';
+import { Aggregate, mergeSeries, type SeriesCounters } from './rollups/aggregate.ts';
 import { DAY_LEVEL, HOUR_MS } from './rollups/buckets.ts';
 import type { Distribution as Measure } from './rollups/distribution.ts';
 import { type Peak, scopeName, windowPeaks } from './rollups/impacts.ts';
@@ -79,16 +79,7 @@ export async function timeSeries(
       types = new Map();
       perDay.set(day, types);
     }
-    const mine = types.get(type);
-    if (mine === undefined) types.set(type, { ...s });
-    else {
-      mine.events += s.events;
-      mine.affected += s.affected;
-      mine.observedEvents += s.observedEvents;
-      mine.observedSum += s.observedSum;
-      if (s.observedMax !== null && (mine.observedMax === null || s.observedMax > mine.observedMax))
-        mine.observedMax = s.observedMax;
-    }
+    mergeSeries(types, type, s);
   };
   const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
   for (const b of read.buckets) {

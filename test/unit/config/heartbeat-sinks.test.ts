@@ -15,7 +15,7 @@ function problemsOf(sink: Record<string, unknown>): string[] {
     validateConfig({ sinks: [{ name: 'a', ...sink }] });
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError);
-    return (error as ConfigError).problems;
+    return [...(error as ConfigError).problems];
   }
   return [];
 }

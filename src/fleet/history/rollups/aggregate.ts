@@ -92,6 +92,21 @@ export interface SeriesCounters {
   observedMax: number | null;
 }
 
+/** Adds `s` to the counters `series` keeps for `type` (a copy of `s` when it has none yet). */
+export function mergeSeries(series: Map<string, SeriesCounters>, type: string, s: SeriesCounters): void {
+  const mine = series.get(type);
+  if (mine === undefined) {
+    series.set(type, { ...s });
+    return;
+  }
+  mine.events += s.events;
+  mine.affected += s.affected;
+  mine.observedEvents += s.observedEvents;
+  mine.observedSum += s.observedSum;
+  if (s.observedMax !== null && (mine.observedMax === null || s.observedMax > mine.observedMax))
+    mine.observedMax = s.observedMax;
+}
+
 function bump(map: Map<string, number>, key: string, n = 1): void {
   map.set(key, (map.get(key) ?? 0) + n);
 }
@@ -212,19 +227,7 @@ export class Aggregate {
     this.advertised.merge(o.advertised);
     this.observed.merge(o.observed);
     this.vms.merge(o.vms);
-    for (const [type, s] of o.series) {
-      const mine = this.series.get(type);
-      if (mine === undefined) {
-        this.series.set(type, { ...s });
-        continue;
-      }
-      mine.events += s.events;
-      mine.affected += s.affected;
-      mine.observedEvents += s.observedEvents;
-      mine.observedSum += s.observedSum;
-      if (s.observedMax !== null && (mine.observedMax === null || s.observedMax > mine.observedMax))
-        mine.observedMax = s.observedMax;
-    }
+    for (const [type, s] of o.series) mergeSeries(this.series, type, s);
   }
 
   encode(): Uint8Array {
