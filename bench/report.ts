@@ -122,7 +122,7 @@ export function renderReport(results: readonly BenchResultFile[]): string {
     '## Reproduce',
     '',
     '```sh',
-    'npm run bench                          # every benchmark (about 37 minutes; footprint 4, fleet about 12)',
+    'npm run bench                          # every benchmark (about 50 minutes; footprint 4, fleet about 25)',
     'SEF_BENCH_FLEET_VMS=2000 npm run bench -- fleet   # the fleet benchmark at another size (N and N/10 VMs)',
     'npm run bench -- detection footprint   # only these',
     'npm run bench -- footprint --duration 5m    # longer idle window (default 60 one-second samples)',
