@@ -9,24 +9,18 @@
  * test-artifacts/fleet/.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningDashboard, startDashboard } from '../../src/fleet/dashboard/server.ts';
 import { type FleetHistory, openHistory, type RawFleetEvent } from '../../src/fleet/history/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { generateFleet } from '../../src/simulator/fleet.ts';
+import { chromiumMissing, launchChromium } from '../support/chromium.ts';
 import { makeTempDir } from '../support/tmp.ts';
 import { waitFor } from '../support/wait.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts', 'fleet');
-const chromiumMissing = existsSync(CHROMIUM)
-  ? undefined
-  : `${CHROMIUM} is missing: the dashboard browser test needs Debian's chromium ` +
-    '(as root: apt-get update && apt-get install -y chromium)';
-
 const VMS = Number(process.env.SEF_BROWSER_FLEET_VMS ?? 10_000);
 const DAYS = 90;
 /** Records per ingest batch and partitions, as bench/fleet.ts (one Event Hubs receive per partition). */
@@ -86,18 +80,7 @@ describe(`fleet dashboard over a ${VMS}-VM × ${DAYS}-day SQLite history in head
     if (!dashboard || !history) throw new Error('the dashboard was not started');
     mkdirSync(ARTIFACTS, { recursive: true });
     const profile = makeTempDir('sef-chromium-10k-');
-    const context = await chromium.launchPersistentContext(profile.dir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1400, height: 1000 },
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--no-first-run',
-      ],
-    });
+    const context = await launchChromium(profile.dir);
     try {
       const page = await context.newPage();
       const failures: string[] = [];

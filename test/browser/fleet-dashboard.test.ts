@@ -9,28 +9,21 @@
  *
  * A missing Chromium fails the test with the install command: this tier is never skipped.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LifecycleRecord } from '../../src/domain/index.ts';
 import { MAINTENANCE_COLUMNS } from '../../src/fleet/dashboard/export.ts';
 import { type RunningDashboard, startDashboard } from '../../src/fleet/dashboard/server.ts';
 import { type FleetHistory, openHistory } from '../../src/fleet/history/index.ts';
 import { silentLogger } from '../../src/log.ts';
+import { chromiumMissing, launchChromium } from '../support/chromium.ts';
 import { heartbeatOf, iso, record } from '../support/fleet-records.ts';
 import { makeTempDir } from '../support/tmp.ts';
 import { waitFor } from '../support/wait.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts', 'fleet');
-
-/** Why the browser test cannot run here, or undefined when Chromium is installed. */
-const chromiumMissing = existsSync(CHROMIUM)
-  ? undefined
-  : `${CHROMIUM} is missing: the dashboard browser test needs Debian's chromium ` +
-    '(as root: apt-get update && apt-get install -y chromium)';
 
 const DAY = 86_400;
 /** The server's clock: day 40 after the fixtures' T0; the page's default window starts at day 10. */
@@ -141,21 +134,7 @@ async function openBrowser(url: string): Promise<{ page: Page; failures: string[
   mkdirSync(ARTIFACTS, { recursive: true });
   const profile = makeTempDir('sef-chromium-');
   // A fresh --user-data-dir: playwright passes the profile directory itself with a persistent context.
-  const context = await chromium.launchPersistentContext(profile.dir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    acceptDownloads: true,
-    viewport: { width: 1400, height: 1000 },
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  const context = await launchChromium(profile.dir, { acceptDownloads: true });
   const page = await context.newPage();
   const failures: string[] = [];
   page.on('pageerror', (e) => failures.push(e.message));

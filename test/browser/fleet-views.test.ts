@@ -13,10 +13,9 @@
  *
  * Screenshots go to test-artifacts/fleet/. A missing Chromium fails the test with the install command.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type DashboardOptions,
@@ -25,18 +24,13 @@ import {
 } from '../../src/fleet/dashboard/server.ts';
 import { type FleetHistory, type FleetSummary, openHistory } from '../../src/fleet/history/index.ts';
 import { silentLogger } from '../../src/log.ts';
+import { chromiumMissing, launchChromium } from '../support/chromium.ts';
 import { iso } from '../support/fleet-records.ts';
 import { D, viewsFixture } from '../support/fleet-views-fixture.ts';
 import { makeTempDir } from '../support/tmp.ts';
 import { waitFor } from '../support/wait.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '..', '..', 'test-artifacts', 'fleet');
-const chromiumMissing = existsSync(CHROMIUM)
-  ? undefined
-  : `${CHROMIUM} is missing: the dashboard browser test needs Debian's chromium ` +
-    '(as root: apt-get update && apt-get install -y chromium)';
-
 /** The server's clock: day 10 of the fixture; the default window (30 days) holds every fixture event. */
 const NOW = new Date(iso(10 * D));
 const WINDOW_START = iso(-20 * D).replace('.000Z', 'Z');
@@ -64,20 +58,7 @@ beforeAll(async () => {
   dashboard = await startDashboard(options);
   mkdirSync(ARTIFACTS, { recursive: true });
   profile = makeTempDir('sef-chromium-views-');
-  context = await chromium.launchPersistentContext(profile.dir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1400, height: 1000 },
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
+  context = await launchChromium(profile.dir);
 });
 
 afterAll(async () => {
