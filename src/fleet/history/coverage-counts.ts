@@ -1,23 +1,27 @@
 /**
  * The coverage counts: how many VMs each region, zone, scale set, forwarder version and heartbeat interval has
- * in each state that does not depend on the clock, so /api/coverage (coverage.ts) reads a table of a few hundred
- * rows and only the VMs that went quiet, instead of every VM's latest heartbeat (issue 33: flat from N/10 to N).
+ * in each state, so /api/coverage (coverage.ts) reads a table of a few hundred rows and only the VMs whose state
+ * changed since they were counted, instead of every VM's latest heartbeat (issue 33: flat from N/10 to N).
  *
- * A VM's latest heartbeat counts as `reporting` or `unhealthy` (what it said), or `gone` once Azure deleted the
- * VM after it (latest_heartbeats.deleted, from vms.deleted_at); a VM with records but no heartbeat counts as
- * `none` (with its vms row's region, zone and scale set; version '' and interval 0). What the clock adds —
- * silent, or gone after a long quiet — is read from the few VMs whose latest heartbeat is older than their
- * interval (index latest_heartbeats_quiet) and moved between the counted states at read time.
+ * Each latest heartbeat row says which state the counts hold it in (`counted_state`):
+ *
+ * - ingest counts a heartbeat by what it said — `reporting` or `unhealthy` — or `gone` once Azure deleted the VM
+ *   after it (latest_heartbeats.deleted, from vms.deleted_at); a VM with records but no heartbeat counts as
+ *   `none` (with its vms row's region, zone and scale set; version '' and interval 0);
+ * - what the clock adds — silent, or gone after a long quiet — is moved into the counts by the sweep
+ *   (coverage-changes.ts, with the rollup refresh), which moves the VMs whose state differs from their counted
+ *   one; a reader moves the few the last sweep left at read time, found by index ranges, so it is exact at any
+ *   clock, read-through and setting whether the sweep ran or not.
  *
  * Like the dimension counts (dimensions.ts), the counts are kept by the transactions that change what they count
- * (ingest: a heartbeat replacing the latest, a VM's first records, a deletion; prune: what it deletes), as
- * signed deltas on rows of their own partition, so two consumers never wait on each other's counter and the sum
- * over partitions is exact.
+ * (ingest: a heartbeat replacing the latest, a VM's first records, a deletion; the sweep; prune: what it
+ * deletes), as signed deltas on rows of their own partition, so two consumers never wait on each other's counter
+ * and the sum over partitions is exact; each changes a VM's row and its count under the VM's lock (vmLocks).
  */
 import type { SqlExecutor, SqlValue } from './sql.ts';
 
-/** The states counted without the clock. */
-export type CountedState = 'reporting' | 'unhealthy' | 'gone' | 'none';
+/** The states a VM is counted in ('none': records but no heartbeat). */
+export type CountedState = 'reporting' | 'unhealthy' | 'silent' | 'gone' | 'none';
 
 /** The dimensions a count is kept by. */
 export interface CountedVm {
@@ -46,33 +50,53 @@ export const coverageCountTables = (): string[] => [
   'CREATE INDEX latest_heartbeats_unhealthy ON latest_heartbeats (unhealthy, deleted, vm_name, source)',
 ];
 
-/** The counted state of a latest heartbeat row (columns deleted, unhealthy). */
-export const COUNTED_STATE_SQL = `CASE WHEN deleted = 1 THEN 'gone' WHEN unhealthy = 1 THEN 'unhealthy' ELSE 'reporting' END`;
+/** The state ingest counts a latest heartbeat row in (columns deleted, unhealthy): what it said. */
+const SAID_STATE_SQL = `CASE WHEN deleted = 1 THEN 'gone' WHEN unhealthy = 1 THEN 'unhealthy' ELSE 'reporting' END`;
 
-/** The counts of an existing history (the migration that adds them; tests compare the kept counts with it). */
+/**
+ * Schema step 8: each latest heartbeat says which state it is counted in (step 6 counted each by what it said),
+ * with indexes for the sweep and the reader (the VMs counted in a state by partition, interval and age: the
+ * ranges whose state may have changed) and for the lists (a state by age, by name), replacing step 6's two.
+ */
+export const countedStateColumn = (): string[] => [
+  "ALTER TABLE latest_heartbeats ADD COLUMN counted_state TEXT NOT NULL DEFAULT 'reporting'",
+  `UPDATE latest_heartbeats SET counted_state = ${SAID_STATE_SQL}`,
+  'DROP INDEX latest_heartbeats_quiet',
+  'DROP INDEX latest_heartbeats_unhealthy',
+  `CREATE INDEX latest_heartbeats_changes
+     ON latest_heartbeats (deleted, counted_state, partition_id, interval_seconds, enqueued_ms)`,
+  'CREATE INDEX latest_heartbeats_by_state_age ON latest_heartbeats (counted_state, enqueued_ms, source)',
+  'CREATE INDEX latest_heartbeats_by_state_name ON latest_heartbeats (counted_state, vm_name, source)',
+];
+
+/** The counts of an existing history (schema step 6, before the rows said their counted state). */
 export const coverageCountBackfill = (): string[] => [
   `UPDATE latest_heartbeats SET deleted = 1 WHERE EXISTS (SELECT 1 FROM vms v WHERE v.source = latest_heartbeats.source
      AND v.deleted_at IS NOT NULL AND v.deleted_at > latest_heartbeats.sent_at)`,
-  ...COUNTED_SELECTS.map(
+  ...countedSelects(SAID_STATE_SQL).map(
     (select) =>
       `INSERT INTO coverage_counts (state, location, zone, scale_set, version, interval_seconds, partition_id, vms)
        ${select}`,
   ),
 ];
 
-/** What the counts are, from the rows themselves (the backfill, and the tests' oracle). */
-export const COUNTED_SELECTS: readonly string[] = [
-  `SELECT ${COUNTED_STATE_SQL} AS state, location, zone, scale_set, version, interval_seconds,
-     '*' AS partition_id, count(*) AS vms
-   FROM latest_heartbeats GROUP BY 1, location, zone, scale_set, version, interval_seconds`,
-  `SELECT 'none' AS state, location, zone, scale_set, '' AS version, 0 AS interval_seconds,
-     '*' AS partition_id, count(*) AS vms FROM vms v
-   WHERE NOT EXISTS (SELECT 1 FROM latest_heartbeats h WHERE h.source = v.source)
-   GROUP BY location, zone, scale_set`,
-];
+function countedSelects(state: string): string[] {
+  return [
+    `SELECT ${state} AS state, location, zone, scale_set, version, interval_seconds,
+       '*' AS partition_id, count(*) AS vms
+     FROM latest_heartbeats GROUP BY 1, location, zone, scale_set, version, interval_seconds`,
+    `SELECT 'none' AS state, location, zone, scale_set, '' AS version, 0 AS interval_seconds,
+       '*' AS partition_id, count(*) AS vms FROM vms v
+     WHERE NOT EXISTS (SELECT 1 FROM latest_heartbeats h WHERE h.source = v.source)
+     GROUP BY location, zone, scale_set`,
+  ];
+}
 
-/** The counted state of a latest heartbeat. */
-export function countedState(row: { deleted: boolean; unhealthy: boolean }): CountedState {
+/** What the counts are, from the rows' counted states (the tests' oracle). */
+export const COUNTED_SELECTS: readonly string[] = countedSelects('counted_state');
+
+/** The state ingest counts a latest heartbeat in: what it said (the sweep adds silent and gone by the clock). */
+export function saidState(row: { deleted: boolean; unhealthy: boolean }): CountedState {
   return row.deleted ? 'gone' : row.unhealthy ? 'unhealthy' : 'reporting';
 }
 

@@ -18,6 +18,15 @@
  */
 import type { HeartbeatProblem } from '../../domain/index.ts';
 import {
+  type CoverageClock,
+  changedSelect,
+  countedIntervals,
+  coverageClock,
+  type Fragment,
+  quietSql,
+  stateSql,
+} from './coverage-changes.ts';
+import {
   decodeCursor,
   type EventFilter,
   encodeCursor,
@@ -264,9 +273,11 @@ const LIST_ORDER: Record<CoverageState, { columns: [string, string]; numeric: bo
 };
 
 /**
- * A page of the VMs in `state` (see LIST_ORDER), with the total in that state. The silent and the unhealthy
- * (without a VM name filter) are read from their indexes and the counts, so a page costs what it holds and the
- * VMs that went quiet, not the fleet; the others scan every latest heartbeat (listCoverageVmsScan).
+ * A page of the VMs in `state` (see LIST_ORDER), with the total in that state. Without a VM name filter, from
+ * the counts and the indexes: the VMs counted in that state still in it (latest_heartbeats_by_state_age or
+ * _by_state_name, in the list's order) merged with those whose state changed into it since the last sweep
+ * (coverage-changes.ts), so a page costs what it holds and the VMs whose state changed, not the fleet; with one,
+ * by a scan of every latest heartbeat (listCoverageVmsScan).
  */
 export async function listCoverageVms(
   db: SqlExecutor,
@@ -275,53 +286,50 @@ export async function listCoverageVms(
   request: PageRequest,
   now: Date,
   settings: CoverageSettings,
-  counted?: CountedCoverage,
+  known?: { counted: CountedCoverage; clock: CoverageClock },
 ): Promise<Page<CoverageVm> & { total: number }> {
-  if (filter.vm || (state !== 'silent' && state !== 'unhealthy'))
-    return listCoverageVmsScan(db, state, filter, request, now, settings);
-  const total = (counted ?? (await countedCoverage(db, filter, now, settings))).byState[state];
+  if (filter.vm) return listCoverageVmsScan(db, state, filter, request, now, settings);
+  const clock = known?.clock ?? (await coverageClock(db, now));
+  const [counted, intervals] = await Promise.all([
+    known?.counted ?? countedCoverage(db, filter, now, settings, clock),
+    countedIntervals(db),
+  ]);
   const limit = pageSize(request);
+  const order = LIST_ORDER[state].columns.map((c) => `h.${c}`).join(', ');
   const after: SqlValue[] = request.cursor ? decodeCursor(request.cursor, 2) : [];
-  let rows: Array<Record<string, unknown>>;
-  if (state === 'silent') {
-    const quiet = quietSelect(await quietRanges(db, now), filter, settings, 'silent');
-    if (quiet === undefined) return { items: [], total, nextCursor: null };
-    rows = await db.all(
-      `SELECT * FROM (${quiet.sql}) q ${after.length > 0 ? 'WHERE (enqueued_ms, source) > (?, ?)' : ''}
-       ORDER BY enqueued_ms, source LIMIT ?`,
-      [...quiet.params, ...after, limit + 1],
-    );
-  } else {
-    const w = coverageWhere(filter);
-    const t = now.getTime();
-    const effective = `((CASE WHEN p.read_through_ms IS NULL OR p.read_through_ms > ? THEN ? ELSE p.read_through_ms END)
-      - h.enqueued_ms)`;
-    rows = await db.all(
-      `SELECT h.*, v.deleted_at AS deleted_at, ${effective} AS quiet_ms, 'unhealthy' AS state
-       FROM latest_heartbeats h
-       LEFT JOIN partition_progress p ON p.partition_id = h.partition_id
-       LEFT JOIN vms v ON v.source = h.source
-       WHERE h.unhealthy = 1 AND h.deleted = 0
-         AND ${effective} <= h.interval_seconds * 1000 + ? AND ${effective} <= ?
-         ${w.clauses.map((c) => `AND ${c}`).join(' ')}
-         ${after.length > 0 ? 'AND (h.vm_name, h.source) > (?, ?)' : ''}
-       ORDER BY h.vm_name, h.source LIMIT ?`,
-      [
-        t,
-        t,
-        t,
-        t,
-        settings.silentMarginSeconds * 1000,
-        t,
-        t,
-        settings.goneAfterSeconds * 1000,
-        ...w.params,
-        ...after,
-        limit + 1,
-      ],
-    );
-  }
-  return listPage(rows, limit, state, total);
+  const scope = scopeWhere(filter);
+  const keyset: Fragment = after.length > 0 ? { sql: ` AND (${order}) > (?, ?)`, params: after } : NO_WHERE;
+  const narrowed: Fragment = { sql: scope.sql + keyset.sql, params: [...scope.params, ...keyset.params] };
+  const quiet = quietSql(clock);
+  const stateNow = stateSql(quiet, settings);
+  // Counted in the state and still in it: the index in the list's order, past the few that changed.
+  const stayed: Fragment = {
+    sql: `SELECT ${ROW_COLUMNS}, ${quiet.sql} AS quiet_ms, '${state}' AS state FROM latest_heartbeats h
+      WHERE h.counted_state = ? AND ${stateNow.sql} = ?${narrowed.sql} ORDER BY ${order} LIMIT ?`,
+    params: [...quiet.params, state, ...stateNow.params, state, ...narrowed.params, limit + 1],
+  };
+  const changed = changedSelect(clock, intervals, settings, { sql: ROW_COLUMNS, params: [] }, narrowed);
+  const sql =
+    changed === undefined
+      ? stayed.sql
+      : `SELECT * FROM (SELECT * FROM (${stayed.sql}) s UNION ALL
+           SELECT * FROM (${changed.sql}) c WHERE c.state = ?) u
+         ORDER BY ${LIST_ORDER[state].columns.join(', ')} LIMIT ?`;
+  const rows = await db.all(
+    sql,
+    changed === undefined ? stayed.params : [...stayed.params, ...changed.params, state, limit + 1],
+  );
+  return listPage(rows, limit, state, counted.byState[state]);
+}
+
+/** A latest heartbeat's columns as a listed VM needs them (with when Azure deleted it). */
+const ROW_COLUMNS = 'h.*, (SELECT v.deleted_at FROM vms v WHERE v.source = h.source) AS deleted_at';
+const NO_WHERE: Fragment = { sql: '', params: [] };
+
+/** The scope's region, zone and scale set as conditions on `h.` (each preceded by AND). */
+function scopeWhere(scope: CoverageReport['filter']): Fragment {
+  const w = coverageWhere({ location: scope.location, zone: scope.zone, scaleSet: scope.scaleSet });
+  return { sql: w.clauses.map((c) => ` AND ${c}`).join(''), params: w.params };
 }
 
 /** A page of a list: up to `limit` of `rows` (one more was read to know there is a next page) and its cursor. */
@@ -381,8 +389,9 @@ export async function listCoverageVmsScan(
 
 /**
  * The coverage report: counts by state, version, region and scale set, and the first page of each list. From
- * the coverage counts (coverage-counts.ts) and the VMs that went quiet, so its cost follows the regions, scale
- * sets and versions and the quiet VMs, not the fleet; with a VM name filter, by a scan (coverageReportScan).
+ * the coverage counts (coverage-counts.ts) and the VMs whose state changed since the last sweep
+ * (coverage-changes.ts), so its cost follows the regions, scale sets and versions, the sweep's cadence and a
+ * page, not the fleet; with a VM name filter, by a scan (coverageReportScan).
  */
 export async function coverageReport(
   db: SqlExecutor,
@@ -392,19 +401,24 @@ export async function coverageReport(
   pageLimit = 100,
 ): Promise<CoverageReport> {
   if (filter.vm) return coverageReportScan(db, filter, now, settingsOverride, pageLimit);
-  const settings = settingsOverride ?? (await readCoverageSettings(db));
-  const counted = await countedCoverage(db, filter, now, settings);
-  const [partitions, silent, unhealthy] = await Promise.all([
-    db.all('SELECT partition_id, read_through_ms FROM partition_progress ORDER BY partition_id'),
-    listCoverageVms(db, 'silent', filter, { limit: pageLimit }, now, settings, counted),
-    listCoverageVms(db, 'unhealthy', filter, { limit: pageLimit }, now, settings, counted),
+  const [settings, clock] = await Promise.all([
+    settingsOverride ?? readCoverageSettings(db),
+    coverageClock(db, now),
+  ]);
+  const counted = await countedCoverage(db, filter, now, settings, clock);
+  const [silent, unhealthy] = await Promise.all([
+    listCoverageVms(db, 'silent', filter, { limit: pageLimit }, now, settings, { counted, clock }),
+    listCoverageVms(db, 'unhealthy', filter, { limit: pageLimit }, now, settings, { counted, clock }),
   ]);
   return {
     generatedAt: now.toISOString(),
     filter,
     settings,
     ...counted,
-    partitions: partitionLags(partitions, now),
+    partitions: partitionLags(
+      clock.readThrough.map((p) => ({ partition_id: p.partitionId, read_through_ms: p.readThroughMs })),
+      now,
+    ),
     silent,
     unhealthy,
   };
@@ -446,32 +460,39 @@ function addCounts(
 
 /**
  * The counts by state, version, region and scale set: the kept counts (coverage_counts, a few hundred rows),
- * then each VM that went quiet (the index ranges of quietRanges) moved from what its heartbeat said to silent
- * or gone. The scope's region, zone and scale set apply; a VM name cannot (the counts are not kept by name).
+ * then each VM whose state changed since it was counted (changedSelect) moved from its counted state to its
+ * state now. The scope's region, zone and scale set apply; a VM name cannot (the counts are not kept by name).
  */
 export async function countedCoverage(
   db: SqlExecutor,
   scope: Omit<CoverageReport['filter'], 'vm'>,
   now: Date,
   settings: CoverageSettings,
+  knownClock?: CoverageClock,
 ): Promise<CountedCoverage> {
   const w = coverageWhere({ location: scope.location, zone: scope.zone, scaleSet: scope.scaleSet });
-  const quiet = quietSelect(await quietRanges(db, now), scope, settings, 'quiet');
-  const [kept, moved] = await Promise.all([
-    db.all(
-      `SELECT state, location, zone, scale_set, version, sum(vms) AS n FROM coverage_counts h
+  const [clock, intervals] = await Promise.all([knownClock ?? coverageClock(db, now), countedIntervals(db)]);
+  const changed = changedSelect(
+    clock,
+    intervals,
+    settings,
+    { sql: 'h.location, h.scale_set, h.version, h.counted_state', params: [] },
+    scopeWhere(scope),
+  );
+  // One statement (one snapshot): the kept counts, and each changed VM out of its counted state into its state.
+  const rows = await db.all(
+    `SELECT state, location, scale_set, version, sum(n) AS n FROM (
+       SELECT state, location, scale_set, version, vms AS n FROM coverage_counts h
        ${w.clauses.length === 0 ? '' : `WHERE ${w.clauses.join(' AND ')}`}
-       GROUP BY state, location, zone, scale_set, version HAVING sum(vms) <> 0`,
-      w.params,
-    ),
-    quiet === undefined
-      ? []
-      : db.all(
-          `SELECT location, scale_set, version, unhealthy, state, count(*) AS n FROM (${quiet.sql}) q
-           GROUP BY location, scale_set, version, unhealthy, state`,
-          quiet.params,
-        ),
-  ]);
+       ${
+         changed === undefined
+           ? ''
+           : `UNION ALL SELECT CASE WHEN m.n = -1 THEN c.counted_state ELSE c.state END, c.location, c.scale_set,
+                c.version, m.n FROM (${changed.sql}) c CROSS JOIN (SELECT -1 AS n UNION ALL SELECT 1 AS n) m`
+       }
+     ) x GROUP BY state, location, scale_set, version HAVING sum(n) <> 0`,
+    [...w.params, ...(changed?.params ?? [])],
+  );
   const c: CountedCoverage = {
     vms: 0,
     byState: emptyCounts(),
@@ -485,15 +506,10 @@ export async function countedCoverage(
     location: String(row.location),
     scaleSet: String(row.scale_set),
   });
-  for (const row of kept) {
+  for (const row of rows) {
     const n = toNumber(row.n);
     if (row.state === 'none') c.withoutHeartbeat += n;
     else addCounts(c, dims(row), String(row.state) as CoverageState, n);
-  }
-  for (const row of moved) {
-    const n = toNumber(row.n);
-    addCounts(c, dims(row), toNumber(row.unhealthy) === 1 ? 'unhealthy' : 'reporting', -n);
-    addCounts(c, dims(row), String(row.state) as CoverageState, n);
   }
   c.vms = COVERAGE_STATES.reduce((sum, state) => sum + c.byState[state], 0);
   for (const map of [c.byVersion, c.byLocation, c.byScaleSet])
@@ -503,74 +519,6 @@ export async function countedCoverage(
   c.byLocation = sortKeys(c.byLocation);
   c.byScaleSet = sortKeys(c.byScaleSet);
   return c;
-}
-
-/** Where VMs may have gone quiet: per heartbeat interval counted and partition, how far it was read (≤ now). */
-interface QuietRange {
-  intervalSeconds: number;
-  partitionId: string;
-  effectiveNowMs: number;
-}
-
-/**
- * The ranges of quietSelect. Every partition a heartbeat came from has a read-through mark (ingest advances it
- * in the heartbeat's transaction), so these ranges hold every VM that went quiet.
- */
-async function quietRanges(db: SqlExecutor, now: Date): Promise<QuietRange[]> {
-  const [intervals, partitions] = await Promise.all([
-    db.all(
-      `SELECT interval_seconds FROM coverage_counts WHERE state IN ('reporting', 'unhealthy')
-       GROUP BY interval_seconds HAVING sum(vms) > 0 ORDER BY interval_seconds`,
-    ),
-    db.all('SELECT partition_id, read_through_ms FROM partition_progress ORDER BY partition_id'),
-  ]);
-  return intervals.flatMap((i) =>
-    partitions.map((p) => ({
-      intervalSeconds: toNumber(i.interval_seconds),
-      partitionId: String(p.partition_id),
-      effectiveNowMs: Math.min(now.getTime(), toNumber(p.read_through_ms)),
-    })),
-  );
-}
-
-/**
- * The latest heartbeats (not of deleted VMs) quieter than their interval plus the margin, with `quiet_ms` and
- * `state` (silent or gone): one index range (latest_heartbeats_quiet) per QuietRange, so it reads those VMs
- * only. `which` = 'silent' keeps the silent ones (the range above the gone threshold). Undefined: no range.
- */
-function quietSelect(
-  ranges: readonly QuietRange[],
-  scope: CoverageReport['filter'],
-  settings: CoverageSettings,
-  which: 'quiet' | 'silent',
-): { sql: string; params: SqlValue[] } | undefined {
-  if (ranges.length === 0) return undefined;
-  const w = coverageWhere({ location: scope.location, zone: scope.zone, scaleSet: scope.scaleSet });
-  const goneMs = settings.goneAfterSeconds * 1000;
-  const branches: string[] = [];
-  const params: SqlValue[] = [];
-  for (const r of ranges) {
-    const quietAfterMs = Math.min(r.intervalSeconds * 1000 + settings.silentMarginSeconds * 1000, goneMs);
-    // The counts need a few columns; the silent list every column and when Azure deleted the VM.
-    branches.push(
-      `SELECT ${which === 'silent' ? 'h.*, v.deleted_at AS deleted_at' : 'h.location, h.scale_set, h.version, h.unhealthy'},
-         ? - h.enqueued_ms AS quiet_ms, CASE WHEN ? - h.enqueued_ms > ? THEN 'gone' ELSE 'silent' END AS state
-       FROM latest_heartbeats h ${which === 'silent' ? 'LEFT JOIN vms v ON v.source = h.source' : ''}
-       WHERE h.deleted = 0 AND h.interval_seconds = ? AND h.partition_id = ? AND h.enqueued_ms < ?
-         ${which === 'silent' ? 'AND h.enqueued_ms >= ?' : ''} ${w.clauses.map((c) => `AND ${c}`).join(' ')}`,
-    );
-    params.push(
-      r.effectiveNowMs,
-      r.effectiveNowMs,
-      goneMs,
-      r.intervalSeconds,
-      r.partitionId,
-      r.effectiveNowMs - quietAfterMs,
-      ...(which === 'silent' ? [r.effectiveNowMs - goneMs] : []),
-      ...w.params,
-    );
-  }
-  return { sql: branches.join(' UNION ALL '), params };
 }
 
 /** coverageReport by a scan of every latest heartbeat (any filter; the tests' oracle). */

@@ -9,7 +9,9 @@
  *   consumer last found it caught up), so that a lagging consumer never makes a VM look silent;
  * - `vms.deleted_at`: when Preempt/Terminate started on a VM (the fold's vmDeleted), so a VM Azure deleted
  *   stops counting as silent (its latest heartbeat, when sent before, is marked `deleted`);
- * - the coverage counts (coverage-counts.ts), as each latest row changes its counted state or dimensions.
+ * - the coverage counts (coverage-counts.ts), as each latest row changes its counted state or dimensions: a
+ *   heartbeat replacing a VM's latest is counted by what it said (the sweep of coverage-changes.ts moves it to
+ *   silent or gone when the clock does).
  *
  * Prune's step for VMs and their latest heartbeats (pruneQuietVms) lives here too: it keeps the same counts.
  *
@@ -17,7 +19,13 @@
  * with the history's backlog threshold), and stored with it.
  */
 import { type HeartbeatRecord, heartbeatProblems } from '../../domain/index.ts';
-import { type CountedVm, CoverageDeltas, countedState, countedVm } from './coverage-counts.ts';
+import {
+  type CountedState,
+  type CountedVm,
+  CoverageDeltas,
+  countedVm,
+  saidState,
+} from './coverage-counts.ts';
 import { markStale } from './coverage-rollups.ts';
 import { DimensionDeltas } from './dimensions.ts';
 import type { SqlExecutor, SqlValue } from './sql.ts';
@@ -110,8 +118,8 @@ async function replacingLatest(
     const chunk = sources.slice(i, i + 500);
     const marks = chunk.map(() => '?').join(', ');
     for (const row of await tx.all(
-      `SELECT source, location, zone, scale_set, version, interval_seconds, unhealthy, deleted, enqueued_ms,
-         sent_at, sequence FROM latest_heartbeats WHERE source IN (${marks})`,
+      `SELECT source, location, zone, scale_set, version, interval_seconds, counted_state, enqueued_ms, sent_at,
+         sequence FROM latest_heartbeats WHERE source IN (${marks})`,
       chunk,
     ))
       stored.set(String(row.source), row);
@@ -133,19 +141,14 @@ async function replacingLatest(
       ...row,
       deleted: deletedAt !== null && deletedAt !== undefined && String(deletedAt) > sentAt,
     };
-    if (old !== undefined)
-      counts.add(
-        countedState({ deleted: Number(old.deleted) === 1, unhealthy: Number(old.unhealthy) === 1 }),
-        countedVm(old),
-        -1,
-      );
+    if (old !== undefined) counts.add(String(old.counted_state) as CountedState, countedVm(old), -1);
     else if (vm !== undefined)
       counts.none(
         { location: String(vm.location), zone: String(vm.zone), scaleSet: String(vm.scale_set) },
         -1,
       );
     counts.add(
-      countedState({ deleted: replacing.deleted, unhealthy: replacing.problems !== '[]' }),
+      saidState({ deleted: replacing.deleted, unhealthy: replacing.problems !== '[]' }),
       countedOf(row),
       1,
     );
@@ -263,6 +266,7 @@ const LATEST_COLUMNS = [
   'first_heartbeat_at',
   'body',
   'deleted',
+  'counted_state',
 ] as const;
 
 function latestRow(h: LatestHeartbeat): SqlValue[] {
@@ -298,6 +302,7 @@ function latestRow(h: LatestHeartbeat): SqlValue[] {
     h.enqueuedAt.toISOString(),
     JSON.stringify(b),
     h.deleted ? 1 : 0,
+    saidState({ deleted: h.deleted, unhealthy: h.problems !== '[]' }),
   ];
 }
 
@@ -344,15 +349,19 @@ export async function markDeletions(
       'UPDATE vms SET deleted_at = ? WHERE source = ? AND (deleted_at IS NULL OR deleted_at < ?)',
       [at, source, at],
     );
-    for (const row of await tx.all(
-      `UPDATE latest_heartbeats SET deleted = 1 WHERE source = ? AND deleted = 0 AND sent_at < ?
-       RETURNING location, zone, scale_set, version, interval_seconds, unhealthy`,
+    // Read, then marked (under the VM's lock): the count leaves the state the row was counted in.
+    const [row] = await tx.all(
+      `SELECT location, zone, scale_set, version, interval_seconds, counted_state FROM latest_heartbeats
+       WHERE source = ? AND deleted = 0 AND sent_at < ?`,
       [source, at],
-    )) {
-      const vm = countedVm(row);
-      counts.add(countedState({ deleted: false, unhealthy: Number(row.unhealthy) === 1 }), vm, -1);
-      counts.add('gone', vm, 1);
-    }
+    );
+    if (row === undefined) continue;
+    await tx.run("UPDATE latest_heartbeats SET deleted = 1, counted_state = 'gone' WHERE source = ?", [
+      source,
+    ]);
+    const vm = countedVm(row);
+    counts.add(String(row.counted_state) as CountedState, vm, -1);
+    counts.add('gone', vm, 1);
   }
 }
 
@@ -402,16 +411,11 @@ export async function pruneQuietVms(tx: SqlExecutor, before: Date, limit: number
     prunedVms.length === 0 ? '' : `OR (deleted = 1 AND source IN (${prunedVms.map(() => '?').join(', ')}))`;
   const beats = await tx.all(
     `DELETE FROM latest_heartbeats WHERE source IN (${marks}) AND (enqueued_ms < ? ${gone})
-     RETURNING source, location, zone, scale_set, version, interval_seconds, unhealthy, deleted`,
+     RETURNING source, location, zone, scale_set, version, interval_seconds, counted_state`,
     [...sources, before.getTime(), ...prunedVms],
   );
   const prunedBeats = new Set(beats.map((row) => String(row.source)));
-  for (const row of beats)
-    counts.add(
-      countedState({ deleted: Number(row.deleted) === 1, unhealthy: Number(row.unhealthy) === 1 }),
-      countedVm(row),
-      -1,
-    );
+  for (const row of beats) counts.add(String(row.counted_state) as CountedState, countedVm(row), -1);
   for (const vm of vms) dimensions.vm(dims(vm), -1);
   const remaining = new Map<string, Record<string, unknown>>();
   const heard = new Set<string>();

@@ -23,6 +23,7 @@ import {
   vmCoverageDays,
   writeCoverageSettings,
 } from './coverage.ts';
+import { sweepCoverage } from './coverage-changes.ts';
 import { coveredVms, pruneCoverageRollups, refreshCoverage } from './coverage-rollups.ts';
 import { DimensionDeltas } from './dimensions.ts';
 import { advanceReadThrough, pruneQuietVms } from './heartbeat-ingest.ts';
@@ -89,6 +90,9 @@ export interface PruneResult {
   coverageDays: number;
 }
 
+/** VMs the coverage sweep moves per transaction (small, so ingest never waits long behind one). */
+const SWEEP_BATCH = 500;
+
 /** Maintenance events removed per prune transaction (small, so ingest never waits long behind one). */
 const PRUNE_BATCH = 200;
 
@@ -138,8 +142,9 @@ export class FleetHistory {
   }
 
   /**
-   * Rebuilds the rollup buckets whose hours changed since they were built (rollups/store.ts). Readers are exact
-   * without it (they read a stale bucket's children); it keeps what they read small. Returns the buckets rebuilt
+   * Rebuilds the rollup buckets whose hours changed since they were built (rollups/store.ts) and the coverage
+   * rollups (coverage-rollups.ts), and sweeps the coverage counts (#sweepCoverage). Readers are exact without it
+   * (they read a stale bucket's children, the VMs not swept); it keeps what they read small. Returns the buckets rebuilt
    * (0 when another consumer of the same PostgreSQL database is refreshing right now).
    */
   refreshRollups(maxLevel: number = LEVEL_REFRESH_MS.length - 1): Promise<number> {
@@ -149,6 +154,7 @@ export class FleetHistory {
       const started = performance.now();
       const rebuilt =
         (await refreshRollups(this.db, maxLevel)) + (await this.db.transaction((tx) => refreshCoverage(tx)));
+      await this.#sweepCoverage();
       for (let level = 1; level <= maxLevel; level++) this.#refreshedAt[level] = started;
       return rebuilt;
     };
@@ -157,6 +163,19 @@ export class FleetHistory {
     return promise.finally(() => {
       if (this.#refreshing === promise) this.#refreshing = undefined;
     });
+  }
+
+  /**
+   * Counts the VMs that went silent or gone (or quiet again) since they were counted in their state now
+   * (coverage-changes.ts), in steps of SWEEP_BATCH VMs. Readers are exact without it; it keeps what they read
+   * small.
+   */
+  async #sweepCoverage(): Promise<void> {
+    const settings = await readCoverageSettings(this.db);
+    const now = this.#now();
+    let found: number;
+    do found = await this.db.transaction((tx) => sweepCoverage(tx, now, settings, SWEEP_BATCH));
+    while (found === SWEEP_BATCH);
   }
 
   /** The last automatic refresh's failure (the next one retries; readers stay exact meanwhile). */
@@ -203,8 +222,10 @@ export class FleetHistory {
    * The partition was read through `atMs` (the consumer found it caught up then): VMs on it are quiet only
    * measured up to there (coverage.ts). Never moves a partition's mark back.
    */
-  recordReadThrough(partitionId: string, atMs: number): Promise<void> {
-    return this.db.transaction((tx) => advanceReadThrough(tx, new Map([[partitionId, atMs]])));
+  async recordReadThrough(partitionId: string, atMs: number): Promise<void> {
+    await this.db.transaction((tx) => advanceReadThrough(tx, new Map([[partitionId, atMs]])));
+    // VMs may have gone quiet up to there: the coverage sweep runs on the refresh's cadence (#refreshDue).
+    await this.#refreshDue();
   }
 
   /** Sets the coverage thresholds (fleet config `coverage`) for ingest here and every reader of the history. */

@@ -7,7 +7,7 @@
  * Storage: `records` is an ordinary (rowid) table in SQLite, so a record's body sits in the table's leaf page
  * instead of spilling to an overflow page of a WITHOUT ROWID b-tree, and its indexes hold only their keys.
  */
-import { coverageCountBackfill, coverageCountTables } from './coverage-counts.ts';
+import { countedStateColumn, coverageCountBackfill, coverageCountTables } from './coverage-counts.ts';
 import { backfillCoverageRollups, coverageRollupTables } from './coverage-rollups.ts';
 import { dimensionBackfill, dimensionTables } from './dimensions.ts';
 import { backfillIntervals, impactTables } from './rollups/impacts.ts';
@@ -289,6 +289,13 @@ const MIGRATIONS: readonly Migration[] = [
     // (coverage-rollups.ts); each day keeps the region, zone and scale set its VM's heartbeats stated.
     statements: (dialect) => coverageRollupTables(dialect),
     backfill: backfillCoverageRollups,
+  },
+  {
+    version: 8,
+    name: 'coverage counts by the clock: each latest heartbeat says which state it is counted in (silent, gone swept)',
+    // So /api/coverage reads the counts and the VMs whose state changed since the last sweep, not every VM that
+    // went quiet (coverage-counts.ts, coverage-changes.ts). Each row starts in the state step 6 counted it in.
+    statements: () => countedStateColumn(),
   },
 ];
 

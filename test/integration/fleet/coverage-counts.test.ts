@@ -13,8 +13,20 @@
  */
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import type { ForwarderEvent } from '../../../src/domain/index.ts';
-import { coverageReportScan } from '../../../src/fleet/history/coverage.ts';
-import { coverageCountBackfill } from '../../../src/fleet/history/coverage-counts.ts';
+import {
+  COVERAGE_STATES,
+  type CoverageSettings,
+  coverageReportScan,
+  listCoverageVms,
+  listCoverageVmsScan,
+  readCoverageSettings,
+} from '../../../src/fleet/history/coverage.ts';
+import {
+  changedSelect,
+  countedIntervals,
+  coverageClock,
+} from '../../../src/fleet/history/coverage-changes.ts';
+import { COUNTED_SELECTS } from '../../../src/fleet/history/coverage-counts.ts';
 import { coveredVms, coveredVmsExact } from '../../../src/fleet/history/coverage-rollups.ts';
 import { type FleetHistory, openHistory, type RawFleetEvent } from '../../../src/fleet/history/index.ts';
 import type { SqlExecutor } from '../../../src/fleet/history/sql.ts';
@@ -194,24 +206,53 @@ async function expectCoveredExact(h: FleetHistory, random: () => number, label: 
   expect(await h.coveredVms({})).toBe(await coveredVmsExact(h.db, {}));
 }
 
-class Rollback extends Error {}
+/** Reads in one snapshot (the history's own refresh timer may sweep the counts meanwhile). */
+function inOneSnapshot<T>(h: FleetHistory, fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+  return h.db.transaction(async (tx) => {
+    if (tx.dialect === 'postgres') await tx.run('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
+    return fn(tx);
+  });
+}
 
-/** The counts the migration's backfill computes from the rows as they are (in a transaction rolled back). */
-async function backfilled(h: FleetHistory): Promise<{ counts: CountRow[]; deleted: number }> {
-  let out: { counts: CountRow[]; deleted: number } | undefined;
-  await h.db
-    .transaction(async (tx) => {
-      await tx.run('DELETE FROM coverage_counts');
-      await tx.run('UPDATE latest_heartbeats SET deleted = 0');
-      for (const statement of coverageCountBackfill()) await tx.run(statement);
-      const [d] = await tx.all('SELECT count(*) AS n FROM latest_heartbeats WHERE deleted = 1');
-      out = { counts: await countsOf(tx), deleted: Number(d?.n ?? 0) };
-      throw new Rollback();
-    })
-    .catch((error: unknown) => {
-      if (!(error instanceof Rollback)) throw error;
-    });
-  return out!;
+/** The kept counts, and what the rows say they are (backfilled), in one snapshot. */
+const keptAndBackfilled = (h: FleetHistory) =>
+  inOneSnapshot(h, async (tx) => ({ kept: await countsOf(tx), scratch: await backfilled(tx) }));
+
+/**
+ * The counts from the rows as they are: each latest heartbeat in the state it says it is counted in, each VM
+ * without one as `none`; and how many latest heartbeats were sent before Azure deleted their VM.
+ */
+async function backfilled(db: SqlExecutor): Promise<{ counts: CountRow[]; deleted: number }> {
+  const rows: Array<Record<string, unknown>> = [];
+  for (const select of COUNTED_SELECTS) rows.push(...(await db.all(select)));
+  const counts = new Map<string, CountRow>();
+  for (const r of rows) {
+    const row: CountRow = {
+      state: String(r.state),
+      location: String(r.location),
+      zone: String(r.zone),
+      scaleSet: String(r.scale_set),
+      version: String(r.version),
+      interval: Number(r.interval_seconds),
+      n: Number(r.vms),
+    };
+    counts.set(JSON.stringify(Object.values(row).slice(0, 6)), row);
+  }
+  const [d] = await db.all(
+    `SELECT count(*) AS n FROM latest_heartbeats h WHERE EXISTS (SELECT 1 FROM vms v WHERE v.source = h.source
+       AND v.deleted_at IS NOT NULL AND v.deleted_at > h.sent_at)`,
+  );
+  // A row is counted as gone once deleted, else as what it said, or silent or gone (by the clock, swept).
+  const [bad] = await db.all(
+    `SELECT count(*) AS n FROM latest_heartbeats WHERE (deleted = 1 AND counted_state <> 'gone')
+       OR (deleted = 0 AND counted_state NOT IN ('silent', 'gone',
+         CASE WHEN unhealthy = 1 THEN 'unhealthy' ELSE 'reporting' END))`,
+  );
+  expect(Number(bad?.n), 'latest heartbeats counted in a state they cannot be in').toBe(0);
+  return {
+    counts: [...counts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row),
+    deleted: Number(d?.n ?? 0),
+  };
 }
 
 describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) => {
@@ -238,7 +279,8 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
     expect((await h.db.all('SELECT source FROM latest_heartbeats')).map((r) => String(r.source))).toEqual([
       expect.stringMatching(/kept_1$/),
     ]);
-    expect(await countsOf(h.db)).toEqual((await backfilled(h)).counts);
+    const { kept, scratch } = await keptAndBackfilled(h);
+    expect(kept).toEqual(scratch.counts);
     expect((await h.coverage()).byState).toMatchObject({ gone: 0 });
   });
 
@@ -263,14 +305,21 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
           enqueuedAt: new Date(T0 + t.enqueuedAt * 1000),
         })),
       );
+    // Swept (the first refresh after the migration sweeps at the same clock).
+    await first.refreshRollups();
     const kept = await countsOf(first.db);
     const report = await first.coverage();
     expect(report.byState.gone).toBeGreaterThan(0);
-    // Back to what schema step 5 had: no counts, no deleted flag (nor the indexes on it), and (step 7) no
-    // coverage rollups nor the days' region, zone and scale set.
+    // Back to what schema step 5 had: no counts, no deleted flag nor counted state (nor the indexes on them), and
+    // (step 7) no coverage rollups nor the days' region, zone and scale set.
     await first.db.transaction(async (tx) => {
-      for (const index of ['latest_heartbeats_quiet', 'latest_heartbeats_unhealthy'])
+      for (const index of [
+        'latest_heartbeats_changes',
+        'latest_heartbeats_by_state_age',
+        'latest_heartbeats_by_state_name',
+      ])
         await tx.run(`DROP INDEX ${index}`);
+      await tx.run('ALTER TABLE latest_heartbeats DROP COLUMN counted_state');
       for (const table of ['coverage_counts', 'coverage_rollups', 'coverage_stale'])
         await tx.run(`DROP TABLE ${table}`);
       await tx.run('ALTER TABLE latest_heartbeats DROP COLUMN deleted');
@@ -307,13 +356,12 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
       const seen = { states: new Set<string>(), prunedHeartbeats: 0, prunedVms: 0, rounds: 0 };
       const check = async (label: string) => {
         await expectCoveredExact(h, random, label);
-        const kept = await countsOf(h.db);
-        const scratch = await backfilled(h);
+        const { kept, scratch } = await keptAndBackfilled(h);
         expect(kept, label).toEqual(scratch.counts);
         const [d] = await h.db.all('SELECT count(*) AS n FROM latest_heartbeats WHERE deleted = 1');
         expect(Number(d?.n ?? 0), `${label}: deleted flags`).toBe(scratch.deleted);
         for (const row of kept) seen.states.add(row.state);
-        // The report read from the counts and the quiet VMs equals a scan of every VM.
+        // The report read from the counts and the VMs whose state changed since equals a scan of every VM.
         const at = new Date(now.ms);
         for (const filter of [{}, { scaleSet: 'ss-a' }, { location: 'eastus', zone: '1' }])
           expect(await h.coverage(filter, 5), `${label} ${JSON.stringify(filter)}`).toEqual(
@@ -352,18 +400,151 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
         if (++seen.rounds % 10 === 0) await check(`round ${seen.rounds}`);
       }
       await check('after the load');
-      // Later: VMs go quiet (their partitions read through), then a prune that leaves two days.
+      // Later: VMs go quiet (their partitions read through; swept), then a prune that leaves two days.
       now.ms += 3 * DAY * 1000;
       for (const p of PARTITIONS) await h.recordReadThrough(p, now.ms);
+      await h.refreshRollups();
       await check('three days later');
       const removed = await h.prune(new Date(now.ms - 5 * DAY * 1000));
       seen.prunedHeartbeats += removed.heartbeats;
       seen.prunedVms += removed.vms;
       await check('after the last prune');
       // The history hit every counted state and both kinds of prune.
-      expect([...seen.states].sort()).toEqual(['gone', 'none', 'reporting', 'unhealthy']);
+      expect([...seen.states].sort()).toEqual(['gone', 'none', 'reporting', 'silent', 'unhealthy']);
       expect(seen.prunedHeartbeats).toBeGreaterThan(0);
       expect(seen.prunedVms).toBeGreaterThan(0);
     },
+  );
+  it.each([1, 2])(
+    'the report and every list equal a scan at random clocks, read-throughs and settings, swept at random (%i)',
+    async (seed) => {
+      const random = seededRandom(seed * 104_729);
+      const history = randomHistory(random, 25, 8);
+      const now = { ms: T0 };
+      const h = await open(kind, `sweep-${seed}`, now);
+      const seen = { sweptStates: new Set<string>(), changedAfterSweep: 0, backwards: 0, compared: 0 };
+      // The VMs counted in another state than theirs at `at` (by a scan), and those a read moves (changedSelect).
+      const notInCountedState = (at: Date, settings: CoverageSettings) =>
+        inOneSnapshot(h, async (tx) => {
+          const expected: string[] = [];
+          const counted = new Map(
+            (await tx.all('SELECT source, counted_state FROM latest_heartbeats')).map((r) => [
+              String(r.source),
+              String(r.counted_state),
+            ]),
+          );
+          for (const state of COVERAGE_STATES)
+            for (const vm of (await listCoverageVmsScan(tx, state, {}, { limit: 1000 }, at, settings)).items)
+              if (counted.get(vm.source) !== state) expected.push(vm.source);
+          const changed = changedSelect(await coverageClock(tx, at), await countedIntervals(tx), settings, {
+            sql: 'h.source',
+            params: [],
+          });
+          const read =
+            changed === undefined
+              ? []
+              : (await tx.all(changed.sql, changed.params)).map((r) => String(r.source));
+          return { expected: expected.sort(), read: read.sort() };
+        });
+      const compare = async (label: string) => {
+        const at = new Date(now.ms);
+        const settings = await readCoverageSettings(h.db);
+        for (const filter of [{}, { location: 'eastus', zone: '1' }]) {
+          expect(await h.coverage(filter, 3), `${label} ${JSON.stringify(filter)}`).toEqual(
+            await coverageReportScan(h.db, filter, at, undefined, 3),
+          );
+          for (const state of COVERAGE_STATES) {
+            const pages = async (list: typeof listCoverageVmsScan) => {
+              const seenVms: string[] = [];
+              const totals = new Set<number>();
+              let cursor: string | undefined;
+              do {
+                const page = await list(h.db, state, filter, { limit: 5, cursor }, at, settings);
+                seenVms.push(...page.items.map((v) => `${v.source} ${v.state} ${v.quietSeconds}`));
+                totals.add(page.total);
+                cursor = page.nextCursor ?? undefined;
+              } while (cursor !== undefined);
+              return { seenVms, totals: [...totals] };
+            };
+            expect(await pages(listCoverageVms), `${label} ${state} ${JSON.stringify(filter)}`).toEqual(
+              await pages(listCoverageVmsScan),
+            );
+          }
+        }
+        seen.compared++;
+      };
+      let sequence = 0;
+      let newest = 0;
+      for (let i = 0; i < history.length; ) {
+        const size = 1 + Math.floor(random() * 60);
+        const partitionId = PARTITIONS[Math.floor(random() * PARTITIONS.length)]!;
+        const batch: RawFleetEvent[] = history.slice(i, i + size).map((t) => ({
+          body: t.body,
+          partitionId,
+          sequenceNumber: sequence++,
+          enqueuedAt: new Date(T0 + t.enqueuedAt * 1000),
+        }));
+        i += batch.length;
+        newest = Math.max(newest, ...history.slice(i - batch.length, i).map((t) => t.enqueuedAt));
+        // The clock: mostly a little after the newest enqueue, sometimes days later, sometimes behind the last
+        // sweep's (another process's clock, a test's).
+        const r = random();
+        now.ms =
+          T0 +
+          (newest +
+            (r < 0.15
+              ? -Math.floor(random() * 2 * DAY)
+              : Math.floor(random() * (r < 0.85 ? 3600 : 9 * DAY)))) *
+            1000;
+        await h.ingest(batch);
+        if (random() < 0.3) {
+          // A caught-up partition read through now.
+          await h.recordReadThrough(PARTITIONS[Math.floor(random() * PARTITIONS.length)]!, now.ms);
+        }
+        if (random() < 0.05)
+          await h.setCoverageSettings({
+            silentMarginSeconds: [600, 1800, 7200][Math.floor(random() * 3)]!,
+            goneAfterSeconds: [DAY, 3 * DAY, 7 * DAY][Math.floor(random() * 3)]!,
+            backlogSeconds: 1800,
+          });
+        if (random() < 0.12) {
+          // A sweep at this clock leaves nothing for a read at the same clock to move; later reads move only
+          // the VMs whose state changed since.
+          await h.refreshRollups();
+          const at = new Date(now.ms);
+          const settings = await readCoverageSettings(h.db);
+          expect((await notInCountedState(at, settings)).expected, 'after a sweep').toEqual([]);
+          for (const row of await countsOf(h.db)) seen.sweptStates.add(row.state);
+          now.ms += (random() < 0.5 ? -1 : 1) * Math.floor(random() * 3 * DAY) * 1000;
+          if (now.ms < at.getTime()) seen.backwards++;
+          const later = await notInCountedState(new Date(now.ms), settings);
+          expect(later.read, 'a read after a sweep moves the VMs whose state changed since').toEqual(
+            later.expected,
+          );
+          seen.changedAfterSweep += later.expected.length;
+        }
+        if (random() < 0.06) await compare(`batch ${sequence}`);
+        // The kept counts are what the rows' counted states say.
+        if (random() < 0.1) {
+          const { kept, scratch } = await keptAndBackfilled(h);
+          expect(kept).toEqual(scratch.counts);
+        }
+      }
+      now.ms = T0 + (newest + 5 * DAY) * 1000;
+      for (const p of PARTITIONS) await h.recordReadThrough(p, now.ms);
+      await compare('five days after the last');
+      await h.refreshRollups();
+      await compare('swept, five days after the last');
+      const { kept, scratch } = await keptAndBackfilled(h);
+      expect(kept).toEqual(scratch.counts);
+      // The sweeps counted VMs silent and gone by the clock; reads after them moved VMs, also with the clock behind.
+      expect([...seen.sweptStates]).toEqual(
+        expect.arrayContaining(['silent', 'gone', 'reporting', 'unhealthy']),
+      );
+      expect(seen.changedAfterSweep).toBeGreaterThan(0);
+      expect(seen.backwards).toBeGreaterThan(0);
+      expect(seen.compared).toBeGreaterThan(3);
+    },
+    300_000,
   );
 });

@@ -15,7 +15,7 @@ import {
   listCoverageVmsScan,
   readCoverageSettings,
 } from '../../../src/fleet/history/coverage.ts';
-import { COUNTED_SELECTS, coverageCountBackfill } from '../../../src/fleet/history/coverage-counts.ts';
+import { COUNTED_SELECTS } from '../../../src/fleet/history/coverage-counts.ts';
 import { type FleetHistory, openHistory, type RawFleetEvent } from '../../../src/fleet/history/index.ts';
 import { generateFleet } from '../../../src/simulator/fleet.ts';
 import { freezeLifecycle, heartbeatOf, iso, record } from '../../support/fleet-records.ts';
@@ -293,18 +293,26 @@ describe.each(['sqlite', 'postgres'] as const)('coverage on %s', (kind) => {
         .map((r) => ({ ...r, interval_seconds: Number(r.interval_seconds), n: Number(r.n) }))
         .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
     };
-    const keptCounts = async () =>
-      tidy(
-        await h.db.all(
-          `SELECT state, location, zone, scale_set, version, interval_seconds, sum(vms) AS n FROM coverage_counts
-           GROUP BY state, location, zone, scale_set, version, interval_seconds HAVING sum(vms) <> 0`,
-        ),
-      );
-    const recounted = async () => {
-      const rows: Array<Record<string, unknown>> = [];
-      for (const select of COUNTED_SELECTS)
-        for (const { partition_id: _, vms, ...row } of await h.db.all(select)) rows.push({ ...row, n: vms });
-      return tidy(rows);
+    // The counts kept (by ingest, prune and the sweep) and what each row's counted state says, in one snapshot
+    // (the history's refresh timer may sweep meanwhile).
+    const keptAndRecounted = () =>
+      h.db.transaction(async (tx) => {
+        if (tx.dialect === 'postgres') await tx.run('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
+        const kept = tidy(
+          await tx.all(
+            `SELECT state, location, zone, scale_set, version, interval_seconds, sum(vms) AS n FROM coverage_counts
+             GROUP BY state, location, zone, scale_set, version, interval_seconds HAVING sum(vms) <> 0`,
+          ),
+        );
+        const rows: Array<Record<string, unknown>> = [];
+        for (const select of COUNTED_SELECTS)
+          for (const { partition_id: _, vms, ...row } of await tx.all(select)) rows.push({ ...row, n: vms });
+        return { kept, recounted: tidy(rows) };
+      });
+    const expectKeptCounts = async () => {
+      const { kept, recounted } = await keptAndRecounted();
+      expect(kept).toEqual(recounted);
+      return kept;
     };
     const compare = async (label: string) => {
       const settings = await readCoverageSettings(h.db);
@@ -349,8 +357,8 @@ describe.each(['sqlite', 'postgres'] as const)('coverage on %s', (kind) => {
       return report;
     };
 
-    // The counts kept by ingest are what the rows say (and what the migration's backfill computes).
-    expect(await keptCounts()).toEqual(await recounted());
+    // The counts kept by ingest are what the rows say.
+    await expectKeptCounts();
     const atEnd = await compare('at the end');
     expect(atEnd.byState.silent + atEnd.byState.unhealthy).toBeGreaterThan(0);
     expect(atEnd.byState.gone).toBeGreaterThan(0);
@@ -372,17 +380,16 @@ describe.each(['sqlite', 'postgres'] as const)('coverage on %s', (kind) => {
     const removed = await h.prune(new Date(end - 2 * 86_400_000));
     expect(removed.heartbeats).toBeGreaterThan(0);
     expect(removed.vms).toBeGreaterThan(0);
-    expect(await keptCounts()).toEqual(await recounted());
+    await expectKeptCounts();
     now.at = (end - T0) / 1000;
     await compare('after a prune');
 
-    // The migration's backfill, run over the same rows, gives the same counts.
-    const before = await keptCounts();
-    await h.db.transaction(async (tx) => {
-      await tx.run('DELETE FROM coverage_counts');
-      await tx.run('UPDATE latest_heartbeats SET deleted = 0');
-      for (const statement of coverageCountBackfill()) await tx.run(statement);
-    });
-    expect(await keptCounts()).toEqual(before);
+    // Swept at this clock, the kept counts are the report's: a read moves no VM.
+    await h.refreshRollups();
+    const swept = await expectKeptCounts();
+    const byState = { reporting: 0, silent: 0, unhealthy: 0, gone: 0 };
+    for (const row of swept as Array<Record<string, unknown>>)
+      if (row.state !== 'none') byState[row.state as CoverageState] += Number(row.n);
+    expect(byState).toEqual((await coverageReportScan(h.db, {}, new Date(T0 + now.at * 1000))).byState);
   });
 });
