@@ -57,6 +57,17 @@ export async function coverageClock(db: SqlExecutor, now: Date): Promise<Coverag
 /** Where a partition's VMs are measured up to: its read-through, never beyond now. */
 const effectiveMs = (clock: CoverageClock, readThroughMs: number) => Math.min(clock.nowMs, readThroughMs);
 
+/** What a read needs to find the VMs whose state changed: the clock and the intervals counted. */
+export interface ChangeReading {
+  clock: CoverageClock;
+  intervals: readonly number[];
+}
+
+export async function changeReading(db: SqlExecutor, now: Date): Promise<ChangeReading> {
+  const [clock, intervals] = await Promise.all([coverageClock(db, now), countedIntervals(db)]);
+  return { clock, intervals };
+}
+
 /** A latest heartbeat's (`h.`) quiet time in ms, from the clock (a partition never read: up to now). */
 export function quietSql(clock: CoverageClock): Fragment {
   if (clock.readThrough.length === 0)
@@ -99,9 +110,10 @@ export async function countedIntervals(db: SqlExecutor): Promise<number[]> {
 }
 
 /**
- * The latest heartbeats (`h.`) counted in another state than theirs now, with `columns` and `state` (now): one
- * index range of latest_heartbeats_changes per partition, interval and counted state (see the module comment),
- * narrowed by `where` (the report's scope). Undefined: no range to read.
+ * The latest heartbeats (`h.`) counted in another state than theirs now, with `columns`, `quiet_ms` and `state`
+ * (now): one index range of latest_heartbeats_changes per partition, interval and counted state (see the module
+ * comment), listed as a VALUES table the heartbeats are joined to (one statement to plan, however many ranges),
+ * narrowed by `where` (the report's scope, each condition preceded by AND). Undefined: no range to read.
  */
 export function changedSelect(
   clock: CoverageClock,
@@ -112,49 +124,41 @@ export function changedSelect(
 ): Fragment | undefined {
   const goneMs = settings.goneAfterSeconds * 1000;
   const marginMs = settings.silentMarginSeconds * 1000;
-  const branches: string[] = [];
-  const params: SqlValue[] = [];
-  const range = (
-    states: readonly CountedState[],
-    partitionId: string,
-    intervalSeconds: number,
-    effective: number,
-    bounds: { from?: number; before?: number },
-  ) => {
-    const quiet: Fragment = { sql: '(CAST(? AS BIGINT) - h.enqueued_ms)', params: [effective] };
-    const state = stateSql(quiet, settings);
-    branches.push(
-      `SELECT ${columns.sql}, ${quiet.sql} AS quiet_ms, ${state.sql} AS state FROM latest_heartbeats h
-       WHERE h.deleted = 0 AND h.counted_state IN (${states.map(() => '?').join(', ')}) AND h.partition_id = ?
-         AND h.interval_seconds = ?${bounds.from === undefined ? '' : ' AND h.enqueued_ms >= ?'}${
-           bounds.before === undefined ? '' : ' AND h.enqueued_ms < ?'
-         }${where.sql}`,
-    );
-    params.push(
-      ...columns.params,
-      ...quiet.params,
-      ...state.params,
-      ...states,
-      partitionId,
-      intervalSeconds,
-      ...(bounds.from === undefined ? [] : [bounds.from]),
-      ...(bounds.before === undefined ? [] : [bounds.before]),
-      ...where.params,
-    );
-  };
+  const unbounded = { from: Number.MIN_SAFE_INTEGER, before: Number.MAX_SAFE_INTEGER };
+  // (counted state, partition, interval, from, before, the partition's effective now)
+  const ranges: SqlValue[][] = [];
   for (const p of clock.readThrough) {
     const e = effectiveMs(clock, p.readThroughMs);
     for (const i of intervals) {
-      range(['reporting', 'unhealthy'], p.partitionId, i, e, {
-        before: e - Math.min(i * 1000 + marginMs, goneMs),
-      });
-      range(['silent'], p.partitionId, i, e, { before: e - goneMs });
-      range(['silent'], p.partitionId, i, e, { from: Math.max(e - i * 1000 - marginMs, e - goneMs) });
-      range(['gone'], p.partitionId, i, e, { from: e - goneMs });
+      const quietSaid = e - Math.min(i * 1000 + marginMs, goneMs);
+      ranges.push(
+        ['reporting', p.partitionId, i, unbounded.from, quietSaid, e],
+        ['unhealthy', p.partitionId, i, unbounded.from, quietSaid, e],
+        ['silent', p.partitionId, i, unbounded.from, e - goneMs, e],
+        ['silent', p.partitionId, i, Math.max(e - i * 1000 - marginMs, e - goneMs), unbounded.before, e],
+        ['gone', p.partitionId, i, e - goneMs, unbounded.before, e],
+      );
     }
   }
-  if (branches.length === 0) return undefined;
-  return { sql: branches.join(' UNION ALL '), params };
+  if (ranges.length === 0) return undefined;
+  // The first row types the columns (PostgreSQL).
+  const values = ranges
+    .map((_, k) =>
+      k === 0
+        ? '(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS INTEGER), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT))'
+        : '(?, ?, ?, ?, ?, ?)',
+    )
+    .join(', ');
+  const quiet: Fragment = { sql: '(r.column6 - h.enqueued_ms)', params: [] };
+  const state = stateSql(quiet, settings);
+  // CROSS JOIN: SQLite reads the ranges first (PostgreSQL plans it as any inner join).
+  return {
+    sql: `SELECT ${columns.sql}, ${quiet.sql} AS quiet_ms, ${state.sql} AS state
+      FROM (VALUES ${values}) r CROSS JOIN latest_heartbeats h
+      WHERE h.deleted = 0 AND h.counted_state = r.column1 AND h.partition_id = r.column2
+        AND h.interval_seconds = r.column3 AND h.enqueued_ms >= r.column4 AND h.enqueued_ms < r.column5${where.sql}`,
+    params: [...columns.params, ...state.params, ...ranges.flat(), ...where.params],
+  };
 }
 
 /** The advisory lock of a sweep (PostgreSQL): one consumer sweeps at a time, the others skip. */

@@ -18,10 +18,9 @@
  */
 import type { HeartbeatProblem } from '../../domain/index.ts';
 import {
-  type CoverageClock,
+  type ChangeReading,
   changedSelect,
-  countedIntervals,
-  coverageClock,
+  changeReading,
   type Fragment,
   quietSql,
   stateSql,
@@ -286,14 +285,12 @@ export async function listCoverageVms(
   request: PageRequest,
   now: Date,
   settings: CoverageSettings,
-  known?: { counted: CountedCoverage; clock: CoverageClock },
+  known?: { counted: CountedCoverage; reading: ChangeReading },
 ): Promise<Page<CoverageVm> & { total: number }> {
   if (filter.vm) return listCoverageVmsScan(db, state, filter, request, now, settings);
-  const clock = known?.clock ?? (await coverageClock(db, now));
-  const [counted, intervals] = await Promise.all([
-    known?.counted ?? countedCoverage(db, filter, now, settings, clock),
-    countedIntervals(db),
-  ]);
+  const reading = known?.reading ?? (await changeReading(db, now));
+  const { clock, intervals } = reading;
+  const counted = known?.counted ?? (await countedCoverage(db, filter, now, settings, reading));
   const limit = pageSize(request);
   const order = LIST_ORDER[state].columns.map((c) => `h.${c}`).join(', ');
   const after: SqlValue[] = request.cursor ? decodeCursor(request.cursor, 2) : [];
@@ -302,11 +299,14 @@ export async function listCoverageVms(
   const narrowed: Fragment = { sql: scope.sql + keyset.sql, params: [...scope.params, ...keyset.params] };
   const quiet = quietSql(clock);
   const stateNow = stateSql(quiet, settings);
-  // Counted in the state and still in it: the index in the list's order, past the few that changed.
+  // Counted in the state and still in it: the index in the list's order, past the few that changed. (Said as
+  // "in none of the others", which PostgreSQL estimates to keep most rows, so it reads the index in order up
+  // to the limit instead of sorting every VM counted in the state.)
+  const others = COVERAGE_STATES.filter((s) => s !== state);
   const stayed: Fragment = {
     sql: `SELECT ${ROW_COLUMNS}, ${quiet.sql} AS quiet_ms, '${state}' AS state FROM latest_heartbeats h
-      WHERE h.counted_state = ? AND ${stateNow.sql} = ?${narrowed.sql} ORDER BY ${order} LIMIT ?`,
-    params: [...quiet.params, state, ...stateNow.params, state, ...narrowed.params, limit + 1],
+      WHERE h.counted_state = ? AND ${stateNow.sql} NOT IN (?, ?, ?)${narrowed.sql} ORDER BY ${order} LIMIT ?`,
+    params: [...quiet.params, state, ...stateNow.params, ...others, ...narrowed.params, limit + 1],
   };
   const changed = changedSelect(clock, intervals, settings, { sql: ROW_COLUMNS, params: [] }, narrowed);
   const sql =
@@ -401,14 +401,14 @@ export async function coverageReport(
   pageLimit = 100,
 ): Promise<CoverageReport> {
   if (filter.vm) return coverageReportScan(db, filter, now, settingsOverride, pageLimit);
-  const [settings, clock] = await Promise.all([
+  const [settings, reading] = await Promise.all([
     settingsOverride ?? readCoverageSettings(db),
-    coverageClock(db, now),
+    changeReading(db, now),
   ]);
-  const counted = await countedCoverage(db, filter, now, settings, clock);
+  const counted = await countedCoverage(db, filter, now, settings, reading);
   const [silent, unhealthy] = await Promise.all([
-    listCoverageVms(db, 'silent', filter, { limit: pageLimit }, now, settings, { counted, clock }),
-    listCoverageVms(db, 'unhealthy', filter, { limit: pageLimit }, now, settings, { counted, clock }),
+    listCoverageVms(db, 'silent', filter, { limit: pageLimit }, now, settings, { counted, reading }),
+    listCoverageVms(db, 'unhealthy', filter, { limit: pageLimit }, now, settings, { counted, reading }),
   ]);
   return {
     generatedAt: now.toISOString(),
@@ -416,7 +416,10 @@ export async function coverageReport(
     settings,
     ...counted,
     partitions: partitionLags(
-      clock.readThrough.map((p) => ({ partition_id: p.partitionId, read_through_ms: p.readThroughMs })),
+      reading.clock.readThrough.map((p) => ({
+        partition_id: p.partitionId,
+        read_through_ms: p.readThroughMs,
+      })),
       now,
     ),
     silent,
@@ -468,10 +471,10 @@ export async function countedCoverage(
   scope: Omit<CoverageReport['filter'], 'vm'>,
   now: Date,
   settings: CoverageSettings,
-  knownClock?: CoverageClock,
+  knownReading?: ChangeReading,
 ): Promise<CountedCoverage> {
   const w = coverageWhere({ location: scope.location, zone: scope.zone, scaleSet: scope.scaleSet });
-  const [clock, intervals] = await Promise.all([knownClock ?? coverageClock(db, now), countedIntervals(db)]);
+  const { clock, intervals } = knownReading ?? (await changeReading(db, now));
   const changed = changedSelect(
     clock,
     intervals,
