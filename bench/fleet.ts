@@ -1039,10 +1039,11 @@ function notesFor(results: FleetRunResult[], large: number, small: number, fullS
       'coverage_counts, partition_progress) per VM heard, and those growing with VMs × days (coverage_days, ' +
       'coverage_rollups, coverage_stale) per coverage-day row, i.e. per VM per day of heartbeats.',
     `/api/coverage is asked for the first ${COVERAGE_LIMIT} silent and unhealthy VMs (limit=${COVERAGE_LIMIT}), ` +
-      'the same at N and N/10. It reads the kept counts (coverage_counts: VMs per counted state, region, zone, ' +
-      'scale set, version and interval, a few hundred rows), the VMs that went quiet (one index range per ' +
-      'interval and partition) and the first page of each list (by index), not every VM: ' +
-      'src/fleet/history/coverage.ts, coverage-counts.ts.',
+      'the same at N and N/10, after the rollup refresh that also sweeps the coverage counts. It reads the kept ' +
+      'counts (coverage_counts: VMs per counted state, region, zone, scale set, version and interval, a few rows ' +
+      'per scale set), the VMs whose state changed since the last sweep (index ranges per partition and ' +
+      'interval) and the first page of each list (by index), not every VM nor every VM that went quiet: ' +
+      'src/fleet/history/coverage.ts, coverage-counts.ts, coverage-changes.ts.',
   );
   notes.push(...projection(results, large, small));
   return notes;

@@ -148,6 +148,16 @@ function randomHistory(random: () => number, vms: number, days: number): Timed[]
   return out;
 }
 
+/** Events as one partition's batch, as the hub hands them over, numbered on from `sequence.next`. */
+function batchOf(timed: readonly Timed[], partitionId: string, sequence: { next: number }): RawFleetEvent[] {
+  return timed.map((t) => ({
+    body: t.body,
+    partitionId,
+    sequenceNumber: sequence.next++,
+    enqueuedAt: new Date(T0 + t.enqueuedAt * 1000),
+  }));
+}
+
 type CountRow = {
   state: string;
   location: string;
@@ -163,6 +173,11 @@ async function countsOf(db: SqlExecutor): Promise<CountRow[]> {
     `SELECT state, location, zone, scale_set, version, interval_seconds, sum(vms) AS n FROM coverage_counts
      GROUP BY state, location, zone, scale_set, version, interval_seconds HAVING sum(vms) <> 0`,
   );
+  return countRows(rows, 'n');
+}
+
+/** Count rows (their count in column `n`) in one order. */
+function countRows(rows: ReadonlyArray<Record<string, unknown>>, n: string): CountRow[] {
   return rows
     .map((r) => ({
       state: String(r.state),
@@ -171,7 +186,7 @@ async function countsOf(db: SqlExecutor): Promise<CountRow[]> {
       scaleSet: String(r.scale_set),
       version: String(r.version),
       interval: Number(r.interval_seconds),
-      n: Number(r.n),
+      n: Number(r[n]),
     }))
     .sort((a, b) => {
       const ka = JSON.stringify(Object.values(a).slice(0, 6));
@@ -225,19 +240,6 @@ const keptAndBackfilled = (h: FleetHistory) =>
 async function backfilled(db: SqlExecutor): Promise<{ counts: CountRow[]; deleted: number }> {
   const rows: Array<Record<string, unknown>> = [];
   for (const select of COUNTED_SELECTS) rows.push(...(await db.all(select)));
-  const counts = new Map<string, CountRow>();
-  for (const r of rows) {
-    const row: CountRow = {
-      state: String(r.state),
-      location: String(r.location),
-      zone: String(r.zone),
-      scaleSet: String(r.scale_set),
-      version: String(r.version),
-      interval: Number(r.interval_seconds),
-      n: Number(r.vms),
-    };
-    counts.set(JSON.stringify(Object.values(row).slice(0, 6)), row);
-  }
   const [d] = await db.all(
     `SELECT count(*) AS n FROM latest_heartbeats h WHERE EXISTS (SELECT 1 FROM vms v WHERE v.source = h.source
        AND v.deleted_at IS NOT NULL AND v.deleted_at > h.sent_at)`,
@@ -250,7 +252,7 @@ async function backfilled(db: SqlExecutor): Promise<{ counts: CountRow[]; delete
   );
   expect(Number(bad?.n), 'latest heartbeats counted in a state they cannot be in').toBe(0);
   return {
-    counts: [...counts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row),
+    counts: countRows(rows, 'vms'),
     deleted: Number(d?.n ?? 0),
   };
 }
@@ -368,18 +370,12 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
             await coverageReportScan(h.db, filter, at, undefined, 5),
           );
       };
-      let sequence = 0;
+      const sequence = { next: 0 };
       let pruneTo = -DAY;
       for (let i = 0; i < history.length; ) {
         // A round: up to four batches at once, each on its own partition (a VM's events spread over partitions).
         const batches = PARTITIONS.slice(0, 1 + Math.floor(random() * 4)).map((partitionId) => {
-          const size = 1 + Math.floor(random() * 40);
-          const batch: RawFleetEvent[] = history.slice(i, i + size).map((t) => ({
-            body: t.body,
-            partitionId,
-            sequenceNumber: sequence++,
-            enqueuedAt: new Date(T0 + t.enqueuedAt * 1000),
-          }));
+          const batch = batchOf(history.slice(i, i + 1 + Math.floor(random() * 40)), partitionId, sequence);
           i += batch.length;
           return batch;
         });
@@ -473,17 +469,11 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
         }
         seen.compared++;
       };
-      let sequence = 0;
+      const sequence = { next: 0 };
       let newest = 0;
       for (let i = 0; i < history.length; ) {
-        const size = 1 + Math.floor(random() * 60);
         const partitionId = PARTITIONS[Math.floor(random() * PARTITIONS.length)]!;
-        const batch: RawFleetEvent[] = history.slice(i, i + size).map((t) => ({
-          body: t.body,
-          partitionId,
-          sequenceNumber: sequence++,
-          enqueuedAt: new Date(T0 + t.enqueuedAt * 1000),
-        }));
+        const batch = batchOf(history.slice(i, i + 1 + Math.floor(random() * 60)), partitionId, sequence);
         i += batch.length;
         newest = Math.max(newest, ...history.slice(i - batch.length, i).map((t) => t.enqueuedAt));
         // The clock: mostly a little after the newest enqueue, sometimes days later, sometimes behind the last
@@ -523,7 +513,7 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
           );
           seen.changedAfterSweep += later.expected.length;
         }
-        if (random() < 0.06) await compare(`batch ${sequence}`);
+        if (random() < 0.06) await compare(`batch ${sequence.next}`);
         // The kept counts are what the rows' counted states say.
         if (random() < 0.1) {
           const { kept, scratch } = await keptAndBackfilled(h);
