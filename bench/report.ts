@@ -3,7 +3,7 @@
  * committed bench/results/*.json, so the document never drifts from the measured numbers. With --check it
  * only compares and exits 1 when the document is out of date.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { VariantResult } from './event-hubs.ts';
@@ -36,6 +36,26 @@ export function readResults(dir: string): BenchResultFile[] {
     .filter((path) => existsSync(path))
     .map((path) => JSON.parse(readFileSync(path, 'utf8')) as BenchResultFile);
 }
+
+/**
+ * Runs of a benchmark at other parameters, kept beside its main result as `<name>.<label>.json` (for example
+ * `fleet.40000-vms-postgres.json`, written with `--out DIR` and copied there): each becomes its own section
+ * after the main ones, titled by its label and showing its parameters, in label order.
+ */
+export function readVariantResults(dir: string): Array<{ label: string; file: BenchResultFile }> {
+  if (!existsSync(dir)) return [];
+  const names = new Set(BENCHMARKS.map((b) => b.name));
+  return readdirSync(dir)
+    .map((entry) => /^([a-z-]+)\.([a-z0-9-]+)\.json$/.exec(entry))
+    .filter((m): m is RegExpExecArray => m !== null && names.has(m[1]!))
+    .sort((a, b) => cmpText(a[0], b[0]))
+    .map((m) => ({
+      label: m[2]!,
+      file: JSON.parse(readFileSync(join(dir, m[0]), 'utf8')) as BenchResultFile,
+    }));
+}
+
+const cmpText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 type Row = Array<string | number | null>;
 const rowsOf = (file: BenchResultFile, table = 0): Row[] => file.tables[table]?.rows ?? [];
@@ -105,7 +125,10 @@ const HEADLINES: Record<string, (file: BenchResultFile) => string> = {
 };
 
 /** The whole docs/performance.md text. */
-export function renderReport(results: readonly BenchResultFile[]): string {
+export function renderReport(
+  results: readonly BenchResultFile[],
+  variants: ReadonlyArray<{ label: string; file: BenchResultFile }> = [],
+): string {
   const out: string[] = [
     '# Performance',
     '',
@@ -144,9 +167,8 @@ export function renderReport(results: readonly BenchResultFile[]): string {
     }
     out.push('');
   }
-  for (const r of results) {
+  const section = (r: BenchResultFile) => {
     const m = r.machine;
-    out.push(`## ${r.title}`, '', `\`npm run bench -- ${r.name}\``, '', r.method, '');
     for (const table of r.tables) out.push(markdownTable(table), '');
     for (const note of r.notes) out.push(`- ${note}`);
     if (r.notes.length > 0) out.push('');
@@ -158,6 +180,21 @@ export function renderReport(results: readonly BenchResultFile[]): string {
         `Parameters: \`${JSON.stringify(r.parameters)}\`.</sub>`,
       '',
     );
+  };
+  for (const r of results) {
+    out.push(`## ${r.title}`, '', `\`npm run bench -- ${r.name}\``, '', r.method, '');
+    section(r);
+  }
+  for (const { label, file } of variants) {
+    out.push(
+      `## ${file.name} at other parameters: ${label}`,
+      '',
+      `\`npm run bench -- ${file.name}\` with the parameters below (bench/results/${file.name}.${label}.json). ` +
+        `The method is the one of the section above; where its text names a size, a repetition count or the ` +
+        `heartbeats, this run's parameters (at the end of this section) apply instead.`,
+      '',
+    );
+    section(file);
   }
   return `${out.join('\n').trimEnd()}\n`;
 }
@@ -223,7 +260,7 @@ function main(): void {
     },
   });
   const dir = values.results ?? DEFAULT_RESULTS_DIR;
-  let text = renderReport(readResults(dir));
+  let text = renderReport(readResults(dir), readVariantResults(dir));
   const eventHubs = join(dir, 'event-hubs.json');
   if (existsSync(eventHubs))
     text += `\n${renderEventHubsSection(JSON.parse(readFileSync(eventHubs, 'utf8')))}`;

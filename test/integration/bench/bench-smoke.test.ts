@@ -5,12 +5,12 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FLEET_APIS, type FleetRunResult, WINDOWS } from '../../../bench/fleet.ts';
 import type { BenchResultFile } from '../../../bench/lib/harness.ts';
-import { readResults, renderReport } from '../../../bench/report.ts';
+import { readResults, readVariantResults, renderReport } from '../../../bench/report.ts';
 import { BENCHMARKS } from '../../../bench/run.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 
@@ -146,5 +146,19 @@ describe('npm run bench (smoke)', () => {
     const report = renderReport(readResults(out.dir));
     for (const bench of BENCHMARKS) expect(report).toContain(`## ${bench.title}`);
     expect(report).toContain('Smoke results');
+
+    // A run at other parameters kept beside the main result (`fleet.<label>.json`) gets its own section, with
+    // its tables and parameters; files that are not a benchmark's variant are not read.
+    copyFileSync(join(out.dir, 'fleet.json'), join(out.dir, 'fleet.50-vms-smoke.json'));
+    writeFileSync(join(out.dir, 'notes.other.json'), '{}');
+    const variants = readVariantResults(out.dir);
+    expect(variants.map((v) => v.label)).toEqual(['50-vms-smoke']);
+    const withVariant = renderReport(readResults(out.dir), variants);
+    const variantSection = withVariant.slice(
+      withVariant.indexOf('## fleet at other parameters: 50-vms-smoke'),
+    );
+    expect(withVariant).toContain('## fleet at other parameters: 50-vms-smoke');
+    expect(variantSection).toContain(`**${fleet.tables[0]!.title}**`);
+    expect(variantSection).toContain(JSON.stringify(fleet.parameters));
   });
 });
