@@ -164,6 +164,37 @@ export function changedSelect(
 /** The advisory lock of a sweep (PostgreSQL): one consumer sweeps at a time, the others skip. */
 const SWEEP_LOCK = 'sef-coverage-sweep';
 
+/** Takes the sweep's lock for this transaction; false when another consumer holds it (SQLite: one writer). */
+async function sweepLock(tx: SqlExecutor): Promise<boolean> {
+  if (tx.dialect === 'sqlite') return true;
+  const [got] = await tx.all('SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0)) AS ok', [SWEEP_LOCK]);
+  return got?.ok === true;
+}
+
+/**
+ * Folds the counts' rows of the writing partitions into the shared ones ('*') and drops the rows that count
+ * nothing, so a read scans about one row per region, zone, scale set, version, interval and state, not one per
+ * partition as well (with the deltas since the last fold). The sum of every key stays what it was: a row is
+ * moved whole, in one transaction. PostgreSQL skips the rows a consumer's transaction holds (they wait for the
+ * next fold), so ingest never waits for it. Returns the rows folded.
+ */
+export async function foldCoverageCounts(tx: SqlExecutor): Promise<number> {
+  if (!(await sweepLock(tx))) return 0;
+  const key = 'state, location, zone, scale_set, version, interval_seconds';
+  const folded = await tx.all(
+    tx.dialect === 'postgres'
+      ? `DELETE FROM coverage_counts WHERE (${key}, partition_id) IN (
+           SELECT ${key}, partition_id FROM coverage_counts WHERE partition_id <> '*' FOR UPDATE SKIP LOCKED)
+         RETURNING ${key}, vms`
+      : `DELETE FROM coverage_counts WHERE partition_id <> '*' RETURNING ${key}, vms`,
+  );
+  const counts = new CoverageDeltas();
+  for (const row of folded) counts.add(String(row.state) as CountedState, countedVm(row), Number(row.vms));
+  await counts.write(tx, '*');
+  await tx.run("DELETE FROM coverage_counts WHERE partition_id = '*' AND vms = 0");
+  return folded.length;
+}
+
 /**
  * One step of the sweep (in its own transaction): up to `limit` VMs whose state differs from the state they are
  * counted in are counted in their state now, under their locks (read again under them: what ingest changed
@@ -176,12 +207,7 @@ export async function sweepCoverage(
   settings: QuietThresholds,
   limit: number,
 ): Promise<number> {
-  if (tx.dialect === 'postgres') {
-    const [got] = await tx.all('SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0)) AS ok', [
-      SWEEP_LOCK,
-    ]);
-    if (got?.ok !== true) return 0;
-  }
+  if (!(await sweepLock(tx))) return 0;
   const clock = await coverageClock(tx, now);
   const changed = changedSelect(clock, await countedIntervals(tx), settings, { sql: 'h.source', params: [] });
   if (changed === undefined) return 0;

@@ -23,7 +23,7 @@ import {
   vmCoverageDays,
   writeCoverageSettings,
 } from './coverage.ts';
-import { sweepCoverage } from './coverage-changes.ts';
+import { foldCoverageCounts, sweepCoverage } from './coverage-changes.ts';
 import { coveredVms, pruneCoverageRollups, refreshCoverage } from './coverage-rollups.ts';
 import { DimensionDeltas } from './dimensions.ts';
 import { advanceReadThrough, pruneQuietVms } from './heartbeat-ingest.ts';
@@ -167,8 +167,8 @@ export class FleetHistory {
 
   /**
    * Counts the VMs that went silent or gone (or quiet again) since they were counted in their state now
-   * (coverage-changes.ts), in steps of SWEEP_BATCH VMs. Readers are exact without it; it keeps what they read
-   * small.
+   * (coverage-changes.ts), in steps of SWEEP_BATCH VMs, then folds the counts' partition rows into one per key.
+   * Readers are exact without it; it keeps what they read small.
    */
   async #sweepCoverage(): Promise<void> {
     const settings = await readCoverageSettings(this.db);
@@ -176,6 +176,7 @@ export class FleetHistory {
     let found: number;
     do found = await this.db.transaction((tx) => sweepCoverage(tx, now, settings, SWEEP_BATCH));
     while (found === SWEEP_BATCH);
+    await this.db.transaction((tx) => foldCoverageCounts(tx));
   }
 
   /** The last automatic refresh's failure (the next one retries; readers stay exact meanwhile). */
