@@ -17,6 +17,7 @@ import {
 import { delimiter, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type RunningSimulator, startSimulator } from '../src/simulator/index.ts';
+import { generateTestCertificate } from '../test/support/event-hubs-double/index.ts';
 import { makeTempDir } from '../test/support/tmp.ts';
 import { waitFor } from '../test/support/wait.ts';
 import type { BenchContext, Benchmark, BenchOutput } from './lib/harness.ts';
@@ -132,6 +133,8 @@ interface Setup {
   /** The Node binary the poller and the package bin run on (a cold copy of this one: coldCopies). */
   node: string;
   targets: Targets;
+  /** The Event Hubs double's certificate (it listens with TLS): the every-sink-type subject trusts it. */
+  eventHubsCertPath: string;
   sim: RunningSimulator;
 }
 
@@ -167,7 +170,7 @@ function spawnSubject(subject: Subject, setup: Setup, vm: string, dir: string): 
       // The connection string comes from the environment, with the config's own "${ENV}" secret syntax.
       if (kind === 'eventhubs') {
         entry.connectionString = `\${${EH_ENV}}`;
-        // Heartbeats are on by default for Event Hubs and load its SDK at start; the variable measures without.
+        // Heartbeats are on by default for Event Hubs (over its REST API: no SDK); the variable measures without.
         if (process.env[EH_HEARTBEATS_ENV] === 'false') entry.heartbeats = false;
       }
       return entry;
@@ -176,6 +179,8 @@ function spawnSubject(subject: Subject, setup: Setup, vm: string, dir: string): 
     writeFileSync(file, JSON.stringify({ sinks }, null, 2)); // JSON is YAML
     args.push('--config', file);
     env[EH_ENV] = setup.targets.eventHubs.connectionString('records');
+    // A TLS namespace as in production (not the emulator form): heartbeats go over its REST API, records over AMQP.
+    env.NODE_EXTRA_CA_CERTS = setup.eventHubsCertPath;
   }
   return spawn(setup.pkg.bin, args, { stdio, env, cwd: dir });
 }
@@ -282,10 +287,10 @@ export const footprint: Benchmark = {
     '(release/bin/linux-x64, built when missing; its own Node.js inside, no node on its PATH) with ' +
     '`--sink stdout`, held to the same targets as the package bin with the stdout sink. ' +
     'Configurations: `--sink stdout` without a config file, and a config file ' +
-    'with every sink type (stdout, file, exec, webhook, slack, teams, eventhubs → the AMQP double, otel → the ' +
-    'OTLP receiver) configured but idle: nothing to deliver, so the only sends are the heartbeats of the Event Hubs ' +
-    'sink (on by default; one at start loads its SDK and connects; SEF_BENCH_FOOTPRINT_EH_HEARTBEATS=false turns ' +
-    'them off). Idle: the four processes run side by side; after a settling period ' +
+    'with every sink type (stdout, file, exec, webhook, slack, teams, eventhubs → the Event Hubs double over TLS with a key connection string, otel → ' +
+    'the OTLP receiver) configured but idle: nothing to deliver, so the only sends are the heartbeats of the Event ' +
+    'Hubs sink (on by default; sent over the REST API with node:https, the AMQP SDK not loaded; ' +
+    'SEF_BENCH_FOOTPRINT_EH_HEARTBEATS=false turns them off). Idle: the four processes run side by side; after a settling period ' +
     'one sample per second is read from /proc/<pid>: RSS total / anonymous / file-backed (VmRSS, RssAnon, ' +
     'RssFile of /proc/<pid>/status; medians), CPU time (utime+stime of /proc/<pid>/stat, clock ticks) divided ' +
     'by the polls the simulator logged in the window, and write_bytes of /proc/<pid>/io per minute (state ' +
@@ -305,7 +310,8 @@ export const footprint: Benchmark = {
     const work = makeTempDir('sef-bench-footprint-');
     const running: Idle[] = [];
     const sim = await startSimulator({ timeScale: 1 });
-    const targets = await startTargets();
+    const eventHubsCert = generateTestCertificate(work.dir);
+    const targets = await startTargets({ eventHubsTls: eventHubsCert });
     try {
       ctx.log('packing and installing the package');
       const pkg = installPackage(join(work.dir, 'prefix'), ctx.packageTarball);
@@ -313,7 +319,15 @@ export const footprint: Benchmark = {
       writeFileSync(pollerFile, MINIMAL_POLLER);
       const binaries = coldCopies(work.dir, ensureExecutable(ctx));
       const executable = binaries.executable;
-      const setup: Setup = { pkg, executable, pollerFile, node: binaries.node, targets, sim };
+      const setup: Setup = {
+        pkg,
+        executable,
+        pollerFile,
+        node: binaries.node,
+        targets,
+        eventHubsCertPath: eventHubsCert.certPath,
+        sim,
+      };
       const SUBJECTS = ALL_SUBJECTS.filter((x) => x !== 'executable' || executable !== undefined);
 
       const starts: Record<Subject, Array<{ firstGetMs: number; identityMs: number | null }>> = {

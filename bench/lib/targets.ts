@@ -1,6 +1,6 @@
 /**
  * The loopback destinations every sink type is benchmarked against (the project's own test servers: the
- * recording HTTP server, the OTLP/HTTP receiver and the Event Hubs AMQP double), the raw sink config entries
+ * recording HTTP server, the OTLP/HTTP receiver and the Event Hubs double), the raw sink config entries
  * pointing at them, and in-process sink construction through the real config schema and sink registry.
  */
 import { join } from 'node:path';
@@ -28,13 +28,23 @@ export interface Targets {
 
 export const EVENT_HUB = 'records';
 
-export async function startTargets(): Promise<Targets> {
+/**
+ * `eventHubsTls`: the Event Hubs double listens with TLS (so its HTTPS REST front serves heartbeats as a real
+ * namespace would); the process that sends to it must trust the certificate (NODE_EXTRA_CA_CERTS). Default: plain
+ * TCP with UseDevelopmentEmulator=true, for in-process sinks.
+ */
+export async function startTargets(
+  options: { eventHubsTls?: { key: string; cert: string } } = {},
+): Promise<Targets> {
   const [webhook, slack, teams, otlp, eventHubs] = await Promise.all([
     HttpSinkServer.start(),
     HttpSinkServer.start(),
     HttpSinkServer.start(),
     startOtlpHttpReceiver(),
-    startEventHubsDouble({ hubs: { [EVENT_HUB]: 4 } }),
+    startEventHubsDouble({
+      hubs: { [EVENT_HUB]: 4 },
+      ...(options.eventHubsTls === undefined ? {} : { tls: options.eventHubsTls }),
+    }),
   ]);
   return {
     webhook,

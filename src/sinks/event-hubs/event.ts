@@ -35,10 +35,10 @@ export function partitionKeyFor(record: ForwarderEvent, mode: PartitionKeyMode):
 }
 
 /**
- * The Event Hubs event for one record or heartbeat: body = the CloudEvent, messageId = its id, cloudEvents:*
- * properties (a heartbeat has no subject, transition or maintenancetype).
+ * The cloudEvents:* application properties of a record or heartbeat (a heartbeat has no subject, transition or
+ * maintenancetype). cloudEvents:time is a Date (an AMQP timestamp) when it parses, else the text.
  */
-export function toEventData(record: ForwarderEvent): EventData {
+export function cloudEventsProperties(record: ForwarderEvent): Record<string, string | Date> {
   const properties: Record<string, string | Date> = {
     'cloudEvents:specversion': record.specversion,
     'cloudEvents:id': record.id,
@@ -54,10 +54,15 @@ export function toEventData(record: ForwarderEvent): EventData {
     if (record.maintenancetype) properties['cloudEvents:maintenancetype'] = record.maintenancetype;
   }
   if (record.vmid) properties['cloudEvents:vmid'] = record.vmid;
+  return properties;
+}
+
+/** The Event Hubs event for one record or heartbeat: body = the CloudEvent, messageId = its id, cloudEvents:* properties. */
+export function toEventData(record: ForwarderEvent): EventData {
   return {
     body: record,
     contentType: CLOUDEVENTS_CONTENT_TYPE,
     messageId: record.id,
-    properties,
+    properties: cloudEventsProperties(record),
   };
 }

@@ -5,7 +5,13 @@
 
 export { createProducerClient } from './client.ts';
 export { classifyEventHubsError, describeError } from './errors.ts';
-export { CLOUDEVENTS_CONTENT_TYPE, PARTITION_KEY_MODES, partitionKeyFor, toEventData } from './event.ts';
+export {
+  CLOUDEVENTS_CONTENT_TYPE,
+  cloudEventsProperties,
+  PARTITION_KEY_MODES,
+  partitionKeyFor,
+  toEventData,
+} from './event.ts';
 export { eventHubsSinkFactory } from './factory.ts';
 export { type EventHubsSinkOptions, eventHubsOptionsSchema } from './options.ts';
-export { EventHubsSink } from './sink.ts';
+export { EventHubsSink, type HeartbeatTransport } from './sink.ts';

@@ -14,11 +14,25 @@ import { DeliveryError, type Sink } from '../types.ts';
 import { classifyEventHubsError, describeError } from './errors.ts';
 import { type PartitionKeyMode, partitionKeyFor, toEventData } from './event.ts';
 import type { EventHubsSinkOptions } from './options.ts';
+import {
+  buildSasToken,
+  buildSendEventRequest,
+  parseRestConnection,
+  SAS_LIFETIME_SECONDS,
+  sendEventUrl,
+} from './rest.ts';
+import { sendRestEvent } from './rest-send.ts';
 
 /** Consecutive failed deliveries after which the client is discarded and rebuilt on the next call. */
 const REBUILD_AFTER_FAILURES = 3;
 /** How long close() waits for the SDK to close its links and connection. */
 const CLOSE_TIMEOUT_MS = 5_000;
+
+/**
+ * How heartbeats go out (docs/sinks-event-hubs.md, "Heartbeat transport"): over the REST API with a SAS token
+ * built from the connection string's key (no SDK loaded), or with the SDK's producer client like the records.
+ */
+export type HeartbeatTransport = 'rest' | 'sdk';
 
 /** The Event Hubs sink. Construct through `eventHubsSinkFactory.create` (or directly in tests). */
 export class EventHubsSink implements Sink {
@@ -30,6 +44,9 @@ export class EventHubsSink implements Sink {
   #client: EventHubProducerClient | undefined;
   #consecutiveFailures = 0;
   #closed = false;
+  /** The REST target when heartbeats go over REST (connection string with a key), else undefined. */
+  readonly #rest: ReturnType<typeof restTarget>;
+  readonly #now: () => number;
 
   constructor(
     name: string,
@@ -37,12 +54,20 @@ export class EventHubsSink implements Sink {
     logger: Logger,
     newClient: () => EventHubProducerClient | Promise<EventHubProducerClient> = async () =>
       (await import('./client.ts')).createProducerClient(options),
+    now: () => number = Date.now,
   ) {
     this.name = name;
     this.maxBatch = options.maxBatch;
     this.#options = options;
     this.#logger = logger;
     this.#newClient = newClient;
+    this.#now = now;
+    this.#rest = restTarget(options);
+  }
+
+  /** How this sink sends heartbeats. */
+  get heartbeatTransport(): HeartbeatTransport {
+    return this.#rest === undefined ? 'sdk' : 'rest';
   }
 
   /** The partition-key mode in use. */
@@ -56,7 +81,25 @@ export class EventHubsSink implements Sink {
 
   /** A heartbeat is one more event on the hub, keyed like the VM's records (docs/sinks-event-hubs.md). */
   sendHeartbeat(heartbeat: HeartbeatRecord, signal: AbortSignal): Promise<void> {
-    return this.#deliverEvents([heartbeat], signal);
+    if (this.#rest === undefined) return this.#deliverEvents([heartbeat], signal);
+    return this.#sendHeartbeatOverRest(heartbeat, signal);
+  }
+
+  async #sendHeartbeatOverRest(heartbeat: HeartbeatRecord, signal: AbortSignal): Promise<void> {
+    if (this.#closed) throw closedError(`Event Hubs sink ${this.name} is closed`);
+    const { url, resource, keyName, key } = this.#rest!;
+    const expiry = Math.floor(this.#now() / 1000) + SAS_LIFETIME_SECONDS;
+    const request = buildSendEventRequest(heartbeat, {
+      url,
+      authorization: buildSasToken(resource, keyName, key, expiry),
+      partitionKey: this.#options.partitionKey,
+    });
+    await sendRestEvent(request, {
+      signal,
+      timeoutMs: this.#options.retry.timeoutMs,
+      where: `Event Hubs ${this.#hubLabel()} (REST ${url.protocol}//${url.host})`,
+    });
+    this.#logger.debug({ transport: 'rest', bytes: request.body.length }, 'Event Hubs heartbeat sent');
   }
 
   async #deliverEvents(batch: readonly ForwarderEvent[], signal: AbortSignal): Promise<void> {
@@ -208,4 +251,29 @@ export class EventHubsSink implements Sink {
   #hubLabel(): string {
     return this.#client?.eventHubName ?? this.#options.eventHubName ?? this.name;
   }
+}
+
+/**
+ * The REST target of a sink whose connection string carries a key (not the emulator form, not a ready
+ * SharedAccessSignature): the send-event URL and the key. Undefined: heartbeats go through the SDK.
+ */
+function restTarget(
+  options: EventHubsSinkOptions,
+): { url: URL; resource: string; keyName: string; key: string } | undefined {
+  if (options.connectionString === undefined) return undefined;
+  let parsed: ReturnType<typeof parseRestConnection>;
+  try {
+    parsed = parseRestConnection(options.connectionString.reveal(), options.eventHubName);
+  } catch {
+    // The schema accepted it by the SDK's rules: the SDK sends, and reports what is wrong at the first send.
+    return undefined;
+  }
+  if (typeof parsed === 'string') return undefined;
+  return {
+    url: sendEventUrl(parsed.host, parsed.eventHubName, options.customEndpointAddress),
+    // The token names the hub of the namespace (not a customEndpointAddress gateway).
+    resource: `https://${parsed.host}/${parsed.eventHubName}`,
+    keyName: parsed.keyName,
+    key: parsed.key,
+  };
 }

@@ -10,10 +10,11 @@ import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { HEARTBEAT_TYPE } from '../../../src/domain/index.ts';
 import { startSimulator } from '../../../src/simulator/index.ts';
 import { SINK_FACTORIES } from '../../../src/sinks/registry.ts';
 import { MAIN, REPO } from '../../support/child.ts';
-import { startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
+import { generateTestCertificate, startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
 import { heavyIn } from '../../support/heavy-packages.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 import { waitFor } from '../../support/wait.ts';
@@ -209,6 +210,37 @@ describe('start-up imports', () => {
         () => double.received('beats').length > 0, // the start heartbeat
       );
       expect(heavyIn(packages)).toContain('@azure/event-hubs');
+    } finally {
+      await double.close();
+    }
+  });
+
+  it('run with an Event Hubs connection string (TLS) sends the start heartbeat over REST without loading the SDK', async () => {
+    const cert = generateTestCertificate(tmp.dir);
+    const double = await startEventHubsDouble({
+      hubs: { beats: 2 },
+      tls: { key: cert.key, cert: cert.cert },
+    });
+    try {
+      const config = join(tmp.dir, 'hub-rest.yaml');
+      writeFileSync(
+        config,
+        'sinks:\n  - { name: eh, type: eventhubs, connectionString: { env: SEF_TEST_EH } }\n',
+      );
+      const { packages } = await runUntilPolled(
+        ['--config', config],
+        [],
+        { SEF_TEST_EH: double.connectionString('beats'), NODE_EXTRA_CA_CERTS: cert.certPath },
+        () => double.received('beats').length > 0, // the start heartbeat
+      );
+      // The start and the stop heartbeat, both over REST; no AMQP connection was opened.
+      const beats = double.received('beats');
+      expect(beats.map((e) => [e.transport, e.body && (e.body as { type?: string }).type])).toEqual([
+        ['rest', HEARTBEAT_TYPE],
+        ['rest', HEARTBEAT_TYPE],
+      ]);
+      expect(double.stats().connectionsOpened).toBe(0);
+      expect(heavyIn(packages)).toEqual([]);
     } finally {
       await double.close();
     }

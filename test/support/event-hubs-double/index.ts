@@ -5,7 +5,8 @@
  * SASL ANONYMOUS / none, `$cbs` put-token with SAS signature and JWT audience checks, `$management` READ,
  * publishing with batched message format 0x80013700 and partition routing, consumer links with selector filters
  * and epochs (so EventHubConsumerClient can read events back), error conditions the SDK maps, fault injection,
- * connection drops and a clean shutdown.
+ * connection drops and a clean shutdown. In TLS mode the same port also serves the REST "send event" API over
+ * HTTPS (./rest.ts), storing into the same partitions.
  *
  * Everything stays on 127.0.0.1. Usage:
  *
@@ -16,10 +17,13 @@
  *   await double.close();
  */
 import { randomBytes } from 'node:crypto';
+import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo, Server, Socket } from 'node:net';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import type { Connection, Delivery, EventContext, Message, Receiver, Sender } from 'rhea';
 import rhea from 'rhea';
 import { partitionForKey } from './partition.ts';
+import { type RestRequestRecord, restFrontHandler } from './rest.ts';
 import {
   decodeJwtClaims,
   EVENT_HUBS_JWT_AUDIENCES,
@@ -34,6 +38,7 @@ const { types, message: messageCodec } = rhea;
 
 export { generateTestCertificate, type TestCertificate } from './cert.ts';
 export { enableClientNoDelay } from './nodelay.ts';
+export type { RestRequestRecord } from './rest.ts';
 export { createSasToken, decodeJwtClaims } from './tokens.ts';
 
 /** The AMQP message format of an Event Hubs batch (one data section per event). */
@@ -80,7 +85,7 @@ export interface EventHubsDoubleOptions {
   jwtAudiences?: readonly string[];
   /** Override the JWT check; return undefined to accept, or the reason to refuse. */
   verifyJwt?: (token: string, audience: string) => TokenVerdict;
-  /** Listen with TLS (required by the SDK's credential constructors). */
+  /** Listen with TLS (required by the SDK's credential constructors); also serves the HTTPS REST front. */
   tls?: { key: string | Buffer; cert: string | Buffer };
   /** The sender-link max-message-size advertised to producers (what createBatch uses). Default 1 MiB. */
   maxMessageSize?: number;
@@ -106,6 +111,8 @@ export interface ReceivedEvent {
   body: unknown;
   /** The raw body bytes. */
   bodyBytes: Buffer;
+  /** How it arrived: an AMQP transfer or a REST send-event request. */
+  transport: 'amqp' | 'rest';
   applicationProperties: Record<string, unknown>;
   sequenceNumber: number;
   offset: string;
@@ -127,6 +134,8 @@ export interface EventHubsDoubleStats {
   transfers: number;
   faultsInjected: number;
   managementRequests: number;
+  /** REST send-event requests (TLS mode), accepted or not. */
+  restRequests: number;
 }
 
 export interface EventHubsDouble {
@@ -144,6 +153,8 @@ export interface EventHubsDouble {
   received(hub?: string): ReceivedEvent[];
   /** Every put-token request so far. */
   tokens(): PutTokenRecord[];
+  /** Every REST send-event request so far (TLS mode). */
+  restRequests(): RestRequestRecord[];
   stats(): EventHubsDoubleStats;
   setFault(fault: EventHubsFault): void;
   clearFaults(): void;
@@ -233,7 +244,9 @@ export async function startEventHubsDouble(options: EventHubsDoubleOptions = {})
     transfers: 0,
     faultsInjected: 0,
     managementRequests: 0,
+    restRequests: 0,
   };
+  const restLog: RestRequestRecord[] = [];
   const connections = new Set<Connection>();
   const sockets = new Set<Socket>();
   let roundRobin = 0;
@@ -439,6 +452,7 @@ export async function startEventHubsDouble(options: EventHubsDoubleOptions = {})
     partition: PartitionState,
     raw: Buffer,
     fallbackKey: string | undefined,
+    transport: ReceivedEvent['transport'] = 'amqp',
   ): void {
     const event = messageCodec.decode(raw) as unknown as Message;
     const annotations = (event.message_annotations ?? {}) as Record<string, unknown>;
@@ -459,6 +473,7 @@ export async function startEventHubsDouble(options: EventHubsDoubleOptions = {})
       contentType: event.content_type,
       body,
       bodyBytes,
+      transport,
       applicationProperties: { ...((event.application_properties ?? {}) as Record<string, unknown>) },
       sequenceNumber,
       offset: String(sequenceNumber),
@@ -740,26 +755,69 @@ export async function startEventHubsDouble(options: EventHubsDoubleOptions = {})
     receiver_options: { max_message_size: maxMessageSize, autoaccept: false, credit_window: 100 },
     sender_options: { autosettle: true },
   };
+  let namespaceHost = '';
+  const restFront = createHttpServer(
+    restFrontHandler({
+      get namespaceHost() {
+        return namespaceHost;
+      },
+      hubExists: (hub) => hubs.has(hub),
+      maxMessageSize,
+      verifySas: (token, audiences) => {
+        let verdict: TokenVerdict = 'no audience';
+        for (const audience of audiences) {
+          verdict = verifySasToken(token, audience, sasKeys, now());
+          if (verdict === undefined) return undefined;
+        }
+        return verdict;
+      },
+      verifyJwt: (token, audience) => checkJwt(token, audience),
+      fault(hub) {
+        stats.restRequests += 1;
+        const fault = takeFault('send', hub);
+        if (fault === undefined) return undefined;
+        if (fault.kind === 'never-settle') return 'hang';
+        if (fault.kind === 'drop-connection') return 'drop';
+        if (fault.kind === 'released') return { status: 503, text: 'injected fault: released' };
+        return { status: CONDITIONS[fault.kind].status, text: faultDescription(fault.kind, hub) };
+      },
+      store(hubName, partitionId, key, raw) {
+        const hub = hubs.get(hubName)!;
+        storeEvent(hub, choosePartition(hub, partitionId, key), raw, key, 'rest');
+      },
+      echoRejectedTokens: options.echoRejectedTokens ?? false,
+      log: restLog,
+    }),
+  );
+  /** TLS mode: the first bytes say AMQP ("AMQP" protocol header) or HTTP (a request line). */
+  function routeTlsSocket(socket: TLSSocket): void {
+    socket.once('data', (first: Buffer) => {
+      socket.pause();
+      socket.unshift(first);
+      if (first.subarray(0, 4).toString('latin1') === 'AMQP') {
+        container.create_connection(listenOptions as never).accept(socket as never);
+      } else {
+        restFront.emit('connection', socket);
+      }
+      socket.resume();
+    });
+  }
   const server: Server = tlsMode
-    ? (container.listen({
-        ...listenOptions,
-        transport: 'tls',
-        key: options.tls!.key,
-        cert: options.tls!.cert,
-      } as never) as unknown as Server)
+    ? createTlsServer({ key: options.tls!.key, cert: options.tls!.cert }, routeTlsSocket)
     : (container.listen(listenOptions as never) as unknown as Server);
   server.on(tlsMode ? 'secureConnection' : 'connection', (socket: Socket) => {
     socket.setNoDelay(true);
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
+  if (tlsMode) server.listen(listenOptions.port, listenOptions.host);
   await new Promise<void>((resolve, reject) => {
     if (server.listening) resolve();
     server.once('listening', () => resolve());
     server.once('error', reject);
   });
   const port = (server.address() as AddressInfo).port;
-  const namespaceHost = `127.0.0.1:${port}`;
+  namespaceHost = `127.0.0.1:${port}`;
   const endpoint = `sb://${namespaceHost}/`;
 
   return {
@@ -787,6 +845,7 @@ export async function startEventHubsDouble(options: EventHubsDoubleOptions = {})
       );
     },
     tokens: () => [...tokenLog],
+    restRequests: () => [...restLog],
     stats: () => ({ ...stats }),
     setFault(fault: EventHubsFault): void {
       const stage = fault.stage ?? 'send';
