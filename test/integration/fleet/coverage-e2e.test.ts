@@ -1,7 +1,9 @@
 /**
  * Coverage end to end (issue 33), on both stores: three real `run` processes (one simulator serving each VM's
- * identity; `heartbeat.intervalSeconds: 1`) send records and heartbeats through their Event Hubs sinks to the
- * AMQP double; a real `fleet run` child (Blob checkpoints in Azurite; `coverage.silentMargin: 2s`) keeps the
+ * identity; `heartbeat.intervalSeconds: 1`) send records (over AMQP) and heartbeats (over the REST API: a key
+ * connection string, docs/sinks-event-hubs.md) through their Event Hubs sinks to the double listening with TLS
+ * (the children trust its certificate through NODE_EXTRA_CA_CERTS); a real `fleet run` child (reading with the SDK
+ * over AMQP) (Blob checkpoints in Azurite; `coverage.silentMargin: 2s`) keeps the
  * history in a SQLite file or a PostgreSQL database. Through its /api/coverage, /metrics (forwarders by state and
  * by version) and `fleet report --coverage`:
  *
@@ -13,11 +15,17 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { HEARTBEAT_TYPE } from '../../../src/domain/index.ts';
 import type { CoverageReport } from '../../../src/fleet/history/index.ts';
 import { type RunningSimulator, startSimulator } from '../../../src/simulator/index.ts';
 import { readVersion } from '../../../src/version.ts';
 import { type ForwarderChild, runCli, spawnCli } from '../../support/child.ts';
-import { type EventHubsDouble, startEventHubsDouble } from '../../support/event-hubs-double/index.ts';
+import {
+  type EventHubsDouble,
+  generateTestCertificate,
+  startEventHubsDouble,
+  type TestCertificate,
+} from '../../support/event-hubs-double/index.ts';
 import { writeFleetConfig } from '../../support/fleet-config.ts';
 import { HttpSinkServer } from '../../support/http-sink-server.ts';
 import { createTestDatabase } from '../../support/postgres.ts';
@@ -29,6 +37,7 @@ const HUB = 'coverage';
 const GROUP = 'fleet';
 const tmp = makeTempDir('sef-coverage-e2e-');
 let double: EventHubsDouble;
+let cert: TestCertificate;
 let azurite: RunningAzurite;
 let sim: RunningSimulator;
 let refusing: HttpSinkServer;
@@ -38,7 +47,12 @@ const cleanups: Array<() => Promise<unknown>> = [];
 beforeAll(async () => {
   mkdirSync(join(tmp.dir, 'azurite'));
   azurite = await startAzurite(join(tmp.dir, 'azurite'));
-  double = await startEventHubsDouble({ hubs: { [HUB]: 4 }, consumerGroups: ['$Default', GROUP] });
+  cert = generateTestCertificate(tmp.dir);
+  double = await startEventHubsDouble({
+    hubs: { [HUB]: 4 },
+    consumerGroups: ['$Default', GROUP],
+    tls: { key: cert.key, cert: cert.cert },
+  });
   sim = await startSimulator({ timeScale: 0 });
   refusing = await HttpSinkServer.start({ status: 400, body: 'no such thing' });
 }, 60_000);
@@ -83,7 +97,10 @@ function startForwarder(name: string, extraSinks: string[] = []): ForwarderChild
       '',
     ].join('\n'),
   );
-  const child = spawnCli(['run', '--config', config], { SEF_COVERAGE_EH: double.connectionString(HUB) });
+  const child = spawnCli(['run', '--config', config], {
+    SEF_COVERAGE_EH: double.connectionString(HUB),
+    NODE_EXTRA_CA_CERTS: cert.certPath,
+  });
   children.push(child);
   return child;
 }
@@ -107,6 +124,7 @@ describe.each(['sqlite', 'postgres'] as const)('coverage through fleet run (%s)'
     const env: Record<string, string> = {
       SEF_FLEET_EH: double.connectionString(HUB),
       SEF_FLEET_BLOB: azurite.connectionString,
+      NODE_EXTRA_CA_CERTS: cert.certPath,
     };
     if (kind === 'postgres') {
       const db = await createTestDatabase(inject('pgAdminUrl'));
@@ -148,6 +166,13 @@ describe.each(['sqlite', 'postgres'] as const)('coverage through fleet run (%s)'
       { code: 'dead-letters', sink: 'hook', detail: 'sink hook: 1 dead letter' },
     ]);
     expect(first.silent.total).toBe(0);
+    // What the consumer ingested came in both ways: heartbeats over REST, the record over AMQP.
+    const mine = double
+      .received(HUB)
+      .filter((e) => Object.values(vms).some((vm) => JSON.stringify(e.body).includes(vm)));
+    const isBeat = (e: (typeof mine)[number]) => (e.body as { type?: string }).type === HEARTBEAT_TYPE;
+    expect(new Set(mine.filter(isBeat).map((e) => e.transport))).toEqual(new Set(['rest']));
+    expect(new Set(mine.filter((e) => !isBeat(e)).map((e) => e.transport))).toEqual(new Set(['amqp']));
 
     killed.child.kill('SIGKILL');
     await killed.exited;
