@@ -95,7 +95,7 @@ export function buildApproval(
 export async function createSink(
   sink: SinkConfig,
   find: (type: string) => SinkFactory | undefined,
-  context: { logger: Logger; identity: IdentitySource | undefined; stateDir: string },
+  context: { logger: Logger; identity: IdentitySource | undefined; stateDir: string; imdsEndpoint: string },
 ): Promise<Sink> {
   const factory = find(sink.type);
   if (factory === undefined) throw new ConfigError(`sink ${sink.name}: unknown sink type "${sink.type}"`, []);
@@ -104,6 +104,7 @@ export async function createSink(
       logger: context.logger.child({ component: 'sink', sink: sink.name }),
       vm: () => context.identity?.current(),
       stateDir: context.stateDir,
+      imdsEndpoint: context.imdsEndpoint,
     });
   } catch (error) {
     // A sink that cannot be built from its options is a configuration error (exit code 2, like `config validate`).

@@ -343,7 +343,12 @@ export class Forwarder {
   }): void {
     const { config, findFactory, observer } = this.#options;
     const { identity, running } = parts;
-    const context = { logger: this.#logger, identity, stateDir: config.stateDir };
+    const context = {
+      logger: this.#logger,
+      identity,
+      stateDir: config.stateDir,
+      imdsEndpoint: config.imds.endpoint,
+    };
     const reloader = new Reloader(config, {
       ...parts,
       buildSink: (sink) => createSink(sink, findFactory ?? findSinkFactory, context),
@@ -374,7 +379,14 @@ export class Forwarder {
     try {
       const find = findFactory ?? findSinkFactory;
       for (const s of enabled) {
-        sinks.push(await createSink(s, find, { logger: this.#logger, identity, stateDir: config.stateDir }));
+        sinks.push(
+          await createSink(s, find, {
+            logger: this.#logger,
+            identity,
+            stateDir: config.stateDir,
+            imdsEndpoint: config.imds.endpoint,
+          }),
+        );
       }
     } catch (error) {
       running.abort();

@@ -102,6 +102,11 @@ export interface SinkContext {
   vm(): VmIdentity | undefined;
   /** The forwarder's state directory (for sinks that need files). */
   stateDir: string;
+  /**
+   * The IMDS endpoint the forwarder polls (config imds.endpoint): where a sink asks for managed identity tokens
+   * without an SDK (Event Hubs heartbeats). Absent in contexts without IMDS (tests, tools).
+   */
+  imdsEndpoint?: string;
 }
 
 export interface SinkFactory<Schema extends z.ZodObject = z.ZodObject> {

@@ -26,6 +26,8 @@ export const eventHubsSinkFactory: SinkFactory<ReturnType<typeof optionsSchema>>
       name,
       options,
       context.logger, // already carries component: sink and the sink name
+      undefined,
+      { imdsEndpoint: context.imdsEndpoint },
     );
   },
 };

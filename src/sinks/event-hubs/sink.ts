@@ -13,6 +13,7 @@ import { abortedError, closedError, payloadTooLargeError } from '../delivery-err
 import { DeliveryError, type Sink } from '../types.ts';
 import { classifyEventHubsError, describeError } from './errors.ts';
 import { type PartitionKeyMode, partitionKeyFor, toEventData } from './event.ts';
+import { ImdsTokenSource } from './imds-token.ts';
 import type { EventHubsSinkOptions } from './options.ts';
 import {
   buildSasToken,
@@ -44,9 +45,8 @@ export class EventHubsSink implements Sink {
   #client: EventHubProducerClient | undefined;
   #consecutiveFailures = 0;
   #closed = false;
-  /** The REST target when heartbeats go over REST (connection string with a key), else undefined. */
-  readonly #rest: ReturnType<typeof restTarget>;
-  readonly #now: () => number;
+  /** The REST target when heartbeats go over REST (a key connection string, a managed identity), else undefined. */
+  readonly #rest: RestTarget | undefined;
 
   constructor(
     name: string,
@@ -54,15 +54,22 @@ export class EventHubsSink implements Sink {
     logger: Logger,
     newClient: () => EventHubProducerClient | Promise<EventHubProducerClient> = async () =>
       (await import('./client.ts')).createProducerClient(options),
-    now: () => number = Date.now,
+    rest: {
+      imdsEndpoint?: string | undefined;
+      now?: () => number;
+      env?: Record<string, string | undefined>;
+    } = {},
   ) {
     this.name = name;
     this.maxBatch = options.maxBatch;
     this.#options = options;
     this.#logger = logger;
     this.#newClient = newClient;
-    this.#now = now;
-    this.#rest = restTarget(options);
+    this.#rest = restTarget(options, {
+      imdsEndpoint: rest.imdsEndpoint,
+      now: rest.now ?? Date.now,
+      env: rest.env ?? process.env,
+    });
   }
 
   /** How this sink sends heartbeats. */
@@ -87,16 +94,16 @@ export class EventHubsSink implements Sink {
 
   async #sendHeartbeatOverRest(heartbeat: HeartbeatRecord, signal: AbortSignal): Promise<void> {
     if (this.#closed) throw closedError(`Event Hubs sink ${this.name} is closed`);
-    const { url, resource, keyName, key } = this.#rest!;
-    const expiry = Math.floor(this.#now() / 1000) + SAS_LIFETIME_SECONDS;
+    const { url } = this.#rest!;
+    const timeoutMs = this.#options.retry.timeoutMs;
     const request = buildSendEventRequest(heartbeat, {
       url,
-      authorization: buildSasToken(resource, keyName, key, expiry),
+      authorization: await this.#rest!.authorization(signal, timeoutMs),
       partitionKey: this.#options.partitionKey,
     });
     await sendRestEvent(request, {
       signal,
-      timeoutMs: this.#options.retry.timeoutMs,
+      timeoutMs,
       where: `Event Hubs ${this.#hubLabel()} (REST ${url.protocol}//${url.host})`,
     });
     this.#logger.debug({ transport: 'rest', bytes: request.body.length }, 'Event Hubs heartbeat sent');
@@ -253,14 +260,52 @@ export class EventHubsSink implements Sink {
   }
 }
 
+/** Where and how a sink sends heartbeats over REST. */
+interface RestTarget {
+  url: URL;
+  /** The Authorization header value for one request. */
+  authorization(signal: AbortSignal, timeoutMs: number): Promise<string>;
+}
+
 /**
- * The REST target of a sink whose connection string carries a key (not the emulator form, not a ready
- * SharedAccessSignature): the send-event URL and the key. Undefined: heartbeats go through the SDK.
+ * Environment variables that point @azure/identity's ManagedIdentityCredential somewhere other than IMDS (App
+ * Service, Azure Arc, Service Fabric, Cloud Shell): there the SDK knows the protocol, so heartbeats use it.
+ */
+const OTHER_IDENTITY_ENDPOINTS = ['IDENTITY_ENDPOINT', 'MSI_ENDPOINT'];
+
+/**
+ * The REST target of a sink (docs/sinks-event-hubs.md, "Heartbeat transport"), or undefined when heartbeats go
+ * through the SDK:
+ * - a connection string with a key (not the emulator form, not a ready SharedAccessSignature): a SAS token per
+ *   heartbeat;
+ * - fullyQualifiedNamespace with a managed identity (the default credential) on a VM with IMDS: a token from the
+ *   IMDS endpoint the forwarder polls (AZURE_POD_IDENTITY_AUTHORITY_HOST instead when set, as for the SDK).
  */
 function restTarget(
   options: EventHubsSinkOptions,
-): { url: URL; resource: string; keyName: string; key: string } | undefined {
-  if (options.connectionString === undefined) return undefined;
+  context: { imdsEndpoint?: string | undefined; now: () => number; env: Record<string, string | undefined> },
+): RestTarget | undefined {
+  if (options.connectionString === undefined) {
+    const { credential, fullyQualifiedNamespace, eventHubName } = options;
+    const imds = context.env.AZURE_POD_IDENTITY_AUTHORITY_HOST || context.imdsEndpoint;
+    if (credential.kind !== 'managed-identity' || imds === undefined) return undefined;
+    if (fullyQualifiedNamespace === undefined || eventHubName === undefined) return undefined;
+    if (OTHER_IDENTITY_ENDPOINTS.some((name) => context.env[name])) return undefined;
+    let tokens: ImdsTokenSource;
+    try {
+      tokens = new ImdsTokenSource(
+        imds,
+        { clientId: credential.clientId, resourceId: credential.resourceId },
+        context.now,
+      );
+    } catch {
+      return undefined; // not a URL: the SDK reports it
+    }
+    return {
+      url: sendEventUrl(fullyQualifiedNamespace, eventHubName, options.customEndpointAddress),
+      authorization: async (signal, timeoutMs) => `Bearer ${await tokens.token(signal, timeoutMs)}`,
+    };
+  }
   let parsed: ReturnType<typeof parseRestConnection>;
   try {
     parsed = parseRestConnection(options.connectionString.reveal(), options.eventHubName);
@@ -269,11 +314,12 @@ function restTarget(
     return undefined;
   }
   if (typeof parsed === 'string') return undefined;
+  const { keyName, key } = parsed;
+  // The token names the hub of the namespace (not a customEndpointAddress gateway).
+  const resource = `https://${parsed.host}/${parsed.eventHubName}`;
   return {
     url: sendEventUrl(parsed.host, parsed.eventHubName, options.customEndpointAddress),
-    // The token names the hub of the namespace (not a customEndpointAddress gateway).
-    resource: `https://${parsed.host}/${parsed.eventHubName}`,
-    keyName: parsed.keyName,
-    key: parsed.key,
+    authorization: async () =>
+      buildSasToken(resource, keyName, key, Math.floor(context.now() / 1000) + SAS_LIFETIME_SECONDS),
   };
 }

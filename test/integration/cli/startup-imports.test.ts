@@ -126,6 +126,7 @@ describe('start-up imports', () => {
     nodeArgs: string[] = [],
     env: Record<string, string> = {},
     until: () => boolean = () => true,
+    afterExit?: (sim: Awaited<ReturnType<typeof startSimulator>>) => void,
   ): Promise<Loaded> {
     const sim = await startSimulator({});
     try {
@@ -149,6 +150,7 @@ describe('start-up imports', () => {
       child.kill('SIGTERM');
       const [code] = await exited;
       expect(code).toBe(0);
+      afterExit?.(sim);
       return readLoaded(file);
     } finally {
       await sim.close();
@@ -239,6 +241,47 @@ describe('start-up imports', () => {
         ['rest', HEARTBEAT_TYPE],
         ['rest', HEARTBEAT_TYPE],
       ]);
+      expect(double.stats().connectionsOpened).toBe(0);
+      expect(heavyIn(packages)).toEqual([]);
+    } finally {
+      await double.close();
+    }
+  });
+
+  it('run with an Event Hubs managed identity sends heartbeats over REST with an IMDS token, loading no SDK', async () => {
+    const cert = generateTestCertificate(tmp.dir);
+    const double = await startEventHubsDouble({
+      hubs: { beats: 2 },
+      tls: { key: cert.key, cert: cert.cert },
+    });
+    try {
+      const config = join(tmp.dir, 'hub-mi.yaml');
+      writeFileSync(
+        config,
+        [
+          'sinks:',
+          `  - { name: eh, type: eventhubs, fullyQualifiedNamespace: '${double.namespaceHost}', eventHubName: beats }`,
+          '',
+        ].join('\n'),
+      );
+      let tokenRequests = 0;
+      const { packages } = await runUntilPolled(
+        ['--config', config],
+        [],
+        { NODE_EXTRA_CA_CERTS: cert.certPath, AZURE_POD_IDENTITY_AUTHORITY_HOST: '' },
+        () => double.received('beats').length > 0, // the start heartbeat
+        (sim) => {
+          tokenRequests = sim.admin.requests().log.filter((e) => e.endpoint === 'token').length;
+        },
+      );
+      // Start and stop heartbeat over REST with the simulator's token (audience https://eventhubs.azure.net/),
+      // fetched once from the IMDS endpoint the forwarder polls and reused.
+      expect(double.received('beats').map((e) => e.transport)).toEqual(['rest', 'rest']);
+      expect(double.restRequests().map((r) => [r.status, r.auth])).toEqual([
+        [201, 'jwt'],
+        [201, 'jwt'],
+      ]);
+      expect(tokenRequests).toBe(1);
       expect(double.stats().connectionsOpened).toBe(0);
       expect(heavyIn(packages)).toEqual([]);
     } finally {
