@@ -2,13 +2,12 @@
  * Managed identity tokens for Event Hubs heartbeats over REST (docs/sinks-event-hubs.md, "Heartbeat transport"),
  * without @azure/identity: GET {imds}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=
  * https://eventhubs.azure.net/ with `Metadata: true` (plus client_id or msi_res_id for a user-assigned identity)
- * from the IMDS endpoint the forwarder polls, with node:http and no proxy (IMDS is never proxied), a timeout and
- * the caller's AbortSignal. A token is reused until five minutes before it expires. Neither the token nor the
+ * from the IMDS endpoint the forwarder polls, through the IMDS client's own exchange (src/sources/imds/exchange.ts:
+ * node:http, never proxied) on a one-off connection, with a timeout and the caller's AbortSignal. A token is reused until five minutes before it expires. Neither the token nor the
  * answer's body appear in an error.
  */
+import { buildMetadataUrl, oneOffImdsAgent, startExchange } from '../../sources/imds/exchange.ts';
 import { abortedError, httpStatusError, networkError, timeoutError } from '../delivery-errors.ts';
-
-const http = process.getBuiltinModule('node:http');
 
 /** The audience Event Hubs accepts in an Entra ID token. */
 export const EVENT_HUBS_RESOURCE = 'https://eventhubs.azure.net/';
@@ -16,8 +15,6 @@ export const EVENT_HUBS_RESOURCE = 'https://eventhubs.azure.net/';
 export const IDENTITY_API_VERSION = '2018-02-01';
 /** A cached token is replaced this long before it expires. */
 const REFRESH_BEFORE_MS = 5 * 60_000;
-/** Largest answer read (a token response is a few KiB). */
-const MAX_BODY_BYTES = 64 * 1024;
 
 /** Which identity: the VM's system-assigned one, or a user-assigned one by client id or ARM resource id. */
 export interface ManagedIdentitySelector {
@@ -27,10 +24,7 @@ export interface ManagedIdentitySelector {
 
 /** The token URL at `endpoint` (which may carry a path prefix, as the simulator's per-VM endpoints do). */
 export function identityTokenUrl(endpoint: string, identity: ManagedIdentitySelector): URL {
-  const url = new URL(endpoint);
-  url.pathname = `${url.pathname.replace(/\/+$/, '')}/metadata/identity/oauth2/token`;
-  url.search = '';
-  url.searchParams.set('api-version', IDENTITY_API_VERSION);
+  const url = new URL(buildMetadataUrl(endpoint, 'identity/oauth2/token', IDENTITY_API_VERSION));
   url.searchParams.set('resource', EVENT_HUBS_RESOURCE);
   if (identity.clientId !== undefined) url.searchParams.set('client_id', identity.clientId);
   if (identity.resourceId !== undefined) url.searchParams.set('msi_res_id', identity.resourceId);
@@ -91,52 +85,34 @@ export class ImdsTokenSource {
   #get(signal: AbortSignal, timeoutMs: number): Promise<{ status: number; body: string }> {
     const where = `managed identity token from IMDS (${this.#url.host})`;
     if (signal.aborted) return Promise.reject(abortedError(`${where}: aborted`));
+    // One token a day needs no kept-alive socket.
+    const exchange = startExchange(oneOffImdsAgent(), 'GET', this.#url.href);
     return new Promise((resolve, reject) => {
-      let settled = false;
-      const request = http.request(this.#url, {
-        method: 'GET',
-        headers: { Metadata: 'true', Accept: 'application/json' },
-        // IMDS is never proxied, and one token an hour needs no kept-alive socket.
-        agent: new http.Agent({ keepAlive: false, proxyEnv: undefined }),
-      });
-      const finish = (error: Error | undefined, value?: { status: number; body: string }): void => {
-        if (settled) return;
-        settled = true;
+      const cleanup = (): void => {
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
-        if (error !== undefined) reject(error);
-        else resolve(value!);
       };
       const timer = setTimeout(() => {
-        request.destroy();
-        finish(timeoutError(`${where}: no answer within ${timeoutMs} ms`));
+        cleanup();
+        exchange.request.destroy();
+        reject(timeoutError(`${where}: no answer within ${timeoutMs} ms`));
       }, timeoutMs);
       const onAbort = (): void => {
-        request.destroy();
-        finish(abortedError(`${where}: aborted`));
+        cleanup();
+        exchange.request.destroy();
+        reject(abortedError(`${where}: aborted`));
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      request.on('error', (error: NodeJS.ErrnoException) =>
-        finish(networkError(`${where}: network error ${error.code ?? error.name}`)),
+      exchange.answer.then(
+        (answer) => {
+          cleanup();
+          resolve({ status: answer.status, body: answer.raw.toString('utf8') });
+        },
+        (error: unknown) => {
+          cleanup();
+          reject(networkError(`${where}: ${error instanceof Error ? error.message : String(error)}`));
+        },
       );
-      request.on('response', (response) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        response.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size <= MAX_BODY_BYTES) chunks.push(chunk);
-        });
-        response.on('error', (error: NodeJS.ErrnoException) =>
-          finish(networkError(`${where}: network error ${error.code ?? error.name}`)),
-        );
-        response.on('end', () =>
-          finish(undefined, {
-            status: response.statusCode ?? 0,
-            body: Buffer.concat(chunks).toString('utf8'),
-          }),
-        );
-      });
-      request.end();
     });
   }
 }

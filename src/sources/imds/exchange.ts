@@ -50,7 +50,16 @@ export function imdsAgent(): Agent {
   return new http.Agent({ keepAlive: true, maxSockets: 4, proxyEnv: undefined });
 }
 
-function metadataUrl(endpoint: string, path: string, apiVersion: string): string {
+/** A one-off connection to IMDS: not kept alive, no proxy configuration. */
+export function oneOffImdsAgent(): Agent {
+  return new http.Agent({ keepAlive: false, proxyEnv: undefined });
+}
+
+/**
+ * `{endpoint}/metadata/{path}?api-version=V` (the endpoint may carry a path prefix); refuses an endpoint that is
+ * not a plain http:// URL.
+ */
+export function buildMetadataUrl(endpoint: string, path: string, apiVersion: string): string {
   let url: URL;
   try {
     url = new URL(endpoint);
@@ -75,12 +84,12 @@ function metadataUrl(endpoint: string, path: string, apiVersion: string): string
  * (e.g. http://127.0.0.1:8080/vms/vm-3, used by the simulator to serve many VMs).
  */
 export function buildScheduledEventsUrl(endpoint: string, apiVersion: string): string {
-  return metadataUrl(endpoint, 'scheduledevents', apiVersion);
+  return buildMetadataUrl(endpoint, 'scheduledevents', apiVersion);
 }
 
 /** `{endpoint}/metadata/instance?api-version=V`. */
 export function buildInstanceMetadataUrl(endpoint: string, apiVersion: string): string {
-  return metadataUrl(endpoint, 'instance', apiVersion);
+  return buildMetadataUrl(endpoint, 'instance', apiVersion);
 }
 
 /** Sends one request now and collects its answer. `isRetry`: a one-off connection (no stale-socket retry). */
@@ -99,7 +108,7 @@ export function startExchange(
   const request = http.request(url, {
     method,
     headers,
-    agent: isRetry ? new http.Agent({ keepAlive: false, proxyEnv: undefined }) : agent,
+    agent: isRetry ? oneOffImdsAgent() : agent,
   });
   const answer = new Promise<RawResponse>((resolve, reject) => {
     let settled = false;
