@@ -6,6 +6,8 @@
  * node:http, never proxied) on a one-off connection, with a timeout and the caller's AbortSignal. A token is reused until five minutes before it expires. Neither the token nor the
  * answer's body appear in an error.
  */
+
+import { errorMessage } from '../../errors.ts';
 import { buildMetadataUrl, oneOffImdsAgent, startExchange } from '../../sources/imds/exchange.ts';
 import { abortedError, httpStatusError, networkError, timeoutError } from '../delivery-errors.ts';
 
@@ -110,7 +112,7 @@ export class ImdsTokenSource {
         },
         (error: unknown) => {
           cleanup();
-          reject(networkError(`${where}: ${error instanceof Error ? error.message : String(error)}`));
+          reject(networkError(`${where}: ${errorMessage(error)}`));
         },
       );
     });
