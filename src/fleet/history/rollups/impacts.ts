@@ -289,6 +289,33 @@ function decodeSlot(stored: Uint8Array): SlotMap {
 }
 
 /**
+ * Decoded slots by (level, bucket, kind), with the stored bytes they came from. A view reads the same slots on
+ * every request (the top level and the spine around the window's edges) and each holds an entry per scope, so
+ * decoding them again would grow with the fleet's scale sets. A slot whose bytes equal those cached is the same
+ * map (exact by construction: a rebuilt slot has other bytes and is decoded again; any database, any process);
+ * at most SLOT_CACHE_SIZE slots (a 30-day and a 90-day view read about 150), least recently used first out. The
+ * maps are shared: readers never change them (mergeSlot copies).
+ */
+const SLOT_CACHE_SIZE = 256;
+const slotCache = new Map<string, { bytes: Buffer; map: SlotMap }>();
+
+function readSlot(row: SqlRow): SlotMap {
+  const stored = storedBytes(row.body);
+  const key = `${Number(row.level)}:${Number(row.bucket)}:${String(row.kind)}`;
+  const hit = slotCache.get(key);
+  slotCache.delete(key);
+  if (hit?.bytes.equals(stored)) {
+    slotCache.set(key, hit);
+    return hit.map;
+  }
+  const map = decodeSlot(stored);
+  // A copy: the driver's bytes may be a view of a larger buffer.
+  slotCache.set(key, { bytes: Buffer.from(stored), map });
+  if (slotCache.size > SLOT_CACHE_SIZE) slotCache.delete(slotCache.keys().next().value!);
+  return map;
+}
+
+/**
  * The most intervals containing one instant of [from, to), over `intervals` (all active somewhere in it), and
  * the earliest instant reaching that: the intervals' starts in the slot are the candidate instants; at an
  * instant, an interval counts when start ≤ t ≤ end.
@@ -548,7 +575,7 @@ export async function windowPeaks(
   ]);
   for (const r of topRows) {
     const key = `${Number(r.level)}:${Number(r.bucket)}`;
-    cache.get(key)?.push({ kind: String(r.kind) as ScopeKind, map: decodeSlot(storedBytes(r.body)) });
+    cache.get(key)?.push({ kind: String(r.kind) as ScopeKind, map: readSlot(r) });
   }
   const stale = new Set(staleRows.map((r) => `${Number(r.level)}:${Number(r.bucket)}`));
   const isStale = (level: number, bucket: number) => stale.has(`${level}:${bucket}`);
@@ -577,8 +604,7 @@ export async function windowPeaks(
     if (Number(r.level) !== TOP_LEVEL) continue;
     const bucket = Number(r.bucket);
     topBuckets.add(bucket);
-    if (!isStale(TOP_LEVEL, bucket))
-      offer(String(r.kind) as ScopeKind, TOP_LEVEL, bucket, decodeSlot(storedBytes(r.body)));
+    if (!isStale(TOP_LEVEL, bucket)) offer(String(r.kind) as ScopeKind, TOP_LEVEL, bucket, readSlot(r));
   }
   for (const r of staleRows) if (Number(r.level) === TOP_LEVEL) topBuckets.add(Number(r.bucket));
   for (const bucket of topBuckets)
@@ -670,7 +696,7 @@ async function openNodes(
       ))
         cache
           .get(`${Number(r.level)}:${Number(r.bucket)}`)
-          ?.push({ kind: String(r.kind) as ScopeKind, map: decodeSlot(storedBytes(r.body)) });
+          ?.push({ kind: String(r.kind) as ScopeKind, map: readSlot(r) });
     for (const [key, w] of wanted) {
       const [level, bucket] = key.split(':').map(Number) as [number, number];
       for (const { kind, map } of cache.get(key) ?? []) {
