@@ -25,7 +25,7 @@ import {
 import { Aggregate, mergeSeries, type SeriesCounters } from './rollups/aggregate.ts';
 import { DAY_LEVEL, HOUR_MS } from './rollups/buckets.ts';
 import type { Distribution as Measure } from './rollups/distribution.ts';
-import { type Peak, windowPeaks } from './rollups/impacts.ts';
+import { type Peak, scopeName, windowPeaks } from './rollups/impacts.ts';
 import { type SqlExecutor, type SqlValue, toNumber } from './sql.ts';
 
 /** `dashboard.blastRadiusThreshold` when the configuration does not set it (VMs). */
@@ -163,20 +163,6 @@ export interface BlastRadiusPage extends Page<BlastRadiusRow> {
   overThreshold: number;
 }
 
-/** The kinds of scope as rows (`scope`), to cross join each affected observation with. */
-const SCOPE_ROWS = "SELECT 'scaleSet' AS scope UNION ALL SELECT 'zone' UNION ALL SELECT 'location'";
-
-/**
- * The scope's name of a row of `alias` (location, zone, scale_set) for the scope of the cross-joined `k.scope`:
- * "(none)" outside any scale set or zone, "(unknown)" for an unknown region (rollups/impacts.ts scopeName).
- */
-function scopeLabel(alias: string): string {
-  const label = (column: string, empty: string) =>
-    `CASE WHEN ${alias}.${column} = '' THEN '${empty}' ELSE ${alias}.${column} END`;
-  return `CASE k.scope WHEN 'scaleSet' THEN ${label('scale_set', '(none)')}
-    WHEN 'zone' THEN ${label('zone', '(none)')} ELSE ${label('location', '(unknown)')} END`;
-}
-
 /** A started event's end while it is still running on a VM that is not deleted: open (sorts after any time). */
 const OPEN_END = '9999-12-31T23:59:59.999Z';
 
@@ -219,31 +205,38 @@ export async function blastRadius(
   const w = where(filter, 'm');
   const [peaks, pendingRows] = await Promise.all([
     windowPeaks(db, window.sinceMs, window.untilMs),
-    // Counted in the database: one row per scope comes back, not one per pending affected observation.
     db.all(
-      `SELECT k.scope, ${scopeLabel('o')} AS name, count(DISTINCT o.source) AS n
-       FROM maintenance m CROSS JOIN observations o CROSS JOIN (${SCOPE_ROWS}) k
-       ${sqlWhere(w, ['m.pending = 1', 'o.event_id = m.event_id', 'o.occurrence = m.occurrence', 'o.affects_vm = 1'])}
-       GROUP BY k.scope, name`,
+      `SELECT o.source, o.location, o.zone, o.scale_set FROM maintenance m CROSS JOIN observations o
+       ${sqlWhere(w, ['m.pending = 1', 'o.event_id = m.event_id', 'o.occurrence = m.occurrence', 'o.affects_vm = 1'])}`,
       w.params,
     ),
   ]);
-  const rows = new Map<string, { scope: BlastScope; name: string; pending: number; peak: Peak | null }>();
+  const rows = new Map<
+    string,
+    { scope: BlastScope; name: string; pending: Set<string>; peak: Peak | null }
+  >();
   const rowOf = (kind: BlastScope, name: string) => {
     const key = `${kind}\u0000${name}`;
     let row = rows.get(key);
     if (row === undefined) {
-      row = { scope: kind, name, pending: 0, peak: null };
+      row = { scope: kind, name, pending: new Set(), peak: null };
       rows.set(key, row);
     }
     return row;
   };
   for (const [kind, byName] of peaks) for (const [name, p] of byName) rowOf(kind, name).peak = p;
-  for (const r of pendingRows) rowOf(String(r.scope) as BlastScope, String(r.name)).pending = toNumber(r.n);
+  for (const r of pendingRows) {
+    const at = {
+      location: String(r.location ?? ''),
+      zone: String(r.zone ?? ''),
+      scaleSet: String(r.scale_set ?? ''),
+    };
+    for (const kind of BLAST_SCOPES) rowOf(kind, scopeName(kind, at)).pending.add(String(r.source));
+  }
   const all = [...rows.values()]
     .filter((r) => scope === undefined || r.scope === scope)
     .map((r) => {
-      const pendingVms = r.pending;
+      const pendingVms = r.pending.size;
       const maxConcurrentVms = r.peak?.peak ?? 0;
       const pendingOverThreshold = pendingVms > threshold;
       const peakOverThreshold = maxConcurrentVms > threshold;
@@ -306,6 +299,8 @@ export async function blastRadiusByQuery(
 ): Promise<Omit<BlastRadiusPage, 'coveredVms'>> {
   const limit = pageSize(request);
   const w = where(filter, 'm');
+  const label = (column: string, empty: string) =>
+    `CASE WHEN a.${column} = '' THEN '${empty}' ELSE a.${column} END`;
   const params: SqlValue[] = [...w.params, threshold, threshold, threshold, threshold, threshold, threshold];
   const inner: string[] = [];
   if (scope !== undefined) {
@@ -329,8 +324,12 @@ export async function blastRadiusByQuery(
        ${sqlWhere(w, ['o.event_id = m.event_id', 'o.occurrence = m.occurrence', 'o.affects_vm = 1'])}
      ),
      scoped AS MATERIALIZED (
-       SELECT k.scope, ${scopeLabel('a')} AS name, a.source, a.pending, a.s, a.e
-       FROM affected a CROSS JOIN (${SCOPE_ROWS}) k
+       SELECT k.scope, CASE k.scope WHEN 'scaleSet' THEN ${label('scale_set', '(none)')}
+           WHEN 'zone' THEN ${label('zone', '(none)')} ELSE ${label('location', '(unknown)')} END AS name,
+         a.source, a.pending, a.s, a.e
+       FROM affected a CROSS JOIN (
+         SELECT 'scaleSet' AS scope UNION ALL SELECT 'zone' UNION ALL SELECT 'location'
+       ) k
      ),
      pend AS (
        SELECT scope, name, count(DISTINCT source) AS n FROM scoped WHERE pending = 1 GROUP BY scope, name
