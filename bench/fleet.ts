@@ -907,7 +907,12 @@ const WHY = {
   ingestRatio:
     'Ingest at N against N/10 (target ≥ 0.8): what grows with the history per batch is the B-trees each insert ' +
     'and re-fold reaches (records, observations, maintenance and their indexes) once they no longer fit the ' +
-    "store's cache, and the hour digests a batch rewrites, which hold the hour's events.",
+    "store's cache, and the hour digests a batch rewrites, which hold the hour's events. PostgreSQL: each " +
+    'transaction holds the locks of the maintenance events it folds until it commits (src/fleet/history/ingest.ts; ' +
+    "an availability set's event arrives through every partition its members hash to), so the 4 partitions' " +
+    'batches mostly run one after another and a longer transaction at N makes the others wait longer: sampling ' +
+    'pg_stat_activity every 50 ms while 4,000 VMs were ingested (4 partitions at once, a probe beside this ' +
+    "benchmark, 2026-11-28) found 84% of the ingest connections' active samples waiting on those advisory locks.",
   size:
     'Bodies are stored deflated (src/fleet/history/body.ts); per record the store keeps besides them the ' +
     "CloudEvent source (the VM's ARM ID) in the row and in the primary key (source, id), 7 more text columns " +
