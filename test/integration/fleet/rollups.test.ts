@@ -257,6 +257,54 @@ describe.each(['sqlite', 'postgres'] as const)('fleet rollups on %s', (kind) => 
   }, 600_000);
 });
 
+describe.each(['sqlite', 'postgres'] as const)('the blast radius on %s', (kind) => {
+  it('stays exact when its impact slots are rebuilt between requests, and beside another history', async () => {
+    // The process keeps decoded impact slots by their stored bytes (rollups/impacts.ts readSlot): a slot rebuilt
+    // by a refresh, or another history's slot of the same level, bucket and kind, must be decoded again.
+    const fleet = generateFleet({ vms: 80, days: 3, seed: 11, ownEventsPerVmPerDay: 2 });
+    const other = generateFleet({ vms: 40, days: 3, seed: 12, ownEventsPerVmPerDay: 2 });
+    const end = new Date(fleet.window.end);
+    const feed = async (h: FleetHistory, records: readonly LifecycleRecord[]) => {
+      for (let i = 0; i < records.length; i += 100)
+        await h.ingest(
+          records.slice(i, i + 100).map((body, j) => ({
+            body,
+            partitionId: '0',
+            sequenceNumber: i + j,
+            enqueuedAt: new Date(body.time),
+          })),
+        );
+      await h.refreshRollups();
+    };
+    const expectExact = async (h: FleetHistory, what: string) => {
+      for (const since of [undefined, new Date(end.getTime() - 36 * 3_600_000).toISOString()]) {
+        const filter = since === undefined ? {} : { since };
+        for (const threshold of [0, 3]) {
+          const got = withoutCovered(await h.blastRadius(filter, threshold, { limit: 1000 }));
+          expect(got, `${what} ${JSON.stringify(filter)} threshold ${threshold}`).toEqual(
+            await exactBlastRadius(h.db, filter, threshold, { limit: 1000 }),
+          );
+          if (since === undefined) expect(got.total, what).toBeGreaterThan(0);
+        }
+      }
+    };
+    const records = [...fleet.records()];
+    const h = await open(kind, end);
+    await feed(h, records.slice(0, Math.floor(records.length / 2)));
+    await expectExact(h, 'half');
+    const before = await h.blastRadius({}, 0, { limit: 1000 });
+    await feed(h, records.slice(Math.floor(records.length / 2)));
+    await expectExact(h, 'whole');
+    expect(withoutCovered(await h.blastRadius({}, 0, { limit: 1000 })), 'the rebuilt slots').not.toEqual(
+      withoutCovered(before),
+    );
+    const second = await open(kind, end);
+    await feed(second, [...other.records()]);
+    await expectExact(second, 'another history');
+    await expectExact(h, 'the first again');
+  }, 300_000);
+});
+
 describe.each(['sqlite', 'postgres'] as const)('a history from before the rollups on %s', (kind) => {
   it('is migrated: the backfilled rollups answer as the exact queries do', async () => {
     const fleet = generateFleet({ vms: 60, days: 3, seed: 7, ownEventsPerVmPerDay: 1 });
