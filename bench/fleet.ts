@@ -401,7 +401,12 @@ async function coverageStorage(
   };
   // Per VM: its latest heartbeat, the counts, the partitions' marks; per VM and day: the days of coverage and
   // their rollups.
-  const vmBytes = await bytesOf(['latest_heartbeats', 'coverage_counts', 'partition_progress']);
+  const vmBytes = await bytesOf([
+    'latest_heartbeats',
+    'coverage_counts',
+    'coverage_dimension_counts',
+    'partition_progress',
+  ]);
   const dayBytes = await bytesOf(['coverage_days', 'coverage_rollups', 'coverage_stale']);
   return {
     latestRows: await count('SELECT count(*) AS n FROM latest_heartbeats'),
@@ -1037,16 +1042,18 @@ function notesFor(results: FleetRunResult[], large: number, small: number, fullS
       'compares like with like: the median of the record batches while heartbeats flow against the same ' +
       'number of record batches just before they started (the tables then about as large). records/s above ' +
       "leaves the heartbeat batches' time out. Coverage bytes = the coverage tables (latest_heartbeats with " +
-      'the JSON of each latest heartbeat, coverage_days, coverage_counts, coverage_rollups, coverage_stale, ' +
+      'the JSON of each latest heartbeat, coverage_days, coverage_counts, coverage_dimension_counts, ' +
+      'coverage_rollups, coverage_stale, ' +
       'partition_progress, with their ' +
       'indexes), left out of bytes/record; "per VM" divides them by the VMs heard (the days of coverage grow ' +
       'with the days, the rest does not); then apart: the tables bounded by VMs (latest_heartbeats, ' +
-      'coverage_counts, partition_progress) per VM heard, and those growing with VMs × days (coverage_days, ' +
+      'coverage_counts, coverage_dimension_counts, partition_progress) per VM heard, and those growing with ' +
+      'VMs × days (coverage_days, ' +
       'coverage_rollups, coverage_stale) per coverage-day row, i.e. per VM per day of heartbeats.',
     `/api/coverage is asked for the first ${COVERAGE_LIMIT} silent and unhealthy VMs (limit=${COVERAGE_LIMIT}), ` +
       'the same at N and N/10, after the rollup refresh that also sweeps the coverage counts. It reads the kept ' +
-      'counts (coverage_counts: VMs per counted state, region, zone, scale set, version and interval, a few rows ' +
-      'per scale set), the VMs whose state changed since the last sweep (index ranges per partition and ' +
+      'counts per dimension (coverage_dimension_counts: VMs per state for each forwarder version, region and ' +
+      'scale set, a row per line of the answer), the VMs whose state changed since the last sweep (index ranges per partition and ' +
       'interval) and the first page of each list (by index), not every VM nor every VM that went quiet: ' +
       'src/fleet/history/coverage.ts, coverage-counts.ts, coverage-changes.ts.',
   );

@@ -19,7 +19,13 @@
  * the fleet), and is exact at any clock and setting, swept or not. A VM Azure deleted is counted gone by ingest
  * and never changes.
  */
-import { type CountedState, CoverageDeltas, countedVm } from './coverage-counts.ts';
+import {
+  type CountedState,
+  CoverageDeltas,
+  countedVm,
+  DimensionCountDeltas,
+  STATE_COLUMNS,
+} from './coverage-counts.ts';
 import { vmLocks } from './heartbeat-ingest.ts';
 import { type SqlExecutor, type SqlValue, toNumber } from './sql.ts';
 
@@ -99,14 +105,18 @@ export function stateSql(quiet: Fragment, settings: QuietThresholds): Fragment {
 
 /**
  * The heartbeat intervals counted (the ranges to look in, for every counted state: a range of an interval not
- * counted in that state is empty, and a VM swept into it meanwhile is still looked for).
+ * counted in that state is empty, and a VM swept into it meanwhile is still looked for), from the counts per
+ * interval (a row each, not one per combination of the other dimensions).
  */
 export async function countedIntervals(db: SqlExecutor): Promise<number[]> {
+  const heard = (['reporting', 'silent', 'unhealthy', 'gone'] as const)
+    .map((s) => STATE_COLUMNS[s])
+    .join(' + ');
   const rows = await db.all(
-    `SELECT interval_seconds FROM coverage_counts WHERE state <> 'none'
-     GROUP BY interval_seconds HAVING sum(vms) > 0 ORDER BY interval_seconds`,
+    `SELECT value FROM coverage_dimension_counts WHERE dimension = 'interval_seconds'
+     GROUP BY value HAVING sum(${heard}) > 0`,
   );
-  return rows.map((row) => toNumber(row.interval_seconds));
+  return rows.map((row) => Number(row.value)).sort((a, b) => a - b);
 }
 
 /**
@@ -173,26 +183,42 @@ async function sweepLock(tx: SqlExecutor): Promise<boolean> {
 
 /**
  * Folds the counts' rows of the writing partitions into the shared ones ('*') and drops the rows that count
- * nothing, so a read scans about one row per region, zone, scale set, version, interval and state, not one per
- * partition as well (with the deltas since the last fold). The sum of every key stays what it was: a row is
- * moved whole, in one transaction. PostgreSQL skips the rows a consumer's transaction holds (they wait for the
- * next fold), so ingest never waits for it. Returns the rows folded.
+ * nothing, so a read scans about one row per region, zone, scale set, version, interval and state (and, per
+ * dimension, one per version, region and scale set), not one per partition as well (with the deltas since the
+ * last fold). The sum of every key stays what it was: a row is moved whole, in one transaction. PostgreSQL skips
+ * the rows a consumer's transaction holds (they wait for the next fold), so ingest never waits for it. Returns
+ * the rows folded.
  */
 export async function foldCoverageCounts(tx: SqlExecutor): Promise<number> {
   if (!(await sweepLock(tx))) return 0;
   const key = 'state, location, zone, scale_set, version, interval_seconds';
-  const folded = await tx.all(
-    tx.dialect === 'postgres'
-      ? `DELETE FROM coverage_counts WHERE (${key}, partition_id) IN (
-           SELECT ${key}, partition_id FROM coverage_counts WHERE partition_id <> '*' FOR UPDATE SKIP LOCKED)
-         RETURNING ${key}, vms`
-      : `DELETE FROM coverage_counts WHERE partition_id <> '*' RETURNING ${key}, vms`,
-  );
+  const folded = await tx.all(unfoldedRows(tx, 'coverage_counts', key, 'vms'));
   const counts = new CoverageDeltas();
   for (const row of folded) counts.add(String(row.state) as CountedState, countedVm(row), Number(row.vms));
-  await counts.write(tx, '*');
+  await counts.write(tx, '*', false);
   await tx.run("DELETE FROM coverage_counts WHERE partition_id = '*' AND vms = 0");
-  return folded.length;
+  const columns = Object.values(STATE_COLUMNS);
+  const foldedByDimension = await tx.all(
+    unfoldedRows(tx, 'coverage_dimension_counts', 'dimension, value', columns.join(', ')),
+  );
+  const byDimension = new DimensionCountDeltas();
+  for (const row of foldedByDimension)
+    for (const [state, column] of Object.entries(STATE_COLUMNS))
+      byDimension.add(String(row.dimension), String(row.value), state as CountedState, Number(row[column]));
+  await byDimension.write(tx, '*');
+  await tx.run(
+    `DELETE FROM coverage_dimension_counts WHERE partition_id = '*' AND ${columns.map((c) => `${c} = 0`).join(' AND ')}`,
+  );
+  return folded.length + foldedByDimension.length;
+}
+
+/** Deletes a counts table's rows of the writing partitions (PostgreSQL: those no transaction holds), returning them. */
+function unfoldedRows(tx: SqlExecutor, table: string, key: string, values: string): string {
+  return tx.dialect === 'postgres'
+    ? `DELETE FROM ${table} WHERE (${key}, partition_id) IN (
+         SELECT ${key}, partition_id FROM ${table} WHERE partition_id <> '*' FOR UPDATE SKIP LOCKED)
+       RETURNING ${key}, ${values}`
+    : `DELETE FROM ${table} WHERE partition_id <> '*' RETURNING ${key}, ${values}`;
 }
 
 /**

@@ -25,6 +25,7 @@ import {
   quietSql,
   stateSql,
 } from './coverage-changes.ts';
+import { REPORTED_DIMENSIONS, STATE_COLUMNS } from './coverage-counts.ts';
 import {
   decodeCursor,
   type EventFilter,
@@ -462,9 +463,11 @@ function addCounts(
 }
 
 /**
- * The counts by state, version, region and scale set: the kept counts (coverage_counts, a few hundred rows),
- * then each VM whose state changed since it was counted (changedSelect) moved from its counted state to its
- * state now. The scope's region, zone and scale set apply; a VM name cannot (the counts are not kept by name).
+ * The counts by state, version, region and scale set: the kept counts, then each VM whose state changed since it
+ * was counted (changedSelect) moved from its counted state to its state now. The whole fleet's from the counts per
+ * dimension (coverage_dimension_counts: a row per version, region and scale set); a scope's region, zone and scale
+ * set from the counts of every combination within it (coverage_counts). A VM name cannot narrow them (the counts
+ * are not kept by name).
  */
 export async function countedCoverage(
   db: SqlExecutor,
@@ -482,20 +485,6 @@ export async function countedCoverage(
     { sql: 'h.location, h.scale_set, h.version, h.counted_state', params: [] },
     scopeWhere(scope),
   );
-  // One statement (one snapshot): the kept counts, and each changed VM out of its counted state into its state.
-  const rows = await db.all(
-    `SELECT state, location, scale_set, version, sum(n) AS n FROM (
-       SELECT state, location, scale_set, version, vms AS n FROM coverage_counts h
-       ${w.clauses.length === 0 ? '' : `WHERE ${w.clauses.join(' AND ')}`}
-       ${
-         changed === undefined
-           ? ''
-           : `UNION ALL SELECT CASE WHEN m.n = -1 THEN c.counted_state ELSE c.state END, c.location, c.scale_set,
-                c.version, m.n FROM (${changed.sql}) c CROSS JOIN (SELECT -1 AS n UNION ALL SELECT 1 AS n) m`
-       }
-     ) x GROUP BY state, location, scale_set, version HAVING sum(n) <> 0`,
-    [...w.params, ...(changed?.params ?? [])],
-  );
   const c: CountedCoverage = {
     vms: 0,
     byState: emptyCounts(),
@@ -504,16 +493,8 @@ export async function countedCoverage(
     byScaleSet: {},
     withoutHeartbeat: 0,
   };
-  const dims = (row: Record<string, unknown>) => ({
-    version: String(row.version),
-    location: String(row.location),
-    scaleSet: String(row.scale_set),
-  });
-  for (const row of rows) {
-    const n = toNumber(row.n);
-    if (row.state === 'none') c.withoutHeartbeat += n;
-    else addCounts(c, dims(row), String(row.state) as CoverageState, n);
-  }
+  if (w.clauses.length === 0) await addFleetCounts(db, c, changed);
+  else await addScopeCounts(db, c, w, changed);
   c.vms = COVERAGE_STATES.reduce((sum, state) => sum + c.byState[state], 0);
   for (const map of [c.byVersion, c.byLocation, c.byScaleSet])
     for (const [key, counts] of Object.entries(map))
@@ -522,6 +503,94 @@ export async function countedCoverage(
   c.byLocation = sortKeys(c.byLocation);
   c.byScaleSet = sortKeys(c.byScaleSet);
   return c;
+}
+
+/** As addCounts labels a VM without a region or outside scale sets. */
+const EMPTY_LABELS: Record<string, string> = { location: '(unknown)', scale_set: '(none)' };
+
+/**
+ * Adds the whole fleet's counts to `c`: the counts per dimension, and each changed VM (`changed`) out of its
+ * counted state into its state now, in each dimension; one statement (one snapshot), a row per version, region
+ * and scale set.
+ */
+async function addFleetCounts(
+  db: SqlExecutor,
+  c: CountedCoverage,
+  changed: Fragment | undefined,
+): Promise<void> {
+  const sums = COVERAGE_STATES.map((state) => `sum(${STATE_COLUMNS[state]}) AS ${state}`).join(', ');
+  const moves = COVERAGE_STATES.map(
+    (state) =>
+      `CASE WHEN c.state = '${state}' THEN 1 ELSE 0 END - CASE WHEN c.counted_state = '${state}' THEN 1 ELSE 0 END`,
+  ).join(', ');
+  const dimensions = REPORTED_DIMENSIONS.map((d) => `SELECT '${d}' AS dimension`).join(' UNION ALL ');
+  const rows = await db.all(
+    `SELECT dimension, value, ${sums}, sum(${STATE_COLUMNS.none}) AS without_heartbeat FROM (
+       SELECT dimension, value, ${COVERAGE_STATES.map((state) => STATE_COLUMNS[state]).join(', ')},
+         ${STATE_COLUMNS.none} FROM coverage_dimension_counts
+       WHERE dimension IN (${REPORTED_DIMENSIONS.map((d) => `'${d}'`).join(', ')})
+       ${
+         changed === undefined
+           ? ''
+           : `UNION ALL SELECT d.dimension, CASE d.dimension WHEN 'version' THEN c.version
+                WHEN 'location' THEN c.location ELSE c.scale_set END, ${moves}, 0
+              FROM (${changed.sql}) c CROSS JOIN (${dimensions}) d`
+       }
+     ) x GROUP BY dimension, value`,
+    changed?.params ?? [],
+  );
+  const maps: Record<string, Record<string, StateCounts>> = {
+    version: c.byVersion,
+    location: c.byLocation,
+    scale_set: c.byScaleSet,
+  };
+  for (const row of rows) {
+    const dimension = String(row.dimension);
+    const value = String(row.value);
+    const counts = Object.fromEntries(COVERAGE_STATES.map((s) => [s, toNumber(row[s])])) as StateCounts;
+    // Every VM has one version: the versions' sums are the fleet's.
+    if (dimension === 'version') {
+      c.withoutHeartbeat += toNumber(row.without_heartbeat);
+      for (const state of COVERAGE_STATES) c.byState[state] += counts[state];
+    }
+    const map = maps[dimension];
+    if (map !== undefined) map[value || (EMPTY_LABELS[dimension] ?? '')] = counts;
+  }
+}
+
+/**
+ * Adds a scope's counts to `c`: the counts of every combination within it (`where`), and each changed VM
+ * (`changed`, narrowed alike) out of its counted state into its state now; one statement (one snapshot).
+ */
+async function addScopeCounts(
+  db: SqlExecutor,
+  c: CountedCoverage,
+  where: { clauses: string[]; params: SqlValue[] },
+  changed: Fragment | undefined,
+): Promise<void> {
+  const rows = await db.all(
+    `SELECT state, location, scale_set, version, sum(n) AS n FROM (
+       SELECT state, location, scale_set, version, vms AS n FROM coverage_counts h WHERE ${where.clauses.join(' AND ')}
+       ${
+         changed === undefined
+           ? ''
+           : `UNION ALL SELECT CASE WHEN m.n = -1 THEN c.counted_state ELSE c.state END, c.location, c.scale_set,
+                c.version, m.n FROM (${changed.sql}) c CROSS JOIN (SELECT -1 AS n UNION ALL SELECT 1 AS n) m`
+       }
+     ) x GROUP BY state, location, scale_set, version HAVING sum(n) <> 0`,
+    [...where.params, ...(changed?.params ?? [])],
+  );
+  for (const row of rows) {
+    const n = toNumber(row.n);
+    if (row.state === 'none') c.withoutHeartbeat += n;
+    else
+      addCounts(
+        c,
+        { version: String(row.version), location: String(row.location), scaleSet: String(row.scale_set) },
+        String(row.state) as CoverageState,
+        n,
+      );
+  }
 }
 
 /** coverageReport by a scan of every latest heartbeat (any filter; the tests' oracle). */

@@ -7,7 +7,12 @@
  * Storage: `records` is an ordinary (rowid) table in SQLite, so a record's body sits in the table's leaf page
  * instead of spilling to an overflow page of a WITHOUT ROWID b-tree, and its indexes hold only their keys.
  */
-import { countedStateColumn, coverageCountBackfill, coverageCountTables } from './coverage-counts.ts';
+import {
+  countedStateColumn,
+  coverageCountBackfill,
+  coverageCountTables,
+  coverageDimensionCountTables,
+} from './coverage-counts.ts';
 import { backfillCoverageRollups, coverageRollupTables } from './coverage-rollups.ts';
 import { dimensionBackfill, dimensionTables } from './dimensions.ts';
 import { backfillIntervals, impactTables } from './rollups/impacts.ts';
@@ -296,6 +301,13 @@ const MIGRATIONS: readonly Migration[] = [
     // So /api/coverage reads the counts and the VMs whose state changed since the last sweep, not every VM that
     // went quiet (coverage-counts.ts, coverage-changes.ts). Each row starts in the state step 6 counted it in.
     statements: () => countedStateColumn(),
+  },
+  {
+    version: 9,
+    name: 'coverage counts per dimension: VMs per state by forwarder version, region, scale set and heartbeat interval',
+    // So /api/coverage over the whole fleet reads a row per version, region and scale set it lists, not one per
+    // combination of them (coverage-counts.ts). Filled from the counts step 6 and 8 keep.
+    statements: () => coverageDimensionCountTables(),
   },
 ];
 

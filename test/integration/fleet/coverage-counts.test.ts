@@ -26,7 +26,11 @@ import {
   countedIntervals,
   coverageClock,
 } from '../../../src/fleet/history/coverage-changes.ts';
-import { COUNTED_SELECTS } from '../../../src/fleet/history/coverage-counts.ts';
+import {
+  COUNTED_SELECTS,
+  DIMENSION_SELECTS,
+  STATE_COLUMNS,
+} from '../../../src/fleet/history/coverage-counts.ts';
 import { coveredVms, coveredVmsExact } from '../../../src/fleet/history/coverage-rollups.ts';
 import { type FleetHistory, openHistory, type RawFleetEvent } from '../../../src/fleet/history/index.ts';
 import type { SqlExecutor } from '../../../src/fleet/history/sql.ts';
@@ -48,14 +52,30 @@ const PARTITIONS = ['0', '1', '2', '3'];
 
 type Kind = 'sqlite' | 'postgres';
 
-async function open(kind: Kind, name: string, now: { ms: number }): Promise<FleetHistory> {
-  let database = `${tmp.dir}/${name}/fleet.db`;
-  if (kind === 'postgres') {
-    const db = await createTestDatabase(inject('pgAdminUrl'));
-    cleanups.push(() => db.drop());
-    database = db.url;
-  }
+/** A new history's database: a SQLite file named `name`, or a PostgreSQL database (dropped after the test). */
+async function databaseFor(kind: Kind, name: string): Promise<string> {
+  if (kind === 'sqlite') return `${tmp.dir}/${name}/fleet.db`;
+  const db = await createTestDatabase(inject('pgAdminUrl'));
+  cleanups.push(() => db.drop());
+  return db.url;
+}
+
+/** `first` taken back to an earlier schema by `revert`, closed, and opened again (migrated). */
+async function reopenedAfter(
+  first: FleetHistory,
+  database: string,
+  now: { ms: number },
+  revert: (tx: SqlExecutor) => Promise<void>,
+): Promise<FleetHistory> {
+  await first.db.transaction(revert);
+  await first.close();
   const history = await openHistory({ database, now: () => new Date(now.ms) });
+  cleanups.push(() => history.close());
+  return history;
+}
+
+async function open(kind: Kind, name: string, now: { ms: number }): Promise<FleetHistory> {
+  const history = await openHistory({ database: await databaseFor(kind, name), now: () => new Date(now.ms) });
   cleanups.push(() => history.close());
   return history;
 }
@@ -229,9 +249,39 @@ function inOneSnapshot<T>(h: FleetHistory, fn: (tx: SqlExecutor) => Promise<T>):
   });
 }
 
-/** The kept counts, and what the rows say they are (backfilled), in one snapshot. */
+/** The kept counts, and what the rows say they are (backfilled), in one snapshot; the counts per dimension agree. */
 const keptAndBackfilled = (h: FleetHistory) =>
-  inOneSnapshot(h, async (tx) => ({ kept: await countsOf(tx), scratch: await backfilled(tx) }));
+  inOneSnapshot(h, async (tx) => {
+    const kept = await countsOf(tx);
+    expect(await dimensionCountsOf(tx), 'the counts per dimension').toEqual(await dimensionCountsDerived(tx));
+    return { kept, scratch: await backfilled(tx) };
+  });
+
+const STATE_COLUMN_LIST = Object.values(STATE_COLUMNS);
+
+/** coverage_dimension_counts summed over the partitions (the values that count something), in one order. */
+async function dimensionCountsOf(db: SqlExecutor): Promise<string[]> {
+  const rows = await db.all(
+    `SELECT dimension, value, ${STATE_COLUMN_LIST.map((c) => `sum(${c}) AS ${c}`).join(', ')}
+     FROM coverage_dimension_counts GROUP BY dimension, value`,
+  );
+  return dimensionRows(rows);
+}
+
+/** The counts per dimension as the counts of every combination (coverage_counts) sum to. */
+async function dimensionCountsDerived(db: SqlExecutor): Promise<string[]> {
+  const rows: Array<Record<string, unknown>> = [];
+  for (const select of DIMENSION_SELECTS) rows.push(...(await db.all(select)));
+  return dimensionRows(rows);
+}
+
+function dimensionRows(rows: ReadonlyArray<Record<string, unknown>>): string[] {
+  return rows
+    .map((r) => [r.dimension, r.value, ...STATE_COLUMN_LIST.map((c) => Number(r[c]))])
+    .filter((r) => r.slice(2).some((n) => n !== 0))
+    .map((r) => JSON.stringify(r))
+    .sort();
+}
 
 /**
  * The counts from the rows as they are: each latest heartbeat in the state it says it is counted in, each VM
@@ -290,13 +340,7 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
     const random = seededRandom(42);
     const history = randomHistory(random, 30, 6);
     const now = { ms: T0 + 6 * DAY * 1000 };
-    const database =
-      kind === 'postgres'
-        ? await createTestDatabase(inject('pgAdminUrl')).then((db) => {
-            cleanups.push(() => db.drop());
-            return db.url;
-          })
-        : `${tmp.dir}/migrated/fleet.db`;
+    const database = await databaseFor(kind, 'migrated');
     const first = await openHistory({ database, now: () => new Date(now.ms) });
     for (let i = 0; i < history.length; i += 50)
       await first.ingest(
@@ -312,9 +356,9 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
     const kept = await countsOf(first.db);
     const report = await first.coverage();
     expect(report.byState.gone).toBeGreaterThan(0);
-    // Back to what schema step 5 had: no counts, no deleted flag nor counted state (nor the indexes on them), and
-    // (step 7) no coverage rollups nor the days' region, zone and scale set.
-    await first.db.transaction(async (tx) => {
+    // Back to what schema step 5 had: no counts (nor, step 9, per dimension), no deleted flag nor counted state
+    // (nor the indexes on them), and (step 7) no coverage rollups nor the days' region, zone and scale set.
+    const h = await reopenedAfter(first, database, now, async (tx) => {
       for (const index of [
         'latest_heartbeats_changes',
         'latest_heartbeats_by_state_age',
@@ -322,16 +366,18 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
       ])
         await tx.run(`DROP INDEX ${index}`);
       await tx.run('ALTER TABLE latest_heartbeats DROP COLUMN counted_state');
-      for (const table of ['coverage_counts', 'coverage_rollups', 'coverage_stale'])
+      for (const table of [
+        'coverage_counts',
+        'coverage_dimension_counts',
+        'coverage_rollups',
+        'coverage_stale',
+      ])
         await tx.run(`DROP TABLE ${table}`);
       await tx.run('ALTER TABLE latest_heartbeats DROP COLUMN deleted');
       for (const column of ['location', 'zone', 'scale_set'])
         await tx.run(`ALTER TABLE coverage_days DROP COLUMN ${column}`);
       await tx.run('DELETE FROM schema_migrations WHERE version > 5');
     });
-    await first.close();
-    const h = await openHistory({ database, now: () => new Date(now.ms) });
-    cleanups.push(() => h.close());
     expect(await countsOf(h.db)).toEqual(kept);
     expect(await h.coverage()).toEqual(report);
     // Each day took its VM's latest heartbeat's region, zone and scale set; the rollups (built when the history
@@ -345,6 +391,58 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
     expect(Number(built?.n)).toBeGreaterThan(0);
     await expectCoveredExact(h, () => 0.9, 'migrated');
     expect(await h.coveredVms({})).toBeGreaterThan(0);
+  });
+
+  it('a history of schema step 8 gets its counts per dimension from its counts, and answers the same', async () => {
+    const random = seededRandom(8);
+    const history = randomHistory(random, 30, 6);
+    const now = { ms: T0 };
+    const database = await databaseFor(kind, 'step8');
+    const first = await openHistory({ database, now: () => new Date(now.ms) });
+    const sequence = { next: 0 };
+    const half = Math.floor(history.length / 2);
+    let batches = 0;
+    const ingest = async (h: FleetHistory, from: number, to: number) => {
+      for (let i = from; i < to; i += 40) {
+        const batch = batchOf(history.slice(i, Math.min(i + 40, to)), PARTITIONS[batches++ % 4]!, sequence);
+        now.ms = Math.max(now.ms, T0 + history[Math.min(i + 40, to) - 1]!.enqueuedAt * 1000);
+        await h.ingest(batch);
+      }
+    };
+    // Swept once midway, so the counts hold folded rows, rows of the writing partitions and VMs counted in a
+    // state they have left by the clock.
+    await ingest(first, 0, Math.floor(half / 2));
+    await first.refreshRollups();
+    await ingest(first, Math.floor(half / 2), half);
+    now.ms += 2 * DAY * 1000;
+    const report = await first.coverage();
+    const kept = await countsOf(first.db);
+    const [unfolded] = await first.db.all(
+      "SELECT count(*) AS n FROM coverage_counts WHERE partition_id <> '*'",
+    );
+    expect(Number(unfolded?.n)).toBeGreaterThan(0);
+    expect(report.byState.silent + report.byState.gone).toBeGreaterThan(0);
+    // Back to what schema step 8 had: no counts per dimension.
+    const h = await reopenedAfter(first, database, now, async (tx) => {
+      await tx.run('DROP TABLE coverage_dimension_counts');
+      await tx.run('DELETE FROM schema_migrations WHERE version > 8');
+    });
+    expect(await countsOf(h.db)).toEqual(kept);
+    expect(await h.coverage()).toEqual(report);
+    expect(await h.coverage()).toEqual(await coverageReportScan(h.db, {}, new Date(now.ms)));
+    const { kept: keptNow, scratch } = await keptAndBackfilled(h);
+    expect(keptNow).toEqual(scratch.counts);
+    // Ingest, the sweep and prune keep both from there.
+    await ingest(h, half, history.length);
+    await h.refreshRollups();
+    now.ms += DAY * 1000;
+    await h.prune(new Date(now.ms - 4 * DAY * 1000));
+    for (const filter of [{}, { scaleSet: 'ss-a' }])
+      expect(await h.coverage(filter, 5), JSON.stringify(filter)).toEqual(
+        await coverageReportScan(h.db, filter, new Date(now.ms), undefined, 5),
+      );
+    const after = await keptAndBackfilled(h);
+    expect(after.kept).toEqual(after.scratch.counts);
   });
 
   it.each([1, 2, 3])(
@@ -509,6 +607,11 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
             "SELECT count(*) AS n FROM coverage_counts WHERE partition_id <> '*' OR vms = 0",
           );
           expect(Number(unfolded?.n), 'counts rows left unfolded').toBe(0);
+          const [unfoldedByDimension] = await h.db.all(
+            `SELECT count(*) AS n FROM coverage_dimension_counts WHERE partition_id <> '*'
+               OR (${STATE_COLUMN_LIST.map((c) => `${c} = 0`).join(' AND ')})`,
+          );
+          expect(Number(unfoldedByDimension?.n), 'counts per dimension left unfolded').toBe(0);
           for (const row of await countsOf(h.db)) seen.sweptStates.add(row.state);
           now.ms += (random() < 0.5 ? -1 : 1) * Math.floor(random() * 3 * DAY) * 1000;
           if (now.ms < at.getTime()) seen.backwards++;

@@ -333,6 +333,7 @@ describe.each(['sqlite', 'postgres'] as const)('a history from before the rollup
         'latest_heartbeats',
         'coverage_days',
         'coverage_counts',
+        'coverage_dimension_counts',
         'coverage_rollups',
         'coverage_stale',
         'partition_progress',
