@@ -4,12 +4,12 @@
  * and a real PostgreSQL server). Each history is built to hit every path that moves a count: a VM's first
  * records (counted without a heartbeat) and its first heartbeat (moved out of that count), records moving a VM
  * to another region, zone or scale set, heartbeats out of order, re-delivered and from new versions, intervals
- * and scale sets, unhealthy and healthy again, Preempt/Terminate starting before and after a VM's latest
- * heartbeat (gone), and prunes at random cutoffs — while one VM's records and heartbeats arrive on several
- * partitions, ingested at once (PostgreSQL: concurrent transactions under the VMs' locks) and beside a prune.
- * After every round the kept counts, summed over the writing partitions, must equal the backfill run over the
- * same rows (inside a transaction that is rolled back), and the report read from them must equal a scan of
- * every VM.
+ * and scale sets (also none: no region, no scale set), unhealthy and healthy again, Preempt/Terminate starting
+ * before and after a VM's latest heartbeat (gone), and prunes at random cutoffs — while one VM's records and
+ * heartbeats arrive on several partitions, ingested at once (PostgreSQL: concurrent transactions under the VMs'
+ * locks) and beside a prune. After every round the kept counts, summed over the writing partitions, must equal
+ * the backfill run over the same rows (inside a transaction that is rolled back), the counts per dimension the
+ * sums of the counts, and the report read from them must equal a scan of every VM.
  */
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import type { ForwarderEvent } from '../../../src/domain/index.ts';
@@ -103,7 +103,7 @@ function randomHistory(random: () => number, vms: number, days: number): Timed[]
   for (let v = 0; v < vms; v++) {
     const vm = `vm_${v}`;
     let where = {
-      location: pick(['westeurope', 'eastus']),
+      location: pick(['westeurope', 'eastus', '']),
       zone: pick(['', '1', '2']),
       scaleSet: pick(['', 'ss-a', 'ss-b']),
     };
@@ -453,7 +453,13 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
       const history = randomHistory(random, 40, days);
       const now = { ms: T0 };
       const h = await open(kind, `seed-${seed}`, now);
-      const seen = { states: new Set<string>(), prunedHeartbeats: 0, prunedVms: 0, rounds: 0 };
+      const seen = {
+        states: new Set<string>(),
+        labels: new Set<string>(),
+        prunedHeartbeats: 0,
+        prunedVms: 0,
+        rounds: 0,
+      };
       const check = async (label: string) => {
         await expectCoveredExact(h, random, label);
         const { kept, scratch } = await keptAndBackfilled(h);
@@ -467,6 +473,10 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
           expect(await h.coverage(filter, 5), `${label} ${JSON.stringify(filter)}`).toEqual(
             await coverageReportScan(h.db, filter, at, undefined, 5),
           );
+        // The whole fleet's report (from the counts per dimension) labels VMs without a region or scale set.
+        const fleet = await h.coverage({}, 5);
+        for (const label of [...Object.keys(fleet.byLocation), ...Object.keys(fleet.byScaleSet)])
+          seen.labels.add(label);
       };
       const sequence = { next: 0 };
       let pruneTo = -DAY;
@@ -505,6 +515,7 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
       await check('after the last prune');
       // The history hit every counted state and both kinds of prune.
       expect([...seen.states].sort()).toEqual(['gone', 'none', 'reporting', 'silent', 'unhealthy']);
+      expect([...seen.labels]).toEqual(expect.arrayContaining(['(unknown)', '(none)']));
       expect(seen.prunedHeartbeats).toBeGreaterThan(0);
       expect(seen.prunedVms).toBeGreaterThan(0);
     },
