@@ -1,8 +1,9 @@
 /**
  * The I/O of heartbeats over the Event Hubs REST API (./rest.ts builds the request): one HTTPS POST with node:https,
  * a timeout and the caller's AbortSignal, the outcome classified like every HTTP sink's (src/sinks/http/classify.ts).
- * Direct, never through HTTPS_PROXY: the sink's records go over AMQP (TCP 5671), which cannot use an HTTP proxy, and
- * a heartbeat must reach the hub exactly when the records can (docs/sinks-event-hubs.md).
+ * Direct, never through HTTPS_PROXY: the sink's records go over AMQP on TCP 5671 straight to the namespace (not AMQP
+ * over WebSockets, the SDK's only way through an HTTP proxy), and a heartbeat must reach the hub exactly when the
+ * records can (docs/sinks-event-hubs.md).
  */
 import { REDACTED } from '../../redact.ts';
 import { abortedError } from '../delivery-errors.ts';
