@@ -457,9 +457,17 @@ function addCounts(
     map[key] ??= emptyCounts();
     map[key][state] += n;
   };
-  add(c.byVersion, row.version);
-  add(c.byLocation, row.location || '(unknown)');
-  add(c.byScaleSet, row.scaleSet || '(none)');
+  add(c.byVersion, labelled('version', row.version));
+  add(c.byLocation, labelled('location', row.location));
+  add(c.byScaleSet, labelled('scale_set', row.scaleSet));
+}
+
+/** What the report calls an empty value: a VM without a region, or outside scale sets. */
+const EMPTY_LABELS: Record<string, string> = { location: '(unknown)', scale_set: '(none)' };
+
+/** A dimension's value as the report lists it (`dimension`: a coverage_counts column). */
+function labelled(dimension: string, value: string): string {
+  return value || (EMPTY_LABELS[dimension] ?? '');
 }
 
 /**
@@ -504,9 +512,6 @@ export async function countedCoverage(
   c.byScaleSet = sortKeys(c.byScaleSet);
   return c;
 }
-
-/** As addCounts labels a VM without a region or outside scale sets. */
-const EMPTY_LABELS: Record<string, string> = { location: '(unknown)', scale_set: '(none)' };
 
 /**
  * Adds the whole fleet's counts to `c`: the counts per dimension, and each changed VM (`changed`) out of its
@@ -554,7 +559,7 @@ async function addFleetCounts(
       for (const state of COVERAGE_STATES) c.byState[state] += counts[state];
     }
     const map = maps[dimension];
-    if (map !== undefined) map[value || (EMPTY_LABELS[dimension] ?? '')] = counts;
+    if (map !== undefined) map[labelled(dimension, value)] = counts;
   }
 }
 
