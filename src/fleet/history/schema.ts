@@ -309,6 +309,19 @@ const MIGRATIONS: readonly Migration[] = [
     // combination of them (coverage-counts.ts). Filled from the counts step 6 and 8 keep.
     statements: () => coverageDimensionCountTables(),
   },
+  {
+    version: 10,
+    name: 'impact slots of the short intervals: every slot rebuilt',
+    // So that an impact interval open for ever (a VM silent since its event started) does not make every later
+    // slot of its region, zone and scale set dirty for the windows after its event: the slots' first sightings
+    // and lower bounds now cover the short intervals only, and the blast radius counts the long ones itself
+    // (rollups/impacts.ts). Every slot is marked stale and dropped; the history's next open for writing rebuilds
+    // them from the intervals (readers meanwhile open stale slots down to the intervals, exact).
+    statements: () => [
+      'INSERT INTO impact_stale (level, bucket) SELECT DISTINCT level, bucket FROM impact_slots',
+      'DELETE FROM impact_slots',
+    ],
+  },
 ];
 
 /** The newest schema version this build knows. */

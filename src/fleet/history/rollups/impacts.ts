@@ -10,18 +10,22 @@
  *   removed with pruned events), with its event's first sighting f.
  * - `impact_slots`: per hour of the timeline (level 0) and per bucket of 4 hours … 64 days (buckets.ts), for each
  *   scope: M, the most intervals of ANY event containing one instant of the slot (c_all), the earliest such
- *   instant, and the range [minF, maxF] of the first sightings of the intervals active in the slot. Rebuilt, like
- *   the bucket aggregates, by refreshRollups (the hours an interval changed in are marked stale by ingest).
- * - A query is a branch and bound per scope, over the slots, by M: c_W ≤ c_all, and where every interval active
- *   in a slot belongs to W ([minF, maxF] inside W, "clean") c_W = c_all there, so a clean slot's M is exact; a
- *   dirty one is opened (its children), and a dirty hour is computed exactly from its intervals. Taking items in
- *   the order (M descending, earliest instant ascending), the first exact one is the answer: nothing left can
- *   beat it, nor reach it earlier. A scope whose slots all lie outside W has no impact in the window.
+ *   instant, and the range [minF, maxF] of the first sightings of the SHORT intervals active in the slot. Rebuilt,
+ *   like the bucket aggregates, by refreshRollups (the hours an interval changed in are marked stale by ingest).
+ * - Long intervals (longer than an hour, or open for ever: a VM silent since its event started) are few and every
+ *   query reads them all (`long = 1`). Where none of a scope's long intervals of events outside W starts or ends
+ *   inside a slot, the same K of them are active all through it, and c_W = c_all − K wherever its short intervals
+ *   are all of W. So one interval open since long ago does not make every later slot of its scopes dirty.
+ * - A query is a branch and bound per scope, over the slots, by M − K: c_W is at most that, and where every
+ *   short interval active in a slot belongs to W ([minF, maxF] inside W, "clean") it is exact; a dirty slot, or
+ *   one where a long interval of another window starts or ends, is opened (its children), and such an hour is
+ *   computed exactly from its intervals. Taking items in the order (bound descending, earliest instant
+ *   ascending), the first exact one is the answer: nothing left can beat it, nor reach it earlier. A scope whose
+ *   slots all lie outside W has no impact in the window.
  *
- * So the view reads a few slots per scope (the top ones and those around the window's edges), not every
- * interval of the window. A filter on type, region, zone, status, scale set or VM takes the exact query instead
- * (views.ts), as do windows in a history with intervals open for ever (a VM silent since its event started):
- * they make every later hour dirty for windows after them, which stays exact but reads more.
+ * So the view reads a few slots per scope (the top ones and those around the window's edges) and the long
+ * intervals, not every interval of the window. A filter on type, region, zone, status, scale set or VM takes the
+ * exact query instead (views.ts).
  */
 import type { SqlExecutor, SqlRow, SqlValue } from '../sql.ts';
 import {
@@ -43,6 +47,8 @@ export const OPEN_END_MS = Date.parse('9999-12-31T23:59:59.999Z');
  * has 3 of 87,500 intervals above 30 minutes, all open).
  */
 const LONG_MS = HOUR_MS;
+/** Whether an interval is long (the `long` column): read apart by the hours, and counted apart by the slots. */
+const isLong = (i: { startMs: number; endMs: number }) => i.endMs - i.startMs > LONG_MS;
 
 export const SCOPE_KINDS = ['scaleSet', 'zone', 'location'] as const;
 export type ScopeKind = (typeof SCOPE_KINDS)[number];
@@ -162,7 +168,7 @@ export async function applyIntervalChanges(
         v.firstSeenMs,
         v.startMs,
         v.endMs,
-        v.endMs - v.startMs > LONG_MS ? 1 : 0,
+        isLong(v) ? 1 : 0,
         v.location,
         v.zone,
         v.scaleSet,
@@ -238,17 +244,23 @@ export async function backfillIntervals(tx: SqlExecutor): Promise<void> {
 // ----------------------------------------------------------------------------------------------------------
 // Slot summaries.
 
-/** One scope's summary of a slot: M, the earliest instant reaching it, the first sightings' range. */
+/**
+ * One scope's summary of a slot: M (of every interval, long ones included), the earliest instant reaching it,
+ * and the range of the first sightings of its SHORT intervals (+∞/−∞ when it has none): the long ones (open for
+ * ever, or longer than LONG_MS) are few and read apart by every query (windowPeaks), which counts them itself,
+ * so that one interval open since long ago does not make every later slot of its scopes dirty.
+ */
 interface ScopeSlot {
   m: number;
   at: number;
   minF: number;
   maxF: number;
   /**
-   * A lower bound of the window's peak in the slot, for windows starting at least LATE_MS before it: the most
-   * intervals at once counting only those first seen at most LATE_MS before the slot's start (in an hour; above,
-   * the most of its children's), and the earliest instant of it. When it equals M at the same instant, such a
-   * window's peak in the slot is M there, however many intervals from before the window the slot holds.
+   * A lower bound of the window's peak in the slot without its long intervals, for windows starting at least
+   * LATE_MS before it: the most short intervals at once counting only those first seen at most LATE_MS before
+   * the slot's start (in an hour; above, the most of its children's), and the earliest instant of it. When it
+   * equals M less the long intervals active throughout the slot, at the same instant, such a window's peak in the
+   * slot is there, however many intervals from before the window the slot holds.
    */
   l: number;
   atL: number;
@@ -263,9 +275,15 @@ const LATE_MS = 3 * HOUR_MS;
 
 type SlotMap = Map<string, ScopeSlot>;
 
+/**
+ * The slots' stored form: 2 since schema step 10 (minF, maxF and l of the short intervals; 1 had them of every
+ * interval, and step 10 rebuilds every slot).
+ */
+const SLOT_FORMAT = 2;
+
 function encodeSlot(map: SlotMap): Uint8Array {
   const w = new Writer();
-  w.uint(1).uint(map.size);
+  w.uint(SLOT_FORMAT).uint(map.size);
   for (const [name, s] of map)
     w.string(name).uint(s.m).float(s.at).float(s.minF).float(s.maxF).uint(s.l).float(s.atL);
   return w.finish();
@@ -273,7 +291,7 @@ function encodeSlot(map: SlotMap): Uint8Array {
 
 function decodeSlot(stored: Uint8Array): SlotMap {
   const r = new Reader(stored);
-  if (r.uint() !== 1) throw new Error('impact slot format is not known to this build');
+  if (r.uint() !== SLOT_FORMAT) throw new Error('impact slot format is not known to this build');
   const map: SlotMap = new Map();
   const n = r.uint();
   for (let i = 0; i < n; i++)
@@ -368,11 +386,12 @@ function hourSlots(h: number, active: readonly Interval[]): Map<ScopeKind, SlotM
       let minF = Number.POSITIVE_INFINITY;
       let maxF = Number.NEGATIVE_INFINITY;
       for (const i of list) {
+        if (isLong(i)) continue;
         minF = Math.min(minF, i.firstSeenMs);
         maxF = Math.max(maxF, i.firstSeenMs);
       }
       const late = peakIn(
-        list.filter((i) => i.firstSeenMs >= from - LATE_MS),
+        list.filter((i) => !isLong(i) && i.firstSeenMs >= from - LATE_MS),
         from,
         to,
       );
@@ -564,7 +583,7 @@ export async function windowPeaks(
   }
   const cache = new Map<string, Array<{ kind: ScopeKind; map: SlotMap }>>();
   for (const b of spine) cache.set(bucketKey(b), []);
-  const [staleRows, topRows] = await Promise.all([
+  const [staleRows, topRows, longRows] = await Promise.all([
     db.all('SELECT level, bucket FROM impact_stale'),
     db.all(
       `SELECT level, bucket, kind, body FROM impact_slots WHERE level = ?${spine
@@ -572,7 +591,9 @@ export async function windowPeaks(
         .join('')}`,
       [TOP_LEVEL, ...spine.flatMap((b) => [b.level, b.bucket])],
     ),
+    db.all('SELECT * FROM impact_intervals WHERE long = 1'),
   ]);
+  const longs = longByScope(longRows.map(intervalOfRow));
   for (const r of topRows) {
     const key = `${Number(r.level)}:${Number(r.bucket)}`;
     cache.get(key)?.push({ kind: String(r.kind) as ScopeKind, map: readSlot(r) });
@@ -589,14 +610,27 @@ export async function windowPeaks(
   };
   /** Nodes to open for every scope (a stale node: its children, whatever its scopes). */
   const openAll = new Map<string, Bucket>();
-  const offer = (kind: ScopeKind, level: number, bucket: number, map: SlotMap) => {
+  const offer = (kind: ScopeKind, level: number, bucket: number, map: Iterable<[string, ScopeSlot]>) => {
     const start = bucket * LEVEL_HOURS[level]! * HOUR_MS;
+    const end = start + LEVEL_HOURS[level]! * HOUR_MS;
     for (const [name, s] of map) {
-      if (s.maxF < a || s.minF >= b) continue; // no interval of the window is active there
-      // Every interval active there is of the window; or its lower bound reaches M at the same instant.
+      const long = longIn(longs.get(kind)?.get(name), start, end, a, b);
+      // No interval of the window is active there.
+      if ((s.maxF < a || s.minF >= b) && !long.inWindow) continue;
+      // c_W ≤ M less the long intervals of other windows active all through the slot.
+      const m = s.m - long.outside;
+      if (long.outsideVarying) {
+        // One of another window starts or ends inside: that bounds it; the hours tell.
+        push(kind, name, { m, at: s.at, exact: false, level, bucket });
+        continue;
+      }
+      // The long intervals of other windows are the same all through the slot: where every short interval
+      // active there is of the window, c_W = c_all − those, exact. So it is where the long intervals do not change
+      // inside and the late short ones' lower bound reaches M less them at the same instant.
       const exact =
-        (s.minF >= a && s.maxF < b) || (s.maxF < b && start - LATE_MS >= a && s.l === s.m && s.atL === s.at);
-      push(kind, name, { m: s.m, at: s.at, exact, level, bucket });
+        (s.minF >= a && s.maxF < b) ||
+        (!long.varying && s.maxF < b && start - LATE_MS >= a && s.l === s.m - long.all && s.atL === s.at);
+      if (m > 0 || !exact) push(kind, name, { m, at: s.at, exact, level, bucket });
     }
   };
   const topBuckets = new Set<number>();
@@ -647,6 +681,50 @@ export async function windowPeaks(
   return peaks;
 }
 
+/** The long intervals (rollups' `long`) by kind and scope. */
+function longByScope(intervals: readonly Interval[]): Map<ScopeKind, Map<string, Interval[]>> {
+  const out = new Map<ScopeKind, Map<string, Interval[]>>(SCOPE_KINDS.map((k) => [k, new Map()]));
+  for (const v of intervals)
+    for (const kind of SCOPE_KINDS) {
+      const byName = out.get(kind)!;
+      const name = scopeName(kind, v);
+      const list = byName.get(name);
+      if (list === undefined) byName.set(name, [v]);
+      else list.push(v);
+    }
+  return out;
+}
+
+/**
+ * A scope's long intervals over the slot [start, end): how many are active all through it (`all`) and how many of
+ * those are not of the window [a, b) by first sighting (`outside`); whether one is active in only part of it
+ * (`varying`), whether one not of the window is (`outsideVarying`), and whether one of the window is active
+ * anywhere in it.
+ */
+function longIn(
+  intervals: readonly Interval[] | undefined,
+  start: number,
+  end: number,
+  a: number,
+  b: number,
+): { all: number; outside: number; varying: boolean; outsideVarying: boolean; inWindow: boolean } {
+  const out = { all: 0, outside: 0, varying: false, outsideVarying: false, inWindow: false };
+  for (const v of intervals ?? []) {
+    if (v.endMs < start || v.startMs >= end) continue;
+    const inWindow = v.firstSeenMs >= a && v.firstSeenMs < b;
+    out.inWindow ||= inWindow;
+    // Closed intervals over the slot's instants start … end − 1 ms.
+    if (v.startMs <= start && v.endMs >= end - 1) {
+      out.all++;
+      if (!inWindow) out.outside++;
+    } else {
+      out.varying = true;
+      if (!inWindow) out.outsideVarying = true;
+    }
+  }
+  return out;
+}
+
 /**
  * Opens nodes: a node above the hours gives its children's summaries (a stale child is opened next round for
  * every scope); an hour gives, for each scope waiting on it, the exact c_W of its intervals of the window.
@@ -657,7 +735,7 @@ async function openNodes(
   a: number,
   b: number,
   isStale: (level: number, bucket: number) => boolean,
-  offer: (kind: ScopeKind, level: number, bucket: number, map: SlotMap) => void,
+  offer: (kind: ScopeKind, level: number, bucket: number, slot: Iterable<[string, ScopeSlot]>) => void,
   push: (kind: ScopeKind, name: string, item: Item) => void,
   openAll: Map<string, Bucket>,
   cache: Map<string, Array<{ kind: ScopeKind; map: SlotMap }>>,
@@ -667,7 +745,7 @@ async function openNodes(
   if (parents.length > 0) {
     const clauses: string[] = [];
     const params: SqlValue[] = [];
-    const wanted = new Map<string, { waiting: Array<[ScopeKind, string]>; all: boolean }>();
+    const wanted = new Map<string, { node: Bucket; waiting: Array<[ScopeKind, string]>; all: boolean }>();
     for (const p of parents) {
       const all = isStale(p.node.level, p.node.bucket);
       const missing: Bucket[] = [];
@@ -677,7 +755,7 @@ async function openNodes(
           openAll.set(key, c);
           continue;
         }
-        const w = wanted.get(key) ?? { waiting: [], all: false };
+        const w = wanted.get(key) ?? { node: c, waiting: [], all: false };
         w.waiting.push(...p.waiting);
         w.all ||= all;
         wanted.set(key, w);
@@ -698,12 +776,19 @@ async function openNodes(
           .get(`${Number(r.level)}:${Number(r.bucket)}`)
           ?.push({ kind: String(r.kind) as ScopeKind, map: readSlot(r) });
     for (const [key, w] of wanted) {
-      const [level, bucket] = key.split(':').map(Number) as [number, number];
+      const { level, bucket } = w.node;
+      // The scopes waiting, looked up in the slot (a slot holds every scope of its kind).
+      const names = new Map<ScopeKind, Set<string>>(SCOPE_KINDS.map((k) => [k, new Set()]));
+      for (const [kind, name] of w.waiting) names.get(kind)!.add(name);
       for (const { kind, map } of cache.get(key) ?? []) {
         if (w.all) offer(kind, level, bucket, map);
         else {
-          const names = new Set(w.waiting.filter(([k]) => k === kind).map(([, n]) => n));
-          offer(kind, level, bucket, new Map([...map].filter(([n]) => names.has(n))));
+          const picked: Array<[string, ScopeSlot]> = [];
+          for (const name of names.get(kind)!) {
+            const s = map.get(name);
+            if (s !== undefined) picked.push([name, s]);
+          }
+          offer(kind, level, bucket, picked);
         }
       }
     }
