@@ -570,13 +570,14 @@ export async function windowPeaks(
 ): Promise<Map<ScopeKind, Map<string, Peak>>> {
   const a = sinceMs ?? Number.NEGATIVE_INFINITY;
   const b = untilMs ?? Number.POSITIVE_INFINITY;
-  // The top level, and the slots around the window's ends (every level below the top bucket holding an end):
+  // The top level, and the slots around the window's ends (every level below the top bucket holding an end,
+  // down to the 4-hour ones: an opened 4-hour slot is computed from its hours' intervals, not its hour slots):
   // the search opens those for nearly every scope, so they come with the first statement.
   const spine: Bucket[] = [];
   for (const edge of [sinceMs, untilMs]) {
     if (edge === null) continue;
     const hour = Math.floor(edge / HOUR_MS);
-    for (let level = TOP_LEVEL - 1; level >= 0; level--) {
+    for (let level = TOP_LEVEL - 1; level >= 1; level--) {
       const parent = { level: level + 1, bucket: Math.floor(hour / LEVEL_HOURS[level + 1]!) };
       spine.push(...childrenOf(parent));
     }
