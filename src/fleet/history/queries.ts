@@ -8,7 +8,13 @@ import { approvalRecordPosted, TRANSITIONS } from '../../domain/index.ts';
 import { decodeBody } from './body.ts';
 import { Aggregate, entryOf, STATUSES } from './rollups/aggregate.ts';
 import type { Distribution as Measure } from './rollups/distribution.ts';
-import { type RollupFilter, type RollupView, readWindow, type WindowRead } from './rollups/store.ts';
+import {
+  bucketsTotal,
+  type RollupFilter,
+  type RollupView,
+  readWindow,
+  type WindowRead,
+} from './rollups/store.ts';
 import { type MaintenanceView, maintenanceView, type ObservationView, observationView } from './rows.ts';
 import { type SqlExecutor, type SqlValue, toNumber } from './sql.ts';
 
@@ -501,7 +507,7 @@ export async function readEvents(
 /** The Aggregate of a window read: its buckets' and its entries'. */
 export function aggregateOf(read: WindowRead): Aggregate {
   const total = new Aggregate();
-  for (const b of read.buckets) total.merge(b.aggregate);
+  if (read.buckets.length > 0) total.merge(bucketsTotal(read));
   for (const e of read.entries) total.add(e);
   return total;
 }
