@@ -36,7 +36,7 @@ import { entryOf, eventKey } from './rollups/aggregate.ts';
 import { applyIntervalChanges, type Interval, intervalsOf } from './rollups/impacts.ts';
 import { applyEntryChanges, type EntryChange } from './rollups/store.ts';
 import { observationFromRow } from './rows.ts';
-import type { SqlExecutor, SqlValue } from './sql.ts';
+import type { SqlExecutor, SqlRow, SqlValue } from './sql.ts';
 
 /** One event as read from the hub (or a line of an import file), before validation. */
 export interface RawFleetEvent {
@@ -278,25 +278,31 @@ async function refoldTouchedEvents(tx: SqlExecutor, inserted: readonly Accepted[
     dimensions: new DimensionDeltas(),
     deletions: new Map(),
   };
-  for (const k of keys) {
+  // A few statements for the whole batch, not a few per VM: every touched (event, VM)'s records at once, their
+  // observations written at once, every touched event's observations read at once, the events written at once.
+  // The locks are held until commit, so the fewer round trips under them, the sooner another partition's batch
+  // of the same events goes on.
+  const pairs = keys.flatMap((k) => {
     const { eventId, occurrence, sources } = touched.get(k)!;
-    for (const source of [...sources].sort()) {
-      const rows = await tx.all(
-        'SELECT body FROM records WHERE event_id = ? AND occurrence = ? AND source = ?',
-        [eventId, occurrence, source],
-      );
-      const observation = foldEvent(rows.map((row) => JSON.parse(decodeBody(row.body)) as LifecycleRecord));
-      await upsertObservation(tx, observation);
-      const deletedAt = iso(observation.startedAt);
-      if (observation.vmDeleted && deletedAt !== null && deletedAt > (refolded.deletions.get(source) ?? ''))
-        refolded.deletions.set(source, deletedAt);
-    }
-    const observations = await tx.all('SELECT * FROM observations WHERE event_id = ? AND occurrence = ?', [
-      eventId,
-      occurrence,
-    ]);
-    const folded = foldMaintenance(observations.map(observationFromRow));
-    await upsertMaintenance(tx, folded);
+    return [...sources].sort().map((source) => ({ eventId, occurrence, source }));
+  });
+  const recordsOf = await touchedRecords(tx, pairs);
+  const observations: FleetEvent[] = [];
+  for (const { eventId, occurrence, source } of pairs) {
+    const observation = foldEvent(recordsOf.get(pairKey(eventId, occurrence, source)) ?? []);
+    observations.push(observation);
+    const deletedAt = iso(observation.startedAt);
+    if (observation.vmDeleted && deletedAt !== null && deletedAt > (refolded.deletions.get(source) ?? ''))
+      refolded.deletions.set(source, deletedAt);
+  }
+  await upsertRows(tx, 'observations', observations.map(observationRow), OBSERVATION_KEY);
+  const observationsOf = await storedObservations(tx, [...touched.values()]);
+  const maintenance: MaintenanceEvent[] = [];
+  for (const k of keys) {
+    const { eventId, occurrence } = touched.get(k)!;
+    const rows = observationsOf.get(k) ?? [];
+    const folded = foldMaintenance(rows.map(observationFromRow));
+    maintenance.push(folded);
     const old = before.get(k);
     if (old !== undefined) {
       refolded.dimensions.add('type', old.eventType, -1);
@@ -304,15 +310,85 @@ async function refoldTouchedEvents(tx: SqlExecutor, inserted: readonly Accepted[
     }
     refolded.dimensions.add('type', folded.eventType, 1);
     refolded.dimensions.add('status', folded.status, 1);
-    const affected = observations.filter((o) => Number(o.affects_vm) === 1).map((o) => String(o.source));
-    refolded.intervals.push(...intervalsOf(folded.firstSeenAt, observations));
+    const affected = rows.filter((o) => Number(o.affects_vm) === 1).map((o) => String(o.source));
+    refolded.intervals.push(...intervalsOf(folded.firstSeenAt, rows));
     refolded.changes.push({
       key: eventKey(eventId, occurrence),
       before: old?.firstSeenAt ?? null,
       after: entryOf(folded, affected),
     });
   }
+  await upsertRows(tx, 'maintenance', maintenance.map(maintenanceRow), MAINTENANCE_KEY);
   return refolded;
+}
+
+const pairKey = (eventId: string, occurrence: number, source: string) =>
+  JSON.stringify([eventId, occurrence, source]);
+
+/** Bound parameters per statement that reads by key (both stores allow far more; a statement stays small). */
+const READ_PARAMS = 600;
+
+/**
+ * The stored records of each (event, VM) pair, by pairKey: one statement per chunk of pairs, each event's
+ * VMs as one `source IN (…)` under its (event_id, occurrence) (the records_by_event index), OR-ed.
+ */
+async function touchedRecords(
+  tx: SqlExecutor,
+  pairs: ReadonlyArray<{ eventId: string; occurrence: number; source: string }>,
+): Promise<Map<string, LifecycleRecord[]>> {
+  const out = new Map<string, LifecycleRecord[]>();
+  let i = 0;
+  while (i < pairs.length) {
+    const terms: string[] = [];
+    const params: SqlValue[] = [];
+    while (i < pairs.length && params.length < READ_PARAMS) {
+      const { eventId, occurrence } = pairs[i]!;
+      const sources: string[] = [];
+      for (; i < pairs.length && pairs[i]!.eventId === eventId && pairs[i]!.occurrence === occurrence; i++) {
+        sources.push(pairs[i]!.source);
+        if (params.length + sources.length + 2 >= READ_PARAMS) {
+          i++;
+          break;
+        }
+      }
+      terms.push(`(event_id = ? AND occurrence = ? AND source IN (${sources.map(() => '?').join(', ')}))`);
+      params.push(eventId, occurrence, ...sources);
+    }
+    for (const row of await tx.all(
+      `SELECT event_id, occurrence, source, body FROM records WHERE ${terms.join(' OR ')}`,
+      params,
+    )) {
+      const k = pairKey(String(row.event_id), Number(row.occurrence), String(row.source));
+      append(out, k, JSON.parse(decodeBody(row.body)) as LifecycleRecord);
+    }
+  }
+  return out;
+}
+
+function append<T>(lists: Map<string, T[]>, k: string, value: T): void {
+  const list = lists.get(k);
+  if (list === undefined) lists.set(k, [value]);
+  else list.push(value);
+}
+
+/** Every stored observation of the events, by event key, each event's in source order. */
+async function storedObservations(
+  tx: SqlExecutor,
+  events: ReadonlyArray<{ eventId: string; occurrence: number }>,
+): Promise<Map<string, SqlRow[]>> {
+  const out = new Map<string, SqlRow[]>();
+  for (let i = 0; i < events.length; i += READ_PARAMS / 2) {
+    const chunk = events.slice(i, i + READ_PARAMS / 2);
+    const rows = await tx.all(
+      `SELECT * FROM observations WHERE ${chunk.map(() => '(event_id = ? AND occurrence = ?)').join(' OR ')}
+       ORDER BY event_id, occurrence, source`,
+      chunk.flatMap((e) => [e.eventId, e.occurrence]),
+    );
+    for (const row of rows) {
+      append(out, key(String(row.event_id), Number(row.occurrence)), row);
+    }
+  }
+  return out;
 }
 
 /** Per partition of the batch, the newest enqueue time in it: everything before it on that partition is read. */
@@ -444,27 +520,38 @@ function maintenanceRow(m: MaintenanceEvent): Record<string, SqlValue> {
   };
 }
 
-async function upsert(
+/** Rows per multi-row upsert (observations have 37 columns: 3,700 parameters). */
+const UPSERT_CHUNK = 100;
+const OBSERVATION_KEY = ['event_id', 'occurrence', 'source'] as const;
+const MAINTENANCE_KEY = ['event_id', 'occurrence'] as const;
+
+/**
+ * Inserts or replaces `rows` (all with the same columns, each key at most once), UPSERT_CHUNK per statement, in
+ * the order given (ingest gives them in key order, so two transactions never wait on each other's rows in a cycle).
+ */
+async function upsertRows(
   tx: SqlExecutor,
   table: string,
-  row: Record<string, SqlValue>,
+  rows: ReadonlyArray<Record<string, SqlValue>>,
   conflict: readonly string[],
 ): Promise<void> {
-  const columns = Object.keys(row);
+  if (rows.length === 0) return;
+  const columns = Object.keys(rows[0]!);
   const updates = columns.filter((c) => !conflict.includes(c)).map((c) => `${c} = excluded.${c}`);
-  await tx.run(
-    `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})
-     ON CONFLICT (${conflict.join(', ')}) DO UPDATE SET ${updates.join(', ')}`,
-    Object.values(row),
-  );
+  const tuple = `(${columns.map(() => '?').join(', ')})`;
+  for (let i = 0; i < rows.length; i += UPSERT_CHUNK) {
+    const chunk = rows.slice(i, i + UPSERT_CHUNK);
+    await tx.run(
+      `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${chunk.map(() => tuple).join(', ')}
+       ON CONFLICT (${conflict.join(', ')}) DO UPDATE SET ${updates.join(', ')}`,
+      chunk.flatMap((row) => columns.map((c) => row[c] ?? null)),
+    );
+  }
 }
-
-const upsertObservation = (tx: SqlExecutor, e: FleetEvent) =>
-  upsert(tx, 'observations', observationRow(e), ['event_id', 'occurrence', 'source']);
 
 /** Writes a maintenance event's fleet-wide row (also used by the copy in `fleet migrate`). */
 export const upsertMaintenance = (tx: SqlExecutor, m: MaintenanceEvent) =>
-  upsert(tx, 'maintenance', maintenanceRow(m), ['event_id', 'occurrence']);
+  upsertRows(tx, 'maintenance', [maintenanceRow(m)], MAINTENANCE_KEY);
 
 async function bumpVms(
   tx: SqlExecutor,
@@ -503,12 +590,29 @@ async function bumpVms(
       });
   }
   const heard = await sourcesWithHeartbeat(tx, sources);
-  for (const source of sources) {
-    const { record, count, first, last } = perVm.get(source)!;
-    const vm = record.data.vm;
-    const [row] = await tx.all(
+  // One statement per chunk of VMs (in source order, like their locks), not one per VM.
+  const now = new Map<string, { location: string; zone: string; scaleSet: string }>();
+  for (let i = 0; i < sources.length; i += VM_CHUNK) {
+    const chunk = sources.slice(i, i + VM_CHUNK);
+    const params: SqlValue[] = [];
+    for (const source of chunk) {
+      const { record, count, first, last } = perVm.get(source)!;
+      const vm = record.data.vm;
+      params.push(
+        source,
+        vm.name ?? '',
+        vm.vmId || record.vmid || '',
+        vm.location ?? '',
+        vm.zone ?? '',
+        vm.vmScaleSetName ?? '',
+        count,
+        first,
+        last,
+      );
+    }
+    const rows = await tx.all(
       `INSERT INTO vms (source, vm_name, vm_id, location, zone, scale_set, records, first_record_at, last_record_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
        ON CONFLICT (source) DO UPDATE SET
          records = vms.records + excluded.records,
          first_record_at = CASE WHEN excluded.first_record_at < vms.first_record_at
@@ -521,37 +625,31 @@ async function bumpVms(
            THEN excluded.scale_set ELSE vms.scale_set END,
          last_record_at = CASE WHEN excluded.last_record_at > vms.last_record_at
            THEN excluded.last_record_at ELSE vms.last_record_at END
-       RETURNING location, zone, scale_set`,
-      [
-        source,
-        vm.name ?? '',
-        vm.vmId || record.vmid || '',
-        vm.location ?? '',
-        vm.zone ?? '',
-        vm.vmScaleSetName ?? '',
-        count,
-        first,
-        last,
-      ],
+       RETURNING source, location, zone, scale_set`,
+      params,
     );
+    for (const row of rows)
+      now.set(String(row.source), {
+        location: String(row.location),
+        zone: String(row.zone),
+        scaleSet: String(row.scale_set),
+      });
+  }
+  for (const source of sources) {
     const old = stored.get(source);
+    const row = now.get(source);
     if (old !== undefined) dimensions.vm(old, -1);
-    if (row !== undefined)
-      dimensions.vm(
-        { location: String(row.location), zone: String(row.zone), scaleSet: String(row.scale_set) },
-        1,
-      );
+    if (row !== undefined) dimensions.vm(row, 1);
     // A VM without a heartbeat is counted by its row's region, zone and scale set (coverage-counts.ts).
     if (!heard.has(source)) {
       if (old !== undefined) counts.none(old, -1);
-      if (row !== undefined)
-        counts.none(
-          { location: String(row.location), zone: String(row.zone), scaleSet: String(row.scale_set) },
-          1,
-        );
+      if (row !== undefined) counts.none(row, 1);
     }
   }
 }
+
+/** VMs upserted per statement (9 parameters each). */
+const VM_CHUNK = 200;
 
 /** The lock keys of the VMs a batch writes (its records' and heartbeats'), sorted; prune takes the same. */
 function vmLockKeys(inserted: readonly Accepted[], heartbeats: readonly IngestedHeartbeat[]): string[] {

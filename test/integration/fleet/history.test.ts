@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type FleetHistory, openHistory, type RawFleetEvent } from '../../../src/fleet/history/index.ts';
+import { generateFleet } from '../../../src/simulator/fleet.ts';
 import { broadcastReboot, freezeLifecycle, iso, record } from '../../support/fleet-records.ts';
 import { createTestDatabase } from '../../support/postgres.ts';
 import { makeTempDir } from '../../support/tmp.ts';
@@ -79,6 +80,29 @@ describe.each(['sqlite', 'postgres'] as const)('FleetHistory on %s', (kind) => {
       'completed',
     ]);
   });
+
+  it('folds one batch of many events and VMs to what one record at a time folds', async () => {
+    // Ingest reads and writes a batch's (event, VM) pairs a chunk of statements at a time (ingest.ts): a batch
+    // of a fleet's whole history spans several chunks of each statement.
+    const records = [...generateFleet({ vms: 200, days: 10, seed: 35 }).records()];
+    expect(records.length).toBeGreaterThan(800);
+    const batched = await open(kind, 'batched');
+    const single = await open(kind, 'single');
+    await batched.ingest(records.map((r) => raw(r)));
+    for (const r of [...records].reverse()) await single.ingest([raw(r)]);
+    for (const sql of [
+      'SELECT * FROM maintenance ORDER BY event_id, occurrence',
+      'SELECT * FROM observations ORDER BY event_id, occurrence, source',
+      'SELECT * FROM vms ORDER BY source',
+      `SELECT field, value, SUM(refs) AS refs FROM dimension_refs GROUP BY field, value HAVING SUM(refs) <> 0
+       ORDER BY field, value`,
+    ])
+      expect(await batched.db.all(sql), sql).toEqual(await single.db.all(sql));
+    const [events] = await batched.db.all('SELECT count(*) AS n FROM maintenance');
+    expect(Number(events?.n)).toBeGreaterThan(100);
+    expect(await batched.summary()).toEqual(await single.summary());
+    expect(await batched.leadTimeAndImpact()).toEqual(await single.leadTimeAndImpact());
+  }, 120_000);
 
   it('rejects hostile records with reasons, stores the good ones of the same batch', async () => {
     const h = await open(kind, 'hostile');
