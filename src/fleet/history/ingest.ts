@@ -679,18 +679,20 @@ async function bumpStats(
   result: IngestResult,
   received: number,
 ): Promise<void> {
-  for (const [name, value] of [
-    ['received', received],
-    ['accepted', result.accepted],
-    ['duplicates', result.duplicates],
-    ['rejected', result.rejected],
-    ['heartbeats', result.heartbeats],
-  ] as const) {
-    if (value === 0) continue;
-    await tx.run(
-      `INSERT INTO ingest_stats (partition_id, name, value) VALUES (?, ?, ?)
-       ON CONFLICT (partition_id, name) DO UPDATE SET value = ingest_stats.value + excluded.value`,
-      [partition, name, value],
-    );
-  }
+  const counters = (
+    [
+      ['received', received],
+      ['accepted', result.accepted],
+      ['duplicates', result.duplicates],
+      ['rejected', result.rejected],
+      ['heartbeats', result.heartbeats],
+    ] as const
+  ).filter(([, value]) => value !== 0);
+  if (counters.length === 0) return;
+  // One statement (it runs under the batch's event locks, held until commit).
+  await tx.run(
+    `INSERT INTO ingest_stats (partition_id, name, value) VALUES ${counters.map(() => '(?, ?, ?)').join(', ')}
+     ON CONFLICT (partition_id, name) DO UPDATE SET value = ingest_stats.value + excluded.value`,
+    counters.flatMap(([name, value]) => [partition, name, value]),
+  );
 }
