@@ -157,32 +157,3 @@ export function storedBytes(value: unknown): Uint8Array {
   if (value instanceof Uint8Array) return value;
   throw new TypeError('a rollup value is not binary');
 }
-
-/**
- * Decoded stored values by key, with the bytes each came from: a value whose bytes equal those cached under its
- * key is the one decoded before (exact by construction: a rebuilt value has other bytes and is decoded again; any
- * database, any process). At most `size` values, least recently used first out. The values are shared, so
- * readers must never change them.
- */
-export class DecodedCache<T> {
-  readonly #size: number;
-  readonly #entries = new Map<string, { bytes: Buffer; value: T }>();
-
-  constructor(size: number) {
-    this.#size = size;
-  }
-
-  get(key: string, stored: Uint8Array, decode: (stored: Uint8Array) => T): T {
-    const hit = this.#entries.get(key);
-    this.#entries.delete(key);
-    if (hit?.bytes.equals(stored)) {
-      this.#entries.set(key, hit);
-      return hit.value;
-    }
-    const value = decode(stored);
-    // A copy: the driver's bytes may be a view of a larger buffer.
-    this.#entries.set(key, { bytes: Buffer.from(stored), value });
-    if (this.#entries.size > this.#size) this.#entries.delete(this.#entries.keys().next().value!);
-    return value;
-  }
-}

@@ -34,7 +34,8 @@ import {
   startHour,
   TOP_LEVEL,
 } from './buckets.ts';
-import { DecodedCache, storedBytes } from './codec.ts';
+import { DecodedCache, MergedCache } from './cache.ts';
+import { storedBytes } from './codec.ts';
 import { refreshImpacts } from './impacts.ts';
 
 /** The schema of the rollups (one migration step, schema.ts). */
@@ -561,35 +562,31 @@ export async function readWindow(
 }
 
 /**
- * Decoded bucket aggregates (codec.ts DecodedCache): a view reads the same buckets on every request, and at
- * 10,000 VMs each holds a HyperLogLog of 16 KB and sketches to inflate and decode. Shared, so WindowRead's
- * aggregates are read-only: the views merge them into aggregates of their own (merge copies).
- * 30- and 90-day windows read about 10 rows of one kind each; a filter on a dimension reads its 'dims' rows.
+ * Decoded bucket aggregates (cache.ts): a view reads the same buckets on every request, and at 10,000 VMs each
+ * holds a HyperLogLog of 16 KB and sketches to inflate and decode. Shared, so WindowRead's aggregates are
+ * read-only: the views merge them into aggregates of their own (merge copies). 30- and 90-day windows read about
+ * 10 rows of one kind each; a filter on a dimension reads its 'dims' rows.
  */
 const decodedBuckets = new DecodedCache<Aggregate>(1024);
 
 /**
- * The merge of a window's bucket aggregates, by the identity of the (cached, read-only) aggregates merged: a
- * dashboard asks for the same window every refresh and its buckets' bytes change only when rebuilt, so the
- * merge (a HyperLogLog of 16 KB per bucket at 10,000 VMs) is done once per set of buckets. Merging the same
- * aggregates in the same order gives the same sums, so the answer is the same number for number.
+ * The merge of a window's bucket aggregates, by the aggregates merged (cache.ts): a dashboard asks for the same
+ * window every refresh and its buckets' bytes change only when rebuilt, so the merge is done once per set of
+ * buckets. Merging the same aggregates in the same order gives the same sums, so the answer is the same number
+ * for number.
  */
-const MERGED_CACHE_SIZE = 16;
-const mergedBuckets = new Map<string, { parts: Aggregate[]; total: Aggregate }>();
+const mergedBuckets = new MergedCache<Aggregate, Aggregate>(16);
 
 /** The read-only merge of `read.buckets`' aggregates (in their order). */
 export function bucketsTotal(read: WindowRead): Aggregate {
-  const parts = read.buckets.map((b) => b.aggregate);
   const key = read.buckets.map((b) => `${b.level}:${b.startHour}:${rowKey('dims', b.dims)}`).join('\u0001');
-  const hit = mergedBuckets.get(key);
-  mergedBuckets.delete(key);
-  if (hit !== undefined && hit.parts.length === parts.length && hit.parts.every((p, i) => p === parts[i])) {
-    mergedBuckets.set(key, hit);
-    return hit.total;
-  }
-  const total = new Aggregate();
-  for (const p of parts) total.merge(p);
-  mergedBuckets.set(key, { parts, total });
-  if (mergedBuckets.size > MERGED_CACHE_SIZE) mergedBuckets.delete(mergedBuckets.keys().next().value!);
-  return total;
+  return mergedBuckets.get(
+    key,
+    read.buckets.map((b) => b.aggregate),
+    (parts) => {
+      const total = new Aggregate();
+      for (const p of parts) total.merge(p);
+      return total;
+    },
+  );
 }
