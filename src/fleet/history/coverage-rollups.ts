@@ -22,6 +22,7 @@
  * estimate's error above SPARSE_LIMIT VMs), refreshed or not.
  */
 import { LEVEL_HOURS } from './rollups/buckets.ts';
+import { DecodedCache, MergedCache } from './rollups/cache.ts';
 import { Reader, storedBytes, Writer } from './rollups/codec.ts';
 import { DistinctSet, vmHash } from './rollups/distinct.ts';
 import { type SqlExecutor, type SqlValue, toNumber } from './sql.ts';
@@ -259,6 +260,14 @@ function windowDays(filter: CoveredFilter): { from: string | null; to: string | 
 }
 
 /**
+ * The decoded sets of the buckets a view read, by their stored bytes, and the count of the union of a window's
+ * sets, by the sets (rollups/cache.ts): every maintenance view reports its window's covered VMs, and at 10,000
+ * VMs each bucket holds a HyperLogLog of 16 KB to inflate, decode and merge. The same sets give the same count.
+ */
+const decodedSets = new DecodedCache<DistinctSet>(1024);
+const mergedCounts = new MergedCache<DistinctSet, number>(64);
+
+/**
  * The VMs that sent a heartbeat on the window's days (since .. until, every day when unset), from a heartbeat
  * stating the filter's region, zone and scale set: the union of the fewest fresh buckets covering those days,
  * and the rows of the stale days.
@@ -297,19 +306,31 @@ export async function coveredVms(db: SqlExecutor, filter: CoveredFilter): Promis
     }
   }
   const { kind, clauses, params } = kindFor(filter);
-  const union = new DistinctSet();
+  const keys: string[] = [];
+  const parts: DistinctSet[] = [];
   const levels = [...take].filter(([, buckets]) => buckets.length > 0);
   if (levels.length > 0) {
     const where = levels.map(
       ([level, buckets]) => `(level = ${level} AND bucket IN (${buckets.join(', ')}))`,
     );
     for (const row of await db.all(
-      `SELECT body FROM coverage_rollups WHERE kind = ? AND (${where.join(' OR ')})
-       ${clauses.map((c) => `AND ${c}`).join(' ')}`,
+      `SELECT level, bucket, location, zone, scale_set, body FROM coverage_rollups
+       WHERE kind = ? AND (${where.join(' OR ')}) ${clauses.map((c) => `AND ${c}`).join(' ')}`,
       [kind, ...params],
-    ))
-      union.merge(DistinctSet.read(new Reader(storedBytes(row.body))));
+    )) {
+      const key = [kind, row.level, row.bucket, row.location, row.zone, row.scale_set].join('\u0000');
+      keys.push(key);
+      parts.push(decodedSets.get(key, storedBytes(row.body), (b) => DistinctSet.read(new Reader(b))));
+    }
   }
+  const unionOf = (sets: readonly DistinctSet[]) => {
+    const union = new DistinctSet();
+    for (const set of sets) union.merge(set);
+    return union;
+  };
+  if (staleDays.length === 0)
+    return mergedCounts.get(keys.join('\u0001'), parts, (sets) => unionOf(sets).count());
+  const union = unionOf(parts);
   for (let i = 0; i < staleDays.length; i += 100) {
     const chunk = staleDays.slice(i, i + 100).map(dayText);
     for (const row of await db.all(
