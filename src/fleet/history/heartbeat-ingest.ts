@@ -343,27 +343,38 @@ export async function markDeletions(
   deletions: ReadonlyMap<string, string>,
   counts: CoverageDeltas,
 ): Promise<void> {
-  for (const source of [...deletions.keys()].sort()) {
-    const at = deletions.get(source)!;
+  const sources = [...deletions.keys()].sort();
+  // A chunk of VMs per statement (in source order, like their locks): each VM's start as `CASE source WHEN …`.
+  for (let i = 0; i < sources.length; i += DELETIONS_CHUNK) {
+    const chunk = sources.slice(i, i + DELETIONS_CHUNK);
+    const at = `CASE source ${chunk.map(() => 'WHEN ? THEN ?').join(' ')} END`;
+    const atParams = chunk.flatMap((source) => [source, deletions.get(source)!]);
+    const inList = chunk.map(() => '?').join(', ');
     await tx.run(
-      'UPDATE vms SET deleted_at = ? WHERE source = ? AND (deleted_at IS NULL OR deleted_at < ?)',
-      [at, source, at],
+      `UPDATE vms SET deleted_at = ${at} WHERE source IN (${inList}) AND (deleted_at IS NULL OR deleted_at < ${at})`,
+      [...atParams, ...chunk, ...atParams],
     );
-    // Read, then marked (under the VM's lock): the count leaves the state the row was counted in.
-    const [row] = await tx.all(
-      `SELECT location, zone, scale_set, version, interval_seconds, counted_state FROM latest_heartbeats
-       WHERE source = ? AND deleted = 0 AND sent_at < ?`,
-      [source, at],
+    // Read, then marked (under the VMs' locks): the count leaves the state the row was counted in.
+    const rows = await tx.all(
+      `SELECT source, location, zone, scale_set, version, interval_seconds, counted_state FROM latest_heartbeats
+       WHERE source IN (${inList}) AND deleted = 0 AND sent_at < ${at}`,
+      [...chunk, ...atParams],
     );
-    if (row === undefined) continue;
-    await tx.run("UPDATE latest_heartbeats SET deleted = 1, counted_state = 'gone' WHERE source = ?", [
-      source,
-    ]);
-    const vm = countedVm(row);
-    counts.add(String(row.counted_state) as CountedState, vm, -1);
-    counts.add('gone', vm, 1);
+    if (rows.length === 0) continue;
+    await tx.run(
+      `UPDATE latest_heartbeats SET deleted = 1, counted_state = 'gone' WHERE source IN (${rows.map(() => '?').join(', ')})`,
+      rows.map((row) => String(row.source)),
+    );
+    for (const row of rows) {
+      const vm = countedVm(row);
+      counts.add(String(row.counted_state) as CountedState, vm, -1);
+      counts.add('gone', vm, 1);
+    }
   }
 }
+
+/** VMs marked deleted per statement (5 parameters each). */
+const DELETIONS_CHUNK = 200;
 
 /** What one pruneQuietVms step removed; `done` once nothing older than the cutoff is left. */
 export interface PrunedVms {

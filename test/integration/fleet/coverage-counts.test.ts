@@ -336,6 +336,50 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
     expect((await h.coverage()).byState).toMatchObject({ gone: 0 });
   });
 
+  it('one batch of deletions marks gone exactly the VMs whose latest heartbeat was sent before their deletion', async () => {
+    const now = { ms: T0 + 2 * DAY * 1000 };
+    const h = await open(kind, 'deletions-batch', now);
+    const raw = (body: ForwarderEvent, enqueuedAt: number, sequenceNumber: number): RawFleetEvent => ({
+      body,
+      partitionId: '0',
+      sequenceNumber,
+      enqueuedAt: new Date(T0 + enqueuedAt * 1000),
+    });
+    // Ingest marks a batch's deletions a chunk of VMs per statement (heartbeat-ingest.ts markDeletions).
+    const vms = [
+      { vm: 'gone_a', beat: 2000, deleted: 3600 },
+      { vm: 'kept_b', beat: 5000, deleted: 3600 },
+      { vm: 'gone_c', beat: 1000, deleted: 4000 },
+      { vm: 'kept_d', beat: 4500, deleted: 4000 },
+    ];
+    await h.ingest(vms.map((v, i) => raw(heartbeatOf({ vm: v.vm, at: v.beat }), v.beat, i)));
+    await h.ingest(
+      vms.flatMap((v, i) => {
+        const o = {
+          vm: v.vm,
+          eventId: `D${i}`,
+          eventType: 'Terminate',
+          firstSeenAt: 3000,
+          notBeforeAt: 3600,
+        };
+        return [
+          raw(record('scheduled', { ...o, at: 3000 }), 6000, 10 + 2 * i),
+          raw(record('started', { ...o, at: v.deleted, startedAt: v.deleted }), 6000, 11 + 2 * i),
+        ];
+      }),
+    );
+    const marked = await h.db.all('SELECT source, deleted FROM latest_heartbeats ORDER BY source');
+    expect(marked.map((r) => [String(r.source).split('/').at(-1), Number(r.deleted)])).toEqual([
+      ['gone_a', 1],
+      ['gone_c', 1],
+      ['kept_b', 0],
+      ['kept_d', 0],
+    ]);
+    expect((await h.coverage()).byState).toMatchObject({ gone: 2 });
+    const { kept, scratch } = await keptAndBackfilled(h);
+    expect(kept).toEqual(scratch.counts);
+  });
+
   it('a history from before the counts (schema step 5) is migrated to the counts ingest keeps', async () => {
     const random = seededRandom(42);
     const history = randomHistory(random, 30, 6);
