@@ -414,59 +414,91 @@ const intervalOfRow = (r: SqlRow): Interval => ({
   scaleSet: String(r.scale_set),
 });
 
+type Scopes = ReadonlyMap<ScopeKind, ReadonlySet<string>>;
+
 /**
  * The intervals active somewhere in the given hours (read by start time, plus the long ones), by hour; with
- * `scopes`, only those of the named scale sets, zones and regions.
+ * `scopesByHour`, for an hour it names only those of the named scale sets, zones and regions (an hour it does not
+ * name: every scope). Each run of consecutive hours is read with its own scopes, so that an hour opened for a
+ * region does not bring that region's intervals of every other hour opened for a scale set.
  */
 async function activeIntervals(
   db: SqlExecutor,
   hours: readonly number[],
-  scopes?: ReadonlyMap<ScopeKind, ReadonlySet<string>>,
+  scopesByHour?: ReadonlyMap<number, Scopes>,
 ): Promise<Map<number, Interval[]>> {
   const sorted = [...new Set(hours)].sort((x, y) => x - y);
   const out = new Map<number, Interval[]>(sorted.map((h) => [h, []]));
   if (sorted.length === 0) return out;
-  // Runs of consecutive hours, each one range of start times.
-  const runs: Array<[number, number]> = [];
+  // Runs of consecutive hours with the same scopes, each one range of start times.
+  const keyOf = (hour: number) => {
+    const scopes = scopesByHour?.get(hour);
+    return scopes === undefined
+      ? '*'
+      : JSON.stringify([...scopes].map(([kind, names]) => [kind, [...names].sort()]).sort());
+  };
+  const runs: Array<{ first: number; last: number; key: string }> = [];
   for (const h of sorted) {
     const run = runs.at(-1);
-    if (run !== undefined && h === run[1] + 1) run[1] = h;
-    else runs.push([h, h]);
+    const key = keyOf(h);
+    if (run !== undefined && h === run.last + 1 && key === run.key) run.last = h;
+    else runs.push({ first: h, last: h, key });
   }
-  const clauses: string[] = [];
+  // One SELECT per run (a range of the start-time index each, however the planner takes an OR of them).
+  const selects: string[] = [];
   const params: SqlValue[] = [];
-  for (const [first, last] of runs) {
-    clauses.push('(start_ms >= ? AND start_ms < ? AND end_ms >= ?)');
-    params.push(first * HOUR_MS - LONG_MS, (last + 1) * HOUR_MS, first * HOUR_MS);
+  for (const run of runs) {
+    const only = scopeCondition(scopesByHour?.get(run.first));
+    selects.push(
+      `SELECT * FROM impact_intervals WHERE start_ms >= ? AND start_ms < ? AND end_ms >= ?${only.sql}`,
+    );
+    params.push(run.first * HOUR_MS - LONG_MS, (run.last + 1) * HOUR_MS, run.first * HOUR_MS, ...only.params);
+  }
+  // The long ones of every scope of any hour (few).
+  let all: Map<ScopeKind, Set<string>> | undefined = new Map();
+  for (const h of sorted) {
+    const scopes = scopesByHour?.get(h);
+    if (scopes === undefined) {
+      all = undefined;
+      break;
+    }
+    for (const [kind, names] of scopes) {
+      const set = all.get(kind) ?? new Set();
+      for (const n of names) set.add(n);
+      all.set(kind, set);
+    }
   }
   const from = sorted[0]! * HOUR_MS;
   const to = (sorted.at(-1)! + 1) * HOUR_MS;
-  let only = '';
-  const onlyParams: SqlValue[] = [];
-  if (scopes !== undefined) {
-    // By the stored columns: a name stands for '' too where the label does ('(none)', '(unknown)').
-    const parts: string[] = [];
-    const column = { scaleSet: 'scale_set', zone: 'zone', location: 'location' } as const;
-    for (const [kind, names] of scopes) {
-      if (names.size === 0) continue;
-      const values = [...names].flatMap((n) => (n === '(none)' || n === '(unknown)' ? [n, ''] : [n]));
-      parts.push(`${column[kind]} IN (${values.map(() => '?').join(', ')})`);
-      onlyParams.push(...values);
-    }
-    only = parts.length === 0 ? ' AND 1 = 0' : ` AND (${parts.join(' OR ')})`;
-  }
+  const long = scopeCondition(all);
   const rows = await db.all(
-    `SELECT * FROM impact_intervals WHERE (${clauses.join(' OR ')})${only}
-     UNION SELECT * FROM impact_intervals WHERE long = 1 AND start_ms < ? AND end_ms >= ?${only}`,
-    [...params, ...onlyParams, to, from, ...onlyParams],
+    `${selects.join(' UNION ')}
+     UNION SELECT * FROM impact_intervals WHERE long = 1 AND start_ms < ? AND end_ms >= ?${long.sql}`,
+    [...params, to, from, ...long.params],
   );
+  const firstHour = sorted[0]!;
+  const lastHour = sorted.at(-1)!;
   for (const row of rows) {
     const v = intervalOfRow(row);
-    for (const h of sorted) {
-      if (v.startMs < (h + 1) * HOUR_MS && v.endMs >= h * HOUR_MS) out.get(h)!.push(v);
-    }
+    const until = Math.min(lastHour, Math.floor(v.endMs / HOUR_MS));
+    for (let h = Math.max(firstHour, Math.floor(v.startMs / HOUR_MS)); h <= until; h++) out.get(h)?.push(v);
   }
   return out;
+}
+
+/** The condition on the stored columns for `scopes` (undefined: none): a name stands for '' too where the label does. */
+function scopeCondition(scopes: Scopes | undefined): { sql: string; params: SqlValue[] } {
+  if (scopes === undefined) return { sql: '', params: [] };
+  const parts: string[] = [];
+  const params: SqlValue[] = [];
+  const column = { scaleSet: 'scale_set', zone: 'zone', location: 'location' } as const;
+  for (const [kind, names] of scopes) {
+    if (names.size === 0) continue;
+    const values = [...names].flatMap((n) => (n === '(none)' || n === '(unknown)' ? [n, ''] : [n]));
+    parts.push(`${column[kind]} IN (${values.map(() => '?').join(', ')})`);
+    params.push(...values);
+  }
+  return { sql: parts.length === 0 ? ' AND 1 = 0' : ` AND (${parts.join(' OR ')})`, params };
 }
 
 /** Rebuilds the stale slots, hours first, inside the caller's (refresh) transaction; returns how many. */
@@ -731,9 +763,9 @@ type Waiting = Array<[ScopeKind, string]>;
 /**
  * Opens nodes: a node above the hours gives its children's summaries (a stale child is opened next round for
  * every scope); an hour gives, for each scope waiting on it, the exact c_W of its intervals of the window, and so
- * does each hour of a 4-hour bucket that is not stale (one statement of their intervals instead of the hours'
- * slots first and then the intervals of those still in question: a round trip less where a window's edge sends
- * the search down to the hours). The slots and the intervals are read at once.
+ * does each hour of a 4-hour bucket that is not stale for the scale sets waiting on it (one statement of their
+ * intervals instead of the hours' slots first and then the intervals of those still in question: a round trip
+ * less where a window's edge sends the search down to the hours). The slots and the intervals are read at once.
  */
 async function openNodes(
   db: SqlExecutor,
@@ -755,9 +787,14 @@ async function openNodes(
   };
   for (const n of nodes) {
     if (n.node.level === 0) addHour(n.node.bucket, n.waiting);
-    else if (n.node.level === 1 && !isStale(1, n.node.bucket))
-      for (const c of childrenOf(n.node)) addHour(c.bucket, n.waiting);
-    else parents.push(n);
+    else if (n.node.level === 1 && !isStale(1, n.node.bucket)) {
+      // Scale sets only: a zone's or a region's intervals of 4 hours are a share of the whole fleet's, so for
+      // those the hour slots tell first which hours to read.
+      const sets = n.waiting.filter(([kind]) => kind === 'scaleSet');
+      const wide = n.waiting.filter(([kind]) => kind !== 'scaleSet');
+      if (sets.length > 0) for (const c of childrenOf(n.node)) addHour(c.bucket, sets);
+      if (wide.length > 0) parents.push({ node: n.node, waiting: wide });
+    } else parents.push(n);
   }
   await Promise.all([
     openParents(db, parents, isStale, offer, openAll, cache),
@@ -837,11 +874,15 @@ async function exactHours(
   push: (kind: ScopeKind, name: string, item: Item) => void,
 ): Promise<void> {
   if (hours.size > 0) {
-    // A stale hour is computed for every scope; otherwise only the intervals of the scopes waiting are read.
-    const everyScope = [...hours.keys()].some((h) => isStale(0, h));
-    const scopes = new Map<ScopeKind, Set<string>>(SCOPE_KINDS.map((k) => [k, new Set()]));
-    for (const waiting of hours.values()) for (const [kind, name] of waiting) scopes.get(kind)!.add(name);
-    const active = await activeIntervals(db, [...hours.keys()], everyScope ? undefined : scopes);
+    // A stale hour is computed for every scope; another, only from the intervals of the scopes waiting on it.
+    const scopesByHour = new Map<number, Scopes>();
+    for (const [hour, waiting] of hours) {
+      if (isStale(0, hour)) continue;
+      const scopes = new Map<ScopeKind, Set<string>>(SCOPE_KINDS.map((k) => [k, new Set()]));
+      for (const [kind, name] of waiting) scopes.get(kind)!.add(name);
+      scopesByHour.set(hour, scopes);
+    }
+    const active = await activeIntervals(db, [...hours.keys()], scopesByHour);
     for (const [hour, waiting] of hours) {
       const from = hour * HOUR_MS;
       const to = from + HOUR_MS;
