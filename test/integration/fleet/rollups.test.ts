@@ -454,16 +454,7 @@ describe.each(['sqlite', 'postgres'] as const)('a history of schema step 9 on %s
     const random = seededRandom(9);
     const records = withLongImpacts([...fleet.records()], random, 0.15, 0.15);
     const first = await openHistory({ database, now: () => end });
-    for (let i = 0; i < records.length; i += 100)
-      await first.ingest(
-        records.slice(i, i + 100).map((body, j) => ({
-          body,
-          partitionId: '0',
-          sequenceNumber: i + j,
-          enqueuedAt: new Date(body.time),
-        })),
-      );
-    await first.refreshRollups();
+    await feed(first, records);
     const slots = async (h: FleetHistory) =>
       (await h.db.all('SELECT level, bucket, kind FROM impact_slots ORDER BY level, bucket, kind')).map(
         (r) => `${Number(r.level)}:${Number(r.bucket)}:${String(r.kind)}`,
