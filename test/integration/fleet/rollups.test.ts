@@ -26,6 +26,13 @@ import {
 } from '../../../src/fleet/history/index.ts';
 import { Writer } from '../../../src/fleet/history/rollups/codec.ts';
 import { EXACT_LIMIT, RELATIVE_ACCURACY } from '../../../src/fleet/history/rollups/distribution.ts';
+import {
+  activeIntervals,
+  SCOPE_KINDS,
+  type ScopeKind,
+  type Scopes,
+  scopeName,
+} from '../../../src/fleet/history/rollups/impacts.ts';
 import { generateFleet } from '../../../src/simulator/fleet.ts';
 import { seededRandom } from '../../support/delivery.ts';
 import {
@@ -485,6 +492,73 @@ describe.each(['sqlite', 'postgres'] as const)('a history of schema step 9 on %s
       expect(withoutCovered(await h.blastRadius(filter, 1, { limit: 1000 })), JSON.stringify(filter)).toEqual(
         await exactBlastRadius(h.db, filter, 1, { limit: 1000 }),
       );
+    }
+  }, 300_000);
+});
+
+describe.each(['sqlite', 'postgres'] as const)('the impact intervals of the hours opened on %s', (kind) => {
+  it('are every interval active in each hour of the scopes waiting on it, read per run of hours', async () => {
+    // rollups/impacts.ts activeIntervals: runs of consecutive hours, each with its own scopes, and the long
+    // intervals of every scope of any hour; an hour may get more (another run's that overlap it), never less.
+    const fleet = generateFleet({ vms: 80, days: 2, seed: 13, ownEventsPerVmPerDay: 3 });
+    const end = new Date(fleet.window.end);
+    const random = seededRandom(13);
+    const records = withLongImpacts([...fleet.records()], random, 0.15, 0.15);
+    const h = await open(kind, end);
+    for (let i = 0; i < records.length; i += 100)
+      await h.ingest(
+        records.slice(i, i + 100).map((body, j) => ({
+          body,
+          partitionId: '0',
+          sequenceNumber: i + j,
+          enqueuedAt: new Date(body.time),
+        })),
+      );
+    const all = (await h.db.all('SELECT * FROM impact_intervals')).map((r) => ({
+      key: `${String(r.event_id)}#${Number(r.occurrence)}#${String(r.source)}`,
+      startMs: Number(r.start_ms),
+      endMs: Number(r.end_ms),
+      location: String(r.location),
+      zone: String(r.zone),
+      scaleSet: String(r.scale_set),
+    }));
+    expect(all.some((v) => v.endMs - v.startMs > 3_600_000)).toBe(true);
+    const names = new Map(
+      SCOPE_KINDS.map((k) => [k, [...new Set(all.map((v) => scopeName(k, v)))].sort()] as const),
+    );
+    const first = Math.floor(Math.min(...all.map((v) => v.startMs)) / 3_600_000);
+    for (let round = 0; round < 8; round++) {
+      // Random hours (some consecutive), each for a few random scopes or (stale) every scope.
+      const scopesByHour = new Map<number, Scopes>();
+      const hours: number[] = [];
+      for (
+        let hour = first + Math.floor(random() * 6);
+        hour < first + 48;
+        hour += 1 + Math.floor(random() * 3)
+      ) {
+        hours.push(hour);
+        if (random() < 0.15) continue;
+        const scopes = new Map<ScopeKind, Set<string>>();
+        for (const k of SCOPE_KINDS)
+          if (random() < 0.5) {
+            const list = names.get(k)!;
+            scopes.set(k, new Set([list[Math.floor(random() * list.length)]!]));
+          }
+        scopesByHour.set(hour, scopes);
+      }
+      const got = await activeIntervals(h.db, hours, scopesByHour);
+      for (const hour of hours) {
+        const active = all.filter((v) => v.startMs < (hour + 1) * 3_600_000 && v.endMs >= hour * 3_600_000);
+        const scopes = scopesByHour.get(hour);
+        const wanted = active.filter(
+          (v) => scopes === undefined || SCOPE_KINDS.some((k) => scopes.get(k)?.has(scopeName(k, v))),
+        );
+        const keys = new Set(got.get(hour)!.map((v) => `${v.eventId}#${v.occurrence}#${v.source}`));
+        const activeKeys = new Set(active.map((v) => v.key));
+        for (const v of wanted) expect(keys.has(v.key), `round ${round} hour ${hour}: ${v.key}`).toBe(true);
+        for (const k of keys)
+          expect(activeKeys.has(k), `round ${round} hour ${hour}: ${k} not active`).toBe(true);
+      }
     }
   }, 300_000);
 });

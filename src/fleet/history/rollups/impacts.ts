@@ -414,7 +414,7 @@ const intervalOfRow = (r: SqlRow): Interval => ({
   scaleSet: String(r.scale_set),
 });
 
-type Scopes = ReadonlyMap<ScopeKind, ReadonlySet<string>>;
+export type Scopes = ReadonlyMap<ScopeKind, ReadonlySet<string>>;
 
 /**
  * The intervals active somewhere in the given hours (read by start time, plus the long ones), by hour; with
@@ -422,7 +422,7 @@ type Scopes = ReadonlyMap<ScopeKind, ReadonlySet<string>>;
  * name: every scope). Each run of consecutive hours is read with its own scopes, so that an hour opened for a
  * region does not bring that region's intervals of every other hour opened for a scale set.
  */
-async function activeIntervals(
+export async function activeIntervals(
   db: SqlExecutor,
   hours: readonly number[],
   scopesByHour?: ReadonlyMap<number, Scopes>,
