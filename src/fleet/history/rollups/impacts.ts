@@ -37,6 +37,7 @@ import {
   LEVEL_HOURS,
   TOP_LEVEL,
 } from './buckets.ts';
+import { DecodedCache } from './cache.ts';
 import { Reader, storedBytes, Writer } from './codec.ts';
 
 /** The end of an interval that lasts for ever (the exact query's '9999-12-31T23:59:59.999Z'). */
@@ -311,26 +312,17 @@ function decodeSlot(stored: Uint8Array): SlotMap {
  * every request (the top level and the spine around the window's edges) and each holds an entry per scope, so
  * decoding them again would grow with the fleet's scale sets. A slot whose bytes equal those cached is the same
  * map (exact by construction: a rebuilt slot has other bytes and is decoded again; any database, any process);
- * at most SLOT_CACHE_SIZE slots (a 30-day and a 90-day view read about 150), least recently used first out. The
+ * at most 256 slots (a 30-day and a 90-day view read about 150), least recently used first out. The
  * maps are shared: readers never change them (mergeSlot copies).
  */
-const SLOT_CACHE_SIZE = 256;
-const slotCache = new Map<string, { bytes: Buffer; map: SlotMap }>();
+const slotCache = new DecodedCache<SlotMap>(256);
 
 function readSlot(row: SqlRow): SlotMap {
-  const stored = storedBytes(row.body);
-  const key = `${Number(row.level)}:${Number(row.bucket)}:${String(row.kind)}`;
-  const hit = slotCache.get(key);
-  slotCache.delete(key);
-  if (hit?.bytes.equals(stored)) {
-    slotCache.set(key, hit);
-    return hit.map;
-  }
-  const map = decodeSlot(stored);
-  // A copy: the driver's bytes may be a view of a larger buffer.
-  slotCache.set(key, { bytes: Buffer.from(stored), map });
-  if (slotCache.size > SLOT_CACHE_SIZE) slotCache.delete(slotCache.keys().next().value!);
-  return map;
+  return slotCache.get(
+    `${Number(row.level)}:${Number(row.bucket)}:${String(row.kind)}`,
+    storedBytes(row.body),
+    decodeSlot,
+  );
 }
 
 /**
