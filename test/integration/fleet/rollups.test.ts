@@ -317,48 +317,69 @@ async function feed(h: FleetHistory, records: readonly LifecycleRecord[]): Promi
   await h.refreshRollups();
 }
 
+/**
+ * The scenario of the per-process caches' tests: a history fed half, then whole (its rollups rebuilt between
+ * requests), then another history beside it, and the first again, with `expectExact` after each step; `read`
+ * must answer differently once the whole history is in (so the rebuilt rollups were read).
+ */
+async function exactAcrossRebuildsAndHistories(
+  kind: 'sqlite' | 'postgres',
+  seed: number,
+  expectExact: (h: FleetHistory, what: string, end: Date) => Promise<void>,
+  read: (h: FleetHistory) => Promise<unknown>,
+): Promise<void> {
+  const fleet = generateFleet({ vms: 80, days: 3, seed, ownEventsPerVmPerDay: 2 });
+  const other = generateFleet({ vms: 40, days: 3, seed: seed + 1, ownEventsPerVmPerDay: 2 });
+  const end = new Date(fleet.window.end);
+  const records = [...fleet.records()];
+  const h = await open(kind, end);
+  await feed(h, records.slice(0, Math.floor(records.length / 2)));
+  await expectExact(h, 'half', end);
+  const before = await read(h);
+  await feed(h, records.slice(Math.floor(records.length / 2)));
+  await expectExact(h, 'whole', end);
+  expect(await read(h), 'the rebuilt rollups').not.toEqual(before);
+  const second = await open(kind, end);
+  await feed(second, [...other.records()]);
+  await expectExact(second, 'another history', end);
+  await expectExact(h, 'the first again', end);
+}
+
 describe.each(['sqlite', 'postgres'] as const)('the summary, time series and lead time on %s', (kind) => {
   it('stay exact when their buckets are rebuilt between requests, and beside another history', async () => {
     // The process keeps decoded bucket aggregates by their stored bytes and the merge of a window's buckets by
-    // the aggregates merged (rollups/store.ts): a bucket rebuilt by a refresh, or another history's bucket of
+    // the aggregates merged (rollups/cache.ts): a bucket rebuilt by a refresh, or another history's bucket of
     // the same level and dimensions, must be decoded and merged again; a repeated request reads the cache.
-    const fleet = generateFleet({ vms: 80, days: 3, seed: 21, ownEventsPerVmPerDay: 2 });
-    const other = generateFleet({ vms: 40, days: 3, seed: 22, ownEventsPerVmPerDay: 2 });
-    const end = new Date(fleet.window.end);
-    const expectExact = async (h: FleetHistory, what: string) => {
-      const filters: EventFilter[] = [{}, { since: new Date(end.getTime() - 36 * 3_600_000).toISOString() }];
-      for (const filter of filters)
-        for (const request of ['first', 'again']) {
-          const w = `${what} ${JSON.stringify(filter)} ${request}`;
-          expectSameSummary(
-            withoutCovered(await h.summary(filter)),
-            await exactSummary(h.db, filter, end),
-            w,
-          );
-          expectSameSeries(
-            withoutCovered(await h.timeSeries(filter)),
-            await exactTimeSeries(h.db, filter),
-            w,
-          );
-          expectSameLeadTime(
-            withoutCovered(await h.leadTimeAndImpact(filter)),
-            await exactLeadTimeAndImpact(h.db, filter),
-            w,
-          );
-        }
-    };
-    const records = [...fleet.records()];
-    const h = await open(kind, end);
-    await feed(h, records.slice(0, Math.floor(records.length / 2)));
-    await expectExact(h, 'half');
-    const before = await h.summary({});
-    await feed(h, records.slice(Math.floor(records.length / 2)));
-    await expectExact(h, 'whole');
-    expect((await h.summary({})).events, 'the rebuilt buckets').toBeGreaterThan(before.events);
-    const second = await open(kind, end);
-    await feed(second, [...other.records()]);
-    await expectExact(second, 'another history');
-    await expectExact(h, 'the first again');
+    await exactAcrossRebuildsAndHistories(
+      kind,
+      21,
+      async (h, what, end) => {
+        const filters: EventFilter[] = [
+          {},
+          { since: new Date(end.getTime() - 36 * 3_600_000).toISOString() },
+        ];
+        for (const filter of filters)
+          for (const request of ['first', 'again']) {
+            const w = `${what} ${JSON.stringify(filter)} ${request}`;
+            expectSameSummary(
+              withoutCovered(await h.summary(filter)),
+              await exactSummary(h.db, filter, end),
+              w,
+            );
+            expectSameSeries(
+              withoutCovered(await h.timeSeries(filter)),
+              await exactTimeSeries(h.db, filter),
+              w,
+            );
+            expectSameLeadTime(
+              withoutCovered(await h.leadTimeAndImpact(filter)),
+              await exactLeadTimeAndImpact(h.db, filter),
+              w,
+            );
+          }
+      },
+      async (h) => (await h.summary({})).events,
+    );
   }, 300_000);
 });
 
@@ -366,35 +387,23 @@ describe.each(['sqlite', 'postgres'] as const)('the blast radius on %s', (kind) 
   it('stays exact when its impact slots are rebuilt between requests, and beside another history', async () => {
     // The process keeps decoded impact slots by their stored bytes (rollups/impacts.ts readSlot): a slot rebuilt
     // by a refresh, or another history's slot of the same level, bucket and kind, must be decoded again.
-    const fleet = generateFleet({ vms: 80, days: 3, seed: 11, ownEventsPerVmPerDay: 2 });
-    const other = generateFleet({ vms: 40, days: 3, seed: 12, ownEventsPerVmPerDay: 2 });
-    const end = new Date(fleet.window.end);
-    const expectExact = async (h: FleetHistory, what: string) => {
-      for (const since of [undefined, new Date(end.getTime() - 36 * 3_600_000).toISOString()]) {
-        const filter = since === undefined ? {} : { since };
-        for (const threshold of [0, 3]) {
-          const got = withoutCovered(await h.blastRadius(filter, threshold, { limit: 1000 }));
-          expect(got, `${what} ${JSON.stringify(filter)} threshold ${threshold}`).toEqual(
-            await exactBlastRadius(h.db, filter, threshold, { limit: 1000 }),
-          );
-          if (since === undefined) expect(got.total, what).toBeGreaterThan(0);
+    await exactAcrossRebuildsAndHistories(
+      kind,
+      11,
+      async (h, what, end) => {
+        for (const since of [undefined, new Date(end.getTime() - 36 * 3_600_000).toISOString()]) {
+          const filter = since === undefined ? {} : { since };
+          for (const threshold of [0, 3]) {
+            const got = withoutCovered(await h.blastRadius(filter, threshold, { limit: 1000 }));
+            expect(got, `${what} ${JSON.stringify(filter)} threshold ${threshold}`).toEqual(
+              await exactBlastRadius(h.db, filter, threshold, { limit: 1000 }),
+            );
+            if (since === undefined) expect(got.total, what).toBeGreaterThan(0);
+          }
         }
-      }
-    };
-    const records = [...fleet.records()];
-    const h = await open(kind, end);
-    await feed(h, records.slice(0, Math.floor(records.length / 2)));
-    await expectExact(h, 'half');
-    const before = await h.blastRadius({}, 0, { limit: 1000 });
-    await feed(h, records.slice(Math.floor(records.length / 2)));
-    await expectExact(h, 'whole');
-    expect(withoutCovered(await h.blastRadius({}, 0, { limit: 1000 })), 'the rebuilt slots').not.toEqual(
-      withoutCovered(before),
+      },
+      async (h) => withoutCovered(await h.blastRadius({}, 0, { limit: 1000 })),
     );
-    const second = await open(kind, end);
-    await feed(second, [...other.records()]);
-    await expectExact(second, 'another history');
-    await expectExact(h, 'the first again');
   }, 300_000);
 });
 
