@@ -708,15 +708,18 @@ export async function windowPeaks(
 
 /** The long intervals (rollups' `long`) by kind and scope. */
 function longByScope(intervals: readonly Interval[]): Map<ScopeKind, Map<string, Interval[]>> {
-  const out = new Map<ScopeKind, Map<string, Interval[]>>(SCOPE_KINDS.map((k) => [k, new Map()]));
-  for (const v of intervals)
-    for (const kind of SCOPE_KINDS) {
-      const byName = out.get(kind)!;
-      const name = scopeName(kind, v);
-      const list = byName.get(name);
-      if (list === undefined) byName.set(name, [v]);
-      else list.push(v);
-    }
+  return new Map(SCOPE_KINDS.map((kind) => [kind, byScope(kind, intervals)]));
+}
+
+/** `intervals` by their scope of `kind` (its name as the view lists it). */
+function byScope(kind: ScopeKind, intervals: readonly Interval[]): Map<string, Interval[]> {
+  const out = new Map<string, Interval[]>();
+  for (const v of intervals) {
+    const name = scopeName(kind, v);
+    const list = out.get(name);
+    if (list === undefined) out.set(name, [v]);
+    else list.push(v);
+  }
   return out;
 }
 
@@ -882,13 +885,7 @@ async function exactHours(
       const all = isStale(0, hour);
       for (const kind of SCOPE_KINDS) {
         // The hour's intervals by scope once (not a pass over them per scope waiting).
-        const byName = new Map<string, Interval[]>();
-        for (const v of inWindow) {
-          const name = scopeName(kind, v);
-          const list = byName.get(name);
-          if (list === undefined) byName.set(name, [v]);
-          else list.push(v);
-        }
+        const byName = byScope(kind, inWindow);
         const names = all ? byName.keys() : new Set(waiting.filter(([k]) => k === kind).map(([, n]) => n));
         for (const name of names) {
           const { m, at } = peakIn(byName.get(name) ?? [], from, to);
