@@ -53,7 +53,7 @@ export function formatReport(s: FleetSummary): string {
     ...counts('Inferred endings', s.inferredEndings),
     `Events with missing transitions: ${s.missingTransitions}; on VMs deleted by Preempt/Terminate: ${s.vmDeleted}`,
     '',
-    `Pending now: ${s.pendingTotal}${s.pendingTotal > s.pending.length ? ` (first ${s.pending.length} listed)` : ''}`,
+    `Pending now: ${s.pendingTotal}${s.pendingTotal > s.pending.length ? ` (the ${s.pending.length} due soonest listed; all of them: /api/pending)` : ''}`,
     ...s.pending.map(
       (e) =>
         `  ${e.eventId}  ${e.eventType}  ${e.status}  NotBefore ${e.notBefore ?? '-'}  ` +

@@ -48,6 +48,13 @@ export interface PageRequest {
 }
 
 export const DEFAULT_PAGE_SIZE = 100;
+
+/**
+ * How many pending events the summary (and `fleet report`) lists: the ones due soonest. A summary says how many are
+ * pending (`pendingTotal`) and which come next; the whole list is /api/pending, paged. A fixed short list keeps
+ * the summary's cost and size the same at any fleet size.
+ */
+export const SUMMARY_PENDING_LIMIT = 10;
 export const MAX_PAGE_SIZE = 1000;
 
 /** A cursor that is not one this server handed out. */
@@ -435,7 +442,7 @@ export interface FleetSummary {
   inferredEndings: Record<string, number>;
   missingTransitions: number;
   vmDeleted: number;
-  /** Maintenance events pending now (all of them), and the first page of them. */
+  /** Maintenance events pending now (all of them), and the SUMMARY_PENDING_LIMIT of them due soonest. */
   pendingTotal: number;
   pending: MaintenanceView[];
 }
@@ -552,7 +559,7 @@ export async function summarize(
          (SELECT min(first_seen_at) FROM maintenance) AS oldest`,
     ),
     ingestStats(db),
-    listPending(db, filter, { limit: DEFAULT_PAGE_SIZE }),
+    listPending(db, filter, { limit: SUMMARY_PENDING_LIMIT }),
   ]);
   const a = aggregateOf(read);
   const oldest = misc?.oldest;

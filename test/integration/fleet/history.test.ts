@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import type { LifecycleRecord } from '../../../src/domain/index.ts';
 import { type FleetHistory, openHistory, type RawFleetEvent } from '../../../src/fleet/history/index.ts';
+import { SUMMARY_PENDING_LIMIT } from '../../../src/fleet/history/queries.ts';
+import { formatReport } from '../../../src/fleet/report.ts';
 import { generateFleet } from '../../../src/simulator/fleet.ts';
 import { broadcastReboot, freezeLifecycle, iso, record } from '../../support/fleet-records.ts';
 import { createTestDatabase } from '../../support/postgres.ts';
@@ -167,6 +169,28 @@ describe.each(['sqlite', 'postgres'] as const)('FleetHistory on %s', (kind) => {
     expect((await h.summary({ vm: 'web_4' })).events).toBe(0);
     expect((await h.summary({ eventType: 'Reboot', status: 'started' })).events).toBe(1);
     expect(await h.values('type')).toEqual(['Freeze', 'Reboot']);
+  });
+
+  it('lists the pending events due soonest in the summary and the report, and counts them all', async () => {
+    const h = await open(kind, 'pending-list');
+    // 14 scheduled events, due one minute apart in the reverse of their ingest order.
+    const ids = Array.from({ length: 14 }, (_, i) => `P${String(i).padStart(2, '0')}`);
+    await h.ingest(
+      ids.map((eventId, i) =>
+        raw(record('scheduled', { eventId, vm: `vm_${i}`, at: 0, notBeforeAt: 6_000 - i * 60 })),
+      ),
+    );
+    const s = await h.summary();
+    expect(s.pendingTotal).toBe(14);
+    expect(s.pending.map((e) => e.eventId)).toEqual([...ids].reverse().slice(0, SUMMARY_PENDING_LIMIT));
+    // The whole list is the paged pending view.
+    expect((await h.pending()).items.map((e) => e.eventId)).toEqual([...ids].reverse());
+    const report = formatReport(s);
+    expect(report).toContain(
+      `Pending now: 14 (the ${SUMMARY_PENDING_LIMIT} due soonest listed; all of them: /api/pending)`,
+    );
+    expect(report).toContain('P13  Freeze  scheduled');
+    expect(report).not.toContain('P03  ');
   });
 
   it('summarizes in SQL: notice, impact, approvals, pending, by region / zone / scale set', async () => {
