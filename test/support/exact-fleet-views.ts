@@ -5,7 +5,6 @@
  */
 import {
   ALL_REGIONS,
-  DEFAULT_PAGE_SIZE,
   type EventFilter,
   type FleetSummary,
   ingestStats,
@@ -13,6 +12,7 @@ import {
   type LeadTimeRow,
   listPending,
   type Spread,
+  SUMMARY_PENDING_LIMIT,
   sqlWhere,
   type TimeSeries,
   type TimeSeriesDay,
@@ -142,7 +142,7 @@ export async function exactSummary(
     db.all("SELECT value FROM history_settings WHERE name = 'retention'"),
     db.all('SELECT min(first_seen_at) AS t FROM maintenance'),
     ingestStats(db),
-    listPending(db, filter, { limit: DEFAULT_PAGE_SIZE }),
+    listPending(db, filter, { limit: SUMMARY_PENDING_LIMIT }),
     Promise.all(DISTRIBUTION_COLUMNS.map((c) => percentiles(db, c, w))),
   ]);
   const totals = totalsRows[0] ?? {};
