@@ -407,6 +407,56 @@ describe.each(['sqlite', 'postgres'] as const)('the blast radius on %s', (kind) 
   }, 300_000);
 });
 
+describe.each(['sqlite', 'postgres'] as const)("the blast radius at a window's start on %s", (kind) => {
+  it('is exact for windows starting on hour, 4-hour, day and 8-day boundaries and inside events, with events announced days before the window', async () => {
+    // A slot holding impacts of events first seen before the window's start (long notices, 1 to 7 days ahead)
+    // answers from its profile of the window's start (rollups/impacts.ts ScopeSlot.short and steps): windows
+    // starting exactly on a slot's start, inside a slot, and inside impacts, with silent VMs and hours-long
+    // impacts, over the whole history or a few days.
+    const fleet = generateFleet({ vms: 60, days: 12, seed: 7, ownEventsPerVmPerDay: 1 });
+    const end = new Date(fleet.window.end);
+    const random = seededRandom(7);
+    const h = await open(kind, end);
+    await feed(h, withLongImpacts([...fleet.records()], random, 0.05, 0.05));
+    const [notice] = await h.db.all(
+      'SELECT count(*) AS n FROM impact_intervals WHERE long = 0 AND start_ms - first_seen_ms > ?',
+      [86_400_000],
+    );
+    expect(
+      Number(notice?.n),
+      'short impacts of events announced more than a day before',
+    ).toBeGreaterThanOrEqual(5);
+    const intervals = await h.db.all('SELECT start_ms, end_ms FROM impact_intervals WHERE long = 0');
+    const hour = 3_600_000;
+    const starts: number[] = [];
+    for (const step of [hour, 4 * hour, 24 * hour, 192 * hour])
+      for (
+        let t = Math.ceil((end.getTime() - 12 * 24 * hour) / step) * step;
+        t < end.getTime();
+        t += step * 7
+      )
+        starts.push(t);
+    for (let i = 0; i < 12; i++) {
+      const v = intervals[Math.floor(random() * intervals.length)]!;
+      // Inside an impact, and on the hour of its start.
+      starts.push(
+        Math.floor((Number(v.start_ms) + Number(v.end_ms)) / 2),
+        Math.floor(Number(v.start_ms) / hour) * hour,
+      );
+    }
+    for (const t of starts) {
+      const since = new Date(t).toISOString();
+      const until = new Date(t + (1 + Math.floor(random() * 5)) * 24 * hour).toISOString();
+      for (const filter of [{ since }, { since, until }]) {
+        expect(
+          withoutCovered(await h.blastRadius(filter, 2, { limit: 1000 })),
+          JSON.stringify(filter),
+        ).toEqual(await exactBlastRadius(h.db, filter, 2, { limit: 1000 }));
+      }
+    }
+  }, 600_000);
+});
+
 describe.each(['sqlite', 'postgres'] as const)('a history from before the rollups on %s', (kind) => {
   it('is migrated: the backfilled rollups answer as the exact queries do', async () => {
     const fleet = generateFleet({ vms: 60, days: 3, seed: 7, ownEventsPerVmPerDay: 1 });

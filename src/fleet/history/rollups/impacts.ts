@@ -673,7 +673,9 @@ export async function windowPeaks(
   const peaks = new Map<ScopeKind, Map<string, Peak>>(SCOPE_KINDS.map((k) => [k, new Map()]));
   /** Per (level:bucket), the (kind, scope) pairs waiting for it to be opened. */
   for (let round = 0; ; round++) {
-    if (round > 64) throw new Error('blast radius: the slot search did not settle');
+    // Each round opens at least one node per scope still searching, and no node twice for a scope: a guard
+    // against a search that would not end (a defect), far above any history's nodes.
+    if (round > 1_000_000) throw new Error('blast radius: the slot search did not settle');
     const toOpen = new Map<string, { node: Bucket; waiting: Array<[ScopeKind, string]> }>();
     if (openAll.size > 0) {
       // Stale nodes first, for every scope: no scope is settled while one of them may hold its peak.
@@ -693,11 +695,16 @@ export async function windowPeaks(
           peaks.get(kind)!.set(name, { peak: top.m, peakAt: new Date(top.at).toISOString() });
           continue;
         }
-        items.shift();
-        const key = bucketKey(top);
-        const entry = toOpen.get(key) ?? { node: { level: top.level, bucket: top.bucket }, waiting: [] };
-        entry.waiting.push([kind, name]);
-        toOpen.set(key, entry);
+        // The top node is opened, with every other one of the same bound not behind an exact item: one of them
+        // holds the peak unless the top one reaches that bound, so a round trip per node of a tie (a window's
+        // end inside the long notices of a region: its slots after the end all bound by the same M) is saved.
+        while (items[0] !== undefined && !items[0].exact && items[0].m === top.m) {
+          const item = items.shift()!;
+          const key = bucketKey(item);
+          const entry = toOpen.get(key) ?? { node: { level: item.level, bucket: item.bucket }, waiting: [] };
+          entry.waiting.push([kind, name]);
+          toOpen.set(key, entry);
+        }
       }
     }
     if (toOpen.size === 0) break;
