@@ -49,6 +49,7 @@ import {
 } from './queries.ts';
 import { eventKey } from './rollups/aggregate.ts';
 import { applyIntervalChanges } from './rollups/impacts.ts';
+import { PendingDeltas, pendingObservation } from './rollups/pending.ts';
 import { applyEntryChanges, type EntryChange, refreshRollups } from './rollups/store.ts';
 import type { MaintenanceView, ObservationView } from './rows.ts';
 import { migrate, SCHEMA_VERSION } from './schema.ts';
@@ -360,15 +361,25 @@ export class FleetHistory {
     for (;;) {
       const done = await this.db.transaction(async (tx) => {
         const keys = await tx.all(
-          `SELECT event_id, occurrence, first_seen_at, event_type, status FROM maintenance
+          `SELECT event_id, occurrence, first_seen_at, event_type, status, pending FROM maintenance
            WHERE last_record_at < ? ORDER BY last_record_at LIMIT ?`,
           [before, PRUNE_BATCH],
         );
         const changes: EntryChange[] = [];
         const dimensions = new DimensionDeltas();
+        const pending = new PendingDeltas();
         for (const k of keys) {
           const params = [String(k.event_id), Number(k.occurrence)];
           await tx.lockKey(`${params[0]}#${params[1]}`);
+          // A pending event pruned (its VMs silent since before the cutoff) leaves the pending VMs per scope.
+          const affected =
+            Number(k.pending) === 1
+              ? await tx.all(
+                  `SELECT source, location, zone, scale_set FROM observations
+                   WHERE event_id = ? AND occurrence = ? AND affects_vm = 1`,
+                  params,
+                )
+              : [];
           result.records += (
             await tx.run('DELETE FROM records WHERE event_id = ? AND occurrence = ?', params)
           ).changes;
@@ -380,6 +391,7 @@ export class FleetHistory {
           ).changes;
           result.events += deleted;
           if (deleted === 0) continue;
+          for (const o of affected) pending.add(pendingObservation(o), -1);
           dimensions.add('type', String(k.event_type), -1);
           dimensions.add('status', String(k.status), -1);
           changes.push({
@@ -389,6 +401,7 @@ export class FleetHistory {
           });
         }
         await dimensions.write(tx, '*');
+        await pending.write(tx, '*');
         await applyIntervalChanges(
           tx,
           keys.map((k) => ({ eventId: String(k.event_id), occurrence: Number(k.occurrence) })),

@@ -12,7 +12,9 @@
  * 4. per-VM and per-partition counters and the dimension counts (dimensions.ts) are bumped (commutative upserts);
  * 5. heartbeats (not history rows) update each VM's latest heartbeat and its day's coverage, and each partition's
  *    read-through mark moves to the newest enqueue time of the batch (heartbeat-ingest.ts);
- * 6. last, each changed event's entry moves between the hour digests of the rollups (rollups/store.ts), whose
+ * 6. the pending VMs per scope move with the events whose pending flag or affected observations changed
+ *    (rollups/pending.ts);
+ * 7. last, each changed event's entry moves between the hour digests of the rollups (rollups/store.ts), whose
  *    coarser buckets are marked for rebuilding.
  *
  * Only failures of the store itself (disk full, server unreachable, lost serialization races beyond their
@@ -34,6 +36,7 @@ import {
 } from './heartbeat-ingest.ts';
 import { entryOf, eventKey } from './rollups/aggregate.ts';
 import { applyIntervalChanges, type Interval, intervalsOf } from './rollups/impacts.ts';
+import { PendingDeltas, type PendingObservation, pendingObservation } from './rollups/pending.ts';
 import { applyEntryChanges, type EntryChange } from './rollups/store.ts';
 import { observationFromRow } from './rows.ts';
 import type { SqlExecutor, SqlRow, SqlValue } from './sql.ts';
@@ -137,6 +140,7 @@ export async function ingestBatch(
   await bumpStats(tx, partition, result, batch.length);
   await folded.dimensions.write(tx, partition);
   await counts.write(tx, partition);
+  await folded.pending.write(tx, partition);
   await applyIntervalChanges(tx, folded.events, folded.intervals);
   // Last, so that the hour digests (which every transaction of the same hours locks) are held only until commit.
   await applyEntryChanges(tx, folded.changes);
@@ -247,6 +251,8 @@ interface Refolded {
   intervals: Interval[];
   events: Array<{ eventId: string; occurrence: number }>;
   dimensions: DimensionDeltas;
+  /** How the pending VMs per scope move (rollups/pending.ts). */
+  pending: PendingDeltas;
   /** VMs Preempt/Terminate started on (the fold's vmDeleted): when, for coverage (a deleted VM is not silent). */
   deletions: Map<string, string>;
 }
@@ -276,6 +282,7 @@ async function refoldTouchedEvents(tx: SqlExecutor, inserted: readonly Accepted[
     intervals: [],
     events: [...touched.values()],
     dimensions: new DimensionDeltas(),
+    pending: new PendingDeltas(),
     deletions: new Map(),
   };
   // A few statements for the whole batch, not a few per VM: every touched (event, VM)'s records at once, their
@@ -287,6 +294,10 @@ async function refoldTouchedEvents(tx: SqlExecutor, inserted: readonly Accepted[
     return [...sources].sort().map((source) => ({ eventId, occurrence, source }));
   });
   const recordsOf = await touchedRecords(tx, pairs);
+  const pendingBefore = await affectedBefore(
+    tx,
+    pairs.filter((p) => before.get(key(p.eventId, p.occurrence))?.pending === true),
+  );
   const observations: FleetEvent[] = [];
   for (const { eventId, occurrence, source } of pairs) {
     const observation = foldEvent(recordsOf.get(pairKey(eventId, occurrence, source)) ?? []);
@@ -310,6 +321,13 @@ async function refoldTouchedEvents(tx: SqlExecutor, inserted: readonly Accepted[
     }
     refolded.dimensions.add('type', folded.eventType, 1);
     refolded.dimensions.add('status', folded.status, 1);
+    refolded.pending.event(
+      old?.pending === true,
+      folded.pending,
+      rows,
+      touched.get(k)!.sources,
+      pendingBefore.get(k) ?? new Map(),
+    );
     const affected = rows.filter((o) => Number(o.affects_vm) === 1).map((o) => String(o.source));
     refolded.intervals.push(...intervalsOf(folded.firstSeenAt, rows));
     refolded.changes.push({
@@ -328,15 +346,60 @@ const pairKey = (eventId: string, occurrence: number, source: string) =>
 /** Bound parameters per statement that reads by key (both stores allow far more; a statement stays small). */
 const READ_PARAMS = 600;
 
-/**
- * The stored records of each (event, VM) pair, by pairKey: one statement per chunk of pairs, each event's
- * VMs as one `source IN (…)` under its (event_id, occurrence) (the records_by_event index), OR-ed.
- */
+/** The stored records of each (event, VM) pair, by pairKey (allByPairs: the records_by_event index). */
 async function touchedRecords(
   tx: SqlExecutor,
   pairs: ReadonlyArray<{ eventId: string; occurrence: number; source: string }>,
 ): Promise<Map<string, LifecycleRecord[]>> {
   const out = new Map<string, LifecycleRecord[]>();
+  for (const row of await allByPairs(
+    tx,
+    pairs,
+    (where) => `SELECT event_id, occurrence, source, body FROM records WHERE ${where}`,
+  )) {
+    const k = pairKey(String(row.event_id), Number(row.occurrence), String(row.source));
+    append(out, k, JSON.parse(decodeBody(row.body)) as LifecycleRecord);
+  }
+  return out;
+}
+
+/**
+ * What the pending VMs per scope counted of (event, VM) pairs before the fold rewrites their observations (the
+ * affected ones' scopes, by event key and source): the pairs of events that were pending.
+ */
+async function affectedBefore(
+  tx: SqlExecutor,
+  pairs: ReadonlyArray<{ eventId: string; occurrence: number; source: string }>,
+): Promise<Map<string, Map<string, PendingObservation>>> {
+  const out = new Map<string, Map<string, PendingObservation>>();
+  for (const row of await allByPairs(
+    tx,
+    pairs,
+    (where) =>
+      `SELECT event_id, occurrence, source, location, zone, scale_set FROM observations
+       WHERE (${where}) AND affects_vm = 1`,
+  )) {
+    const k = key(String(row.event_id), Number(row.occurrence));
+    let m = out.get(k);
+    if (m === undefined) {
+      m = new Map();
+      out.set(k, m);
+    }
+    m.set(String(row.source), pendingObservation(row));
+  }
+  return out;
+}
+
+/**
+ * The rows `select(where)` reads for (event, VM) pairs (given in event order): one statement per chunk of pairs,
+ * each event's VMs as one `source IN (…)` under its (event_id, occurrence) (the tables' key order), OR-ed.
+ */
+async function allByPairs(
+  tx: SqlExecutor,
+  pairs: ReadonlyArray<{ eventId: string; occurrence: number; source: string }>,
+  select: (where: string) => string,
+): Promise<SqlRow[]> {
+  const out: SqlRow[] = [];
   let i = 0;
   while (i < pairs.length) {
     const terms: string[] = [];
@@ -354,13 +417,7 @@ async function touchedRecords(
       terms.push(`(event_id = ? AND occurrence = ? AND source IN (${sources.map(() => '?').join(', ')}))`);
       params.push(eventId, occurrence, ...sources);
     }
-    for (const row of await tx.all(
-      `SELECT event_id, occurrence, source, body FROM records WHERE ${terms.join(' OR ')}`,
-      params,
-    )) {
-      const k = pairKey(String(row.event_id), Number(row.occurrence), String(row.source));
-      append(out, k, JSON.parse(decodeBody(row.body)) as LifecycleRecord);
-    }
+    for (const row of await tx.all(select(terms.join(' OR ')), params)) out.push(row);
   }
   return out;
 }
@@ -405,13 +462,13 @@ function readThrough(batch: readonly RawFleetEvent[]): Map<string, number> {
 async function storedEvents(
   tx: SqlExecutor,
   events: ReadonlyArray<{ eventId: string; occurrence: number }>,
-): Promise<Map<string, { firstSeenAt: string; eventType: string; status: string }>> {
-  const out = new Map<string, { firstSeenAt: string; eventType: string; status: string }>();
+): Promise<Map<string, { firstSeenAt: string; eventType: string; status: string; pending: boolean }>> {
+  const out = new Map<string, { firstSeenAt: string; eventType: string; status: string; pending: boolean }>();
   const ids = [...new Set(events.map((e) => e.eventId))];
   for (let i = 0; i < ids.length; i += 500) {
     const chunk = ids.slice(i, i + 500);
     const rows = await tx.all(
-      `SELECT event_id, occurrence, first_seen_at, event_type, status FROM maintenance
+      `SELECT event_id, occurrence, first_seen_at, event_type, status, pending FROM maintenance
        WHERE event_id IN (${chunk.map(() => '?').join(', ')})`,
       chunk,
     );
@@ -420,6 +477,7 @@ async function storedEvents(
         firstSeenAt: String(row.first_seen_at),
         eventType: String(row.event_type),
         status: String(row.status),
+        pending: Number(row.pending) === 1,
       });
   }
   return out;

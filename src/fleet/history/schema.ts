@@ -16,6 +16,7 @@ import {
 import { backfillCoverageRollups, coverageRollupTables } from './coverage-rollups.ts';
 import { dimensionBackfill, dimensionTables } from './dimensions.ts';
 import { backfillIntervals, impactTables } from './rollups/impacts.ts';
+import { backfillPending, pendingTables } from './rollups/pending.ts';
 import { backfillRollups, rollupTables } from './rollups/store.ts';
 import type { SqlExecutor } from './sql.ts';
 
@@ -321,6 +322,15 @@ const MIGRATIONS: readonly Migration[] = [
       'INSERT INTO impact_stale (level, bucket) SELECT DISTINCT level, bucket FROM impact_slots',
       'DELETE FROM impact_slots',
     ],
+  },
+  {
+    version: 11,
+    name: 'pending VMs per scope: references of each VM from the pending events, VMs above 0 per scope',
+    // So the blast radius's pending VMs per region, zone and scale set read a count per scope instead of every
+    // affected observation of every pending event (rollups/pending.ts), kept by ingest and prune. Filled from
+    // the pending events' affected observations.
+    statements: () => pendingTables(),
+    backfill: backfillPending,
   },
 ];
 

@@ -25,7 +25,8 @@ import {
 import { Aggregate, mergeSeries, type SeriesCounters } from './rollups/aggregate.ts';
 import { DAY_LEVEL, HOUR_MS } from './rollups/buckets.ts';
 import type { Distribution as Measure } from './rollups/distribution.ts';
-import { type Peak, scopeName, windowPeaks } from './rollups/impacts.ts';
+import { type Peak, windowPeaks } from './rollups/impacts.ts';
+import { pendingPerScope } from './rollups/pending.ts';
 import { type SqlExecutor, type SqlValue, toNumber } from './sql.ts';
 
 /** `dashboard.blastRadiusThreshold` when the configuration does not set it (VMs). */
@@ -202,41 +203,26 @@ export async function blastRadius(
   )
     return blastRadiusByQuery(db, filter, threshold, request, scope);
   const limit = pageSize(request);
-  const w = where(filter, 'm');
-  const [peaks, pendingRows] = await Promise.all([
+  const [peaks, pending] = await Promise.all([
     windowPeaks(db, window.sinceMs, window.untilMs),
-    db.all(
-      `SELECT o.source, o.location, o.zone, o.scale_set FROM maintenance m CROSS JOIN observations o
-       ${sqlWhere(w, ['m.pending = 1', 'o.event_id = m.event_id', 'o.occurrence = m.occurrence', 'o.affects_vm = 1'])}`,
-      w.params,
-    ),
+    pendingPerScope(db, window.sinceMs, window.untilMs),
   ]);
-  const rows = new Map<
-    string,
-    { scope: BlastScope; name: string; pending: Set<string>; peak: Peak | null }
-  >();
+  const rows = new Map<string, { scope: BlastScope; name: string; pending: number; peak: Peak | null }>();
   const rowOf = (kind: BlastScope, name: string) => {
     const key = `${kind}\u0000${name}`;
     let row = rows.get(key);
     if (row === undefined) {
-      row = { scope: kind, name, pending: new Set(), peak: null };
+      row = { scope: kind, name, pending: 0, peak: null };
       rows.set(key, row);
     }
     return row;
   };
   for (const [kind, byName] of peaks) for (const [name, p] of byName) rowOf(kind, name).peak = p;
-  for (const r of pendingRows) {
-    const at = {
-      location: String(r.location ?? ''),
-      zone: String(r.zone ?? ''),
-      scaleSet: String(r.scale_set ?? ''),
-    };
-    for (const kind of BLAST_SCOPES) rowOf(kind, scopeName(kind, at)).pending.add(String(r.source));
-  }
+  for (const [kind, byName] of pending) for (const [name, n] of byName) rowOf(kind, name).pending = n;
   const all = [...rows.values()]
     .filter((r) => scope === undefined || r.scope === scope)
     .map((r) => {
-      const pendingVms = r.pending.size;
+      const pendingVms = r.pending;
       const maxConcurrentVms = r.peak?.peak ?? 0;
       const pendingOverThreshold = pendingVms > threshold;
       const peakOverThreshold = maxConcurrentVms > threshold;

@@ -420,6 +420,7 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
       await tx.run('ALTER TABLE latest_heartbeats DROP COLUMN deleted');
       for (const column of ['location', 'zone', 'scale_set'])
         await tx.run(`ALTER TABLE coverage_days DROP COLUMN ${column}`);
+      for (const table of ['pending_vm_refs', 'pending_scope_counts']) await tx.run(`DROP TABLE ${table}`);
       await tx.run('DELETE FROM schema_migrations WHERE version > 5');
     });
     expect(await countsOf(h.db)).toEqual(kept);
@@ -469,6 +470,7 @@ describe.each(['sqlite', 'postgres'] as const)('coverage counts on %s', (kind) =
     // Back to what schema step 8 had: no counts per dimension.
     const h = await reopenedAfter(first, database, now, async (tx) => {
       await tx.run('DROP TABLE coverage_dimension_counts');
+      for (const table of ['pending_vm_refs', 'pending_scope_counts']) await tx.run(`DROP TABLE ${table}`);
       await tx.run('DELETE FROM schema_migrations WHERE version > 8');
     });
     expect(await countsOf(h.db)).toEqual(kept);

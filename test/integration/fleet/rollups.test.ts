@@ -70,6 +70,14 @@ async function open(kind: Kind, now: Date, database?: string): Promise<FleetHist
   return history;
 }
 
+/** A new history's database (a file, or a PostgreSQL database dropped after the test) to open more than once. */
+async function newDatabase(kind: Kind, name: string): Promise<string> {
+  if (kind === 'sqlite') return join(tmp.dir, `${name}-${seq++}`, 'fleet.db');
+  const db = await createTestDatabase(inject('pgAdminUrl'));
+  cleanups.push(() => db.drop());
+  return db.url;
+}
+
 /** p50/p90 are exact over at most EXACT_LIMIT values, otherwise within RELATIVE_ACCURACY of the exact value. */
 function expectPercentile(got: number | null, exact: number | null, count: number, what: string): void {
   if (exact === null || got === null || count <= EXACT_LIMIT) {
@@ -152,6 +160,48 @@ function withoutCovered<T extends { coveredVms: number }>(view: T): Omit<T, 'cov
   return rest;
 }
 
+/**
+ * The pending VMs per scope kept by ingest and prune (rollups/pending.ts) are what the pending events' affected
+ * observations give now: each VM's references per scope, and per scope the VMs above 0 (summed over partitions).
+ */
+async function expectPendingKept(h: FleetHistory, what: string): Promise<void> {
+  const refs = (rows: Array<Record<string, unknown>>) =>
+    rows.map((r) => `${String(r.scope)}/${String(r.name)}/${String(r.source)}=${Number(r.refs)}`).sort();
+  const scratch: Array<Record<string, unknown>> = [];
+  for (const kind of SCOPE_KINDS)
+    for (const r of await h.db.all(
+      `SELECT o.source, o.location, o.zone, o.scale_set FROM maintenance m
+       JOIN observations o ON o.event_id = m.event_id AND o.occurrence = m.occurrence
+       WHERE m.pending = 1 AND o.affects_vm = 1`,
+    )) {
+      const name = scopeName(kind, {
+        location: String(r.location),
+        zone: String(r.zone),
+        scaleSet: String(r.scale_set),
+      });
+      const found = scratch.find((x) => x.scope === kind && x.name === name && x.source === r.source);
+      if (found === undefined) scratch.push({ scope: kind, name, source: r.source, refs: 1 });
+      else found.refs = Number(found.refs) + 1;
+    }
+  expect(
+    refs(await h.db.all('SELECT scope, name, source, refs FROM pending_vm_refs')),
+    `${what} refs`,
+  ).toEqual(refs(scratch));
+  const perScope = new Map<string, number>();
+  for (const r of scratch)
+    perScope.set(
+      `${String(r.scope)}/${String(r.name)}`,
+      (perScope.get(`${String(r.scope)}/${String(r.name)}`) ?? 0) + 1,
+    );
+  const kept = await h.db.all(
+    'SELECT scope, name, sum(vms) AS n FROM pending_scope_counts GROUP BY scope, name HAVING sum(vms) <> 0',
+  );
+  expect(
+    new Map(kept.map((r) => [`${String(r.scope)}/${String(r.name)}`, Number(r.n)])),
+    `${what} VMs per scope`,
+  ).toEqual(perScope);
+}
+
 /** Every view the rollups answer, against the exact queries, for a set of filters drawn from the history. */
 async function expectViewsExact(
   h: FleetHistory,
@@ -165,6 +215,7 @@ async function expectViewsExact(
     await Promise.all(VALUE_FIELDS.map(async (f) => [f, await exactValues(h.db, f)] as const)),
   ) as Record<ValueField, string[]>;
   for (const f of VALUE_FIELDS) expect(await h.values(f), `${what} values ${f}`).toEqual(values[f]);
+  await expectPendingKept(h, what);
   const [vm] = await h.db.all('SELECT vm_name FROM vms ORDER BY vm_name LIMIT 1');
   const filters: EventFilter[] = [
     {},
@@ -303,14 +354,18 @@ describe.each(['sqlite', 'postgres'] as const)('fleet rollups on %s', (kind) => 
   }, 600_000);
 });
 
-/** Ingests `records` in batches of 100, then refreshes the rollups. */
-async function feed(h: FleetHistory, records: readonly LifecycleRecord[]): Promise<void> {
-  for (let i = 0; i < records.length; i += 100)
+/** Ingests `records` in batches of `size` (100) over `partitions` (1) in turn, then refreshes the rollups. */
+async function feed(
+  h: FleetHistory,
+  records: readonly LifecycleRecord[],
+  { size = 100, partitions = 1, sequence = 0 } = {},
+): Promise<void> {
+  for (let i = 0; i < records.length; i += size)
     await h.ingest(
-      records.slice(i, i + 100).map((body, j) => ({
+      records.slice(i, i + size).map((body, j) => ({
         body,
-        partitionId: '0',
-        sequenceNumber: i + j,
+        partitionId: String((i / size) % partitions),
+        sequenceNumber: sequence + i + j,
         enqueuedAt: new Date(body.time),
       })),
     );
@@ -461,12 +516,7 @@ describe.each(['sqlite', 'postgres'] as const)('a history from before the rollup
   it('is migrated: the backfilled rollups answer as the exact queries do', async () => {
     const fleet = generateFleet({ vms: 60, days: 3, seed: 7, ownEventsPerVmPerDay: 1 });
     const end = new Date(fleet.window.end);
-    let database = join(tmp.dir, `old-${seq++}`, 'fleet.db');
-    if (kind === 'postgres') {
-      const db = await createTestDatabase(inject('pgAdminUrl'));
-      cleanups.push(() => db.drop());
-      database = db.url;
-    }
+    const database = await newDatabase(kind, 'old');
     const before = await openHistory({ database, now: () => end });
     let sequence = 0;
     const records = [...fleet.records()];
@@ -496,6 +546,8 @@ describe.each(['sqlite', 'postgres'] as const)('a history from before the rollup
         'impact_intervals',
         'impact_slots',
         'impact_stale',
+        'pending_vm_refs',
+        'pending_scope_counts',
       ])
         await tx.run(`DROP TABLE ${table}`);
       await tx.run('ALTER TABLE vms DROP COLUMN deleted_at');
@@ -511,12 +563,7 @@ describe.each(['sqlite', 'postgres'] as const)('a history of schema step 9 on %s
   it('has every impact slot rebuilt in the form of step 10, and answers as the exact queries do', async () => {
     const fleet = generateFleet({ vms: 60, days: 3, seed: 9, ownEventsPerVmPerDay: 1 });
     const end = new Date(fleet.window.end);
-    let database = join(tmp.dir, `step9-${seq++}`, 'fleet.db');
-    if (kind === 'postgres') {
-      const db = await createTestDatabase(inject('pgAdminUrl'));
-      cleanups.push(() => db.drop());
-      database = db.url;
-    }
+    const database = await newDatabase(kind, 'step9');
     const random = seededRandom(9);
     const records = withLongImpacts([...fleet.records()], random, 0.15, 0.15);
     const first = await openHistory({ database, now: () => end });
@@ -532,6 +579,7 @@ describe.each(['sqlite', 'postgres'] as const)('a history of schema step 9 on %s
     const v1 = new Writer().uint(1).uint(0).finish();
     await first.db.transaction(async (tx) => {
       await tx.run('UPDATE impact_slots SET body = ?', [v1]);
+      for (const table of ['pending_vm_refs', 'pending_scope_counts']) await tx.run(`DROP TABLE ${table}`);
       await tx.run('DELETE FROM schema_migrations WHERE version > 9');
     });
     await first.close();
@@ -552,6 +600,60 @@ describe.each(['sqlite', 'postgres'] as const)('a history of schema step 9 on %s
         await exactBlastRadius(h.db, filter, 1, { limit: 1000 }),
       );
     }
+  }, 300_000);
+});
+
+describe.each(['sqlite', 'postgres'] as const)('a history of schema step 10 on %s', (kind) => {
+  it('gets its pending VMs per scope counted by step 11, kept by ingest and prune from there', async () => {
+    const fleet = generateFleet({ vms: 80, days: 3, seed: 10, ownEventsPerVmPerDay: 2 });
+    const end = new Date(fleet.window.end);
+    const database = await newDatabase(kind, 'step10');
+    const random = seededRandom(10);
+    // VMs gone silent in their events' impact: those events stay pending (started) for ever, from any day.
+    const records = withLongImpacts([...fleet.records()], random, 0.2, 0);
+    const half = Math.floor(records.length * 0.7);
+    const first = await openHistory({ database, now: () => end });
+    await feed(first, records.slice(0, half));
+    await first.db.transaction(async (tx) => {
+      for (const table of ['pending_vm_refs', 'pending_scope_counts']) await tx.run(`DROP TABLE ${table}`);
+      await tx.run('DELETE FROM schema_migrations WHERE version > 10');
+    });
+    await first.close();
+    const h = await open(kind, end, database);
+    await expectPendingKept(h, 'step 10 migrated');
+    // Windows that leave out some of the pending events (fewer than they keep: the counts less what only those
+    // hold), most of them (the window's own pending observations), and none.
+    const expectBlastExact = async (w: string) => {
+      const seen = (
+        await h.db.all('SELECT first_seen_at FROM maintenance WHERE pending = 1 ORDER BY first_seen_at')
+      ).map((r) => String(r.first_seen_at));
+      expect(seen.length, w).toBeGreaterThan(6);
+      const filters: EventFilter[] = [
+        {},
+        { since: seen[Math.floor(seen.length / 4)] },
+        { until: seen[Math.floor((seen.length * 3) / 4)] },
+        { since: seen[Math.floor(seen.length / 3)], until: seen.at(-2) },
+        { since: seen[Math.floor((seen.length * 3) / 4)] },
+      ];
+      let pendingVms = 0;
+      for (const filter of filters) {
+        const got = withoutCovered(await h.blastRadius(filter, 2, { limit: 1000 }));
+        expect(got, `${w} ${JSON.stringify(filter)}`).toEqual(
+          await exactBlastRadius(h.db, filter, 2, { limit: 1000 }),
+        );
+        pendingVms += got.items.reduce((n, r) => n + r.pendingVms, 0);
+      }
+      expect(pendingVms, w).toBeGreaterThan(0);
+    };
+    await expectBlastExact('migrated');
+    // Ingest goes on from the backfilled counts (later records of pending events, late records, new events).
+    await feed(h, records.slice(half), { size: 37, partitions: 3, sequence: half });
+    await expectPendingKept(h, 'ingested on');
+    await expectBlastExact('ingested on');
+    // Pruning takes events pending since before the cutoff (their VMs silent) out of the counts.
+    await h.prune(new Date(end.getTime() - 1.5 * 86_400_000));
+    await expectPendingKept(h, 'pruned');
+    await expectViewsExact(h, end, random, 'step 10 migrated, ingested on, pruned');
   }, 300_000);
 });
 
