@@ -15,7 +15,7 @@ import {
 } from './coverage-counts.ts';
 import { backfillCoverageRollups, coverageRollupTables } from './coverage-rollups.ts';
 import { dimensionBackfill, dimensionTables } from './dimensions.ts';
-import { backfillIntervals, impactTables } from './rollups/impacts.ts';
+import { backfillIntervals, impactSlotsTable, impactTables } from './rollups/impacts.ts';
 import { backfillPending, pendingTables } from './rollups/pending.ts';
 import { backfillRollups, rollupTables } from './rollups/store.ts';
 import type { SqlExecutor } from './sql.ts';
@@ -331,6 +331,20 @@ const MIGRATIONS: readonly Migration[] = [
     // the pending events' affected observations.
     statements: () => pendingTables(),
     backfill: backfillPending,
+  },
+  {
+    version: 12,
+    name: 'impact slots with the profile of the window start: every slot rebuilt',
+    // So that a slot holding impacts of events announced before a window's start (long notices, days ahead) is
+    // exact for that window without opening its hours: each slot keeps, per scope, the peak of its short
+    // intervals as a function of the window's start (rollups/impacts.ts, slot format 3). Every slot is marked
+    // stale, as in step 10, and the table made anew with last_first_seen_ms (impactSlotsTable), which lets a
+    // window's read leave out the slots before its start that hold nothing of it.
+    statements: (dialect) => [
+      'INSERT INTO impact_stale (level, bucket) SELECT DISTINCT level, bucket FROM impact_slots',
+      'DROP TABLE impact_slots',
+      impactSlotsTable(dialect),
+    ],
   },
 ];
 
