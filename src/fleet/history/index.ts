@@ -27,7 +27,13 @@ import { foldCoverageCounts, sweepCoverage } from './coverage-changes.ts';
 import { coveredVms, pruneCoverageRollups, refreshCoverage } from './coverage-rollups.ts';
 import { DimensionDeltas } from './dimensions.ts';
 import { advanceReadThrough, pruneQuietVms } from './heartbeat-ingest.ts';
-import { emptyIngestResult, type IngestResult, ingestBatch, type RawFleetEvent } from './ingest.ts';
+import {
+  emptyIngestResult,
+  type IngestResult,
+  ingestBatch,
+  lockEvents,
+  type RawFleetEvent,
+} from './ingest.ts';
 import {
   distinctValues,
   type EventFilter,
@@ -361,42 +367,44 @@ export class FleetHistory {
     for (;;) {
       const done = await this.db.transaction(async (tx) => {
         const keys = await tx.all(
-          `SELECT event_id, occurrence, first_seen_at, event_type, status, pending FROM maintenance
-           WHERE last_record_at < ? ORDER BY last_record_at LIMIT ?`,
+          'SELECT event_id, occurrence FROM maintenance WHERE last_record_at < ? ORDER BY last_record_at LIMIT ?',
           [before, PRUNE_BATCH],
         );
         const changes: EntryChange[] = [];
         const dimensions = new DimensionDeltas();
         const pending = new PendingDeltas();
+        await lockEvents(
+          tx,
+          keys.map((k) => ({ eventId: String(k.event_id), occurrence: Number(k.occurrence) })),
+        );
         for (const k of keys) {
           const params = [String(k.event_id), Number(k.occurrence)];
-          await tx.lockKey(`${params[0]}#${params[1]}`);
-          // A pending event pruned (its VMs silent since before the cutoff) leaves the pending VMs per scope.
-          const affected =
-            Number(k.pending) === 1
-              ? await tx.all(
-                  `SELECT source, location, zone, scale_set FROM observations
-                   WHERE event_id = ? AND occurrence = ? AND affects_vm = 1`,
-                  params,
-                )
-              : [];
           result.records += (
             await tx.run('DELETE FROM records WHERE event_id = ? AND occurrence = ?', params)
           ).changes;
-          result.observations += (
-            await tx.run('DELETE FROM observations WHERE event_id = ? AND occurrence = ?', params)
-          ).changes;
-          const deleted = (
-            await tx.run('DELETE FROM maintenance WHERE event_id = ? AND occurrence = ?', params)
-          ).changes;
-          result.events += deleted;
-          if (deleted === 0) continue;
-          for (const o of affected) pending.add(pendingObservation(o), -1);
-          dimensions.add('type', String(k.event_type), -1);
-          dimensions.add('status', String(k.status), -1);
+          const observations = await tx.all(
+            `DELETE FROM observations WHERE event_id = ? AND occurrence = ?
+             RETURNING source, location, zone, scale_set, affects_vm`,
+            params,
+          );
+          result.observations += observations.length;
+          // What the row holds now, under its lock (an ingest may have re-folded it since it was chosen).
+          const [gone] = await tx.all(
+            `DELETE FROM maintenance WHERE event_id = ? AND occurrence = ?
+             RETURNING first_seen_at, event_type, status, pending`,
+            params,
+          );
+          if (gone === undefined) continue;
+          result.events++;
+          // A pending event pruned (its VMs silent since before the cutoff) leaves the pending VMs per scope.
+          if (Number(gone.pending) === 1)
+            for (const o of observations)
+              if (Number(o.affects_vm) === 1) pending.add(pendingObservation(o), -1);
+          dimensions.add('type', String(gone.event_type), -1);
+          dimensions.add('status', String(gone.status), -1);
           changes.push({
             key: eventKey(String(k.event_id), Number(k.occurrence)),
-            before: String(k.first_seen_at),
+            before: String(gone.first_seen_at),
             after: null,
           });
         }

@@ -4,14 +4,19 @@
  * 1. every body is validated (src/fleet/validate.ts: type and size of every field bound to SQL); a body that
  *    fails goes to `rejected` with its reason and the rest of the batch goes on;
  * 2. new records are inserted (CloudEvent (source, id) is the key: re-deliveries are counted duplicates);
- * 3. each touched maintenance event (EventId + occurrence) is locked (PostgreSQL advisory lock; SQLite has one
- *    writer), then the touched VMs' observations are re-folded from all their stored records and the event's
- *    fleet-wide row from all its observations. Folding from what is stored, under the event's lock, makes the
- *    result independent of arrival order and of which consumer got which record: two consumers that both hold
- *    a partition during a handover produce the history one consumer would have;
- * 4. per-VM and per-partition counters and the dimension counts (dimensions.ts) are bumped (commutative upserts);
- * 5. heartbeats (not history rows) update each VM's latest heartbeat and its day's coverage, and each partition's
- *    read-through mark moves to the newest enqueue time of the batch (heartbeat-ingest.ts);
+ * 3. under the locks of the batch's VMs (PostgreSQL advisory locks; SQLite has one writer), taken first, the
+ *    touched (event, VM) observations are re-folded from all their stored records, and the per-VM and
+ *    per-partition counters are bumped; heartbeats (not history rows) update each VM's latest heartbeat and its
+ *    day's coverage, and each partition's read-through mark moves to the newest enqueue time of the batch
+ *    (heartbeat-ingest.ts);
+ * 4. then each touched maintenance event (EventId + occurrence) is locked and its fleet-wide row re-folded from
+ *    all its observations. Folding from what is stored, under the locks of what is folded, makes the result
+ *    independent of arrival order and of which consumer got which record: two consumers that both hold a
+ *    partition during a handover produce the history one consumer would have. A VM's records come through one
+ *    partition, an event's through every partition its VMs hash to: the events' locks are where the
+ *    partitions' batches wait on each other, so only the events' rows and what follows are written under them;
+ * 5. the dimension counts (dimensions.ts) are bumped (commutative upserts) and the events' impact intervals
+ *    replaced (rollups/impacts.ts);
  * 6. the pending VMs per scope move with the events whose pending flag or affected observations changed
  *    (rollups/pending.ts);
  * 7. last, each changed event's entry moves between the hour digests of the rollups (rollups/store.ts), whose
@@ -124,22 +129,27 @@ export async function ingestBatch(
   const { accepted, heartbeats } = await sortBatch(tx, batch, settings.ingestedAt, result);
   const inserted = await insertRecords(tx, accepted, settings.ingestedAt, result);
   result.accepted = inserted.length;
-  const folded = await refoldTouchedEvents(tx, inserted);
-  result.eventsTouched = folded.changes.length;
-
   const partition = partitionOf(batch);
-  // The VMs' rows (vms, latest_heartbeats) are read and written under their locks, taken at once in one order,
-  // so two transactions touching the same VM count its dimensions and coverage state once and never deadlock.
+  // The VMs' rows (vms, latest_heartbeats) and their (event, VM) observations are read and written under the
+  // VMs' locks, taken first, at once, in one order: only the batches of one partition write a VM (a handover
+  // aside), so the partitions' batches go on side by side here.
   await tx.lockKeys(vmLockKeys(inserted, heartbeats));
+  const pairs = await foldTouchedPairs(tx, inserted);
+  const dimensions = new DimensionDeltas();
   const counts = new CoverageDeltas();
-  await bumpVms(tx, inserted, folded.dimensions, counts);
-  await markDeletions(tx, folded.deletions, counts);
+  await bumpVms(tx, inserted, dimensions, counts);
+  await markDeletions(tx, pairs.deletions, counts);
   await ingestHeartbeats(tx, heartbeats, settings.backlogSeconds, counts);
   result.heartbeats = heartbeats.length;
   await advanceReadThrough(tx, readThrough(batch));
   await bumpStats(tx, partition, result, batch.length);
-  await folded.dimensions.write(tx, partition);
   await counts.write(tx, partition);
+  // Then the events' locks, held until commit: an availability set's event arrives through every partition its
+  // members hash to, so this is where the partitions' batches wait on each other — only the events' rows, the
+  // pending VMs, intervals and digests are written under them.
+  const folded = await refoldTouchedEvents(tx, pairs, dimensions);
+  result.eventsTouched = folded.changes.length;
+  await dimensions.write(tx, partition);
   await folded.pending.write(tx, partition);
   await applyIntervalChanges(tx, folded.events, folded.intervals);
   // Last, so that the hour digests (which every transaction of the same hours locks) are held only until commit.
@@ -243,90 +253,113 @@ async function insertRecords(
   return inserted;
 }
 
-/** What re-folding the touched events changed, for the counters, coverage and rollups that follow. */
+/** The (event, VM) pairs a batch's records touched, folded into their observations. */
+interface FoldedPairs {
+  /** Touched events by key, each with the VMs (sources) whose observation was re-folded. */
+  events: Map<string, { eventId: string; occurrence: number; sources: Set<string> }>;
+  /** VMs Preempt/Terminate started on (the fold's vmDeleted): when, for coverage (a deleted VM is not silent). */
+  deletions: Map<string, string>;
+  /**
+   * The touched pairs' affected observations before this fold rewrote them (their scopes, by event key and
+   * source), for the pending VMs per scope (rollups/pending.ts).
+   */
+  affectedBefore: Map<string, Map<string, PendingObservation>>;
+}
+
+/**
+ * 3a. Under the VMs' locks: re-folds the observation of every touched (event, VM) pair from all its stored
+ * records, in a few statements for the whole batch (every pair's records read at once, the observations upserted
+ * 100 a statement). Exact under concurrent consumers: every transaction that stores a record of a pair folds the
+ * pair after it under the VM's lock, held until commit, so the last one reads every record.
+ */
+async function foldTouchedPairs(tx: SqlExecutor, inserted: readonly Accepted[]): Promise<FoldedPairs> {
+  const events: FoldedPairs['events'] = new Map();
+  for (const { record, occurrence } of inserted) {
+    const k = key(record.subject, occurrence);
+    let entry = events.get(k);
+    if (entry === undefined) {
+      entry = { eventId: record.subject, occurrence, sources: new Set() };
+      events.set(k, entry);
+    }
+    entry.sources.add(record.source);
+  }
+  const deletions = new Map<string, string>();
+  const pairs = [...events.keys()].sort().flatMap((k) => {
+    const { eventId, occurrence, sources } = events.get(k)!;
+    return [...sources].sort().map((source) => ({ eventId, occurrence, source }));
+  });
+  const recordsOf = await touchedRecords(tx, pairs);
+  // Whether the event was pending is known under its lock only (3b): every pair's old affected observation.
+  const before = await affectedBefore(tx, pairs);
+  const observations: FleetEvent[] = [];
+  for (const { eventId, occurrence, source } of pairs) {
+    const observation = foldEvent(recordsOf.get(pairKey(eventId, occurrence, source)) ?? []);
+    observations.push(observation);
+    const deletedAt = iso(observation.startedAt);
+    if (observation.vmDeleted && deletedAt !== null && deletedAt > (deletions.get(source) ?? ''))
+      deletions.set(source, deletedAt);
+  }
+  // In key order (event, occurrence, source), so two transactions never wait on each other's rows in a cycle.
+  await upsertRows(tx, 'observations', observations.map(observationRow), OBSERVATION_KEY);
+  return { events, deletions, affectedBefore: before };
+}
+
+/** What re-folding the touched events changed, for the rollups that follow. */
 interface Refolded {
   /** One per touched event: its rollup entry before and after. */
   changes: EntryChange[];
   /** The touched events' impact intervals now (rollups/impacts.ts), replacing what they had. */
   intervals: Interval[];
   events: Array<{ eventId: string; occurrence: number }>;
-  dimensions: DimensionDeltas;
   /** How the pending VMs per scope move (rollups/pending.ts). */
   pending: PendingDeltas;
-  /** VMs Preempt/Terminate started on (the fold's vmDeleted): when, for coverage (a deleted VM is not silent). */
-  deletions: Map<string, string>;
 }
 
 /**
- * 3. Locks each touched maintenance event, re-folds the observations of the VMs whose records arrived and the
- * event's fleet-wide row, and notes how its type and status counts and its rollup entry move.
+ * 3b. Locks each touched maintenance event (after the VMs' locks: every transaction takes them in that order, each
+ * kind sorted, so none waits on another in a cycle), re-folds its fleet-wide row from all its observations, and
+ * notes in `dimensions` how its type and status counts move and in the result how its rollup entry, pending VMs
+ * and intervals do. Exact under concurrent consumers: every transaction that wrote an observation of the event
+ * refolds the event after it under the event's lock, held until commit, so the last one reads every observation.
  */
-async function refoldTouchedEvents(tx: SqlExecutor, inserted: readonly Accepted[]): Promise<Refolded> {
-  // Touched events, each with the VMs (sources) whose observation changed.
-  const touched = new Map<string, { eventId: string; occurrence: number; sources: Set<string> }>();
-  for (const { record, occurrence } of inserted) {
-    const k = key(record.subject, occurrence);
-    let entry = touched.get(k);
-    if (entry === undefined) {
-      entry = { eventId: record.subject, occurrence, sources: new Set() };
-      touched.set(k, entry);
-    }
-    entry.sources.add(record.source);
-  }
+async function refoldTouchedEvents(
+  tx: SqlExecutor,
+  pairs: FoldedPairs,
+  dimensions: DimensionDeltas,
+): Promise<Refolded> {
+  const touched = pairs.events;
   const keys = [...touched.keys()].sort();
-  await tx.lockKeys(keys);
-  // What the rollups and the dimension counts held of each event before this fold (read under its lock).
-  const before = await storedEvents(tx, [...touched.values()]);
   const refolded: Refolded = {
     changes: [],
     intervals: [],
-    events: [...touched.values()],
-    dimensions: new DimensionDeltas(),
+    events: keys.map((k) => touched.get(k)!),
     pending: new PendingDeltas(),
-    deletions: new Map(),
   };
-  // A few statements for the whole batch, not a few per VM: every touched (event, VM)'s records at once, their
-  // observations written at once, every touched event's observations read at once, the events written at once.
-  // The locks are held until commit, so the fewer round trips under them, the sooner another partition's batch
-  // of the same events goes on.
-  const pairs = keys.flatMap((k) => {
-    const { eventId, occurrence, sources } = touched.get(k)!;
-    return [...sources].sort().map((source) => ({ eventId, occurrence, source }));
-  });
-  const recordsOf = await touchedRecords(tx, pairs);
-  const pendingBefore = await affectedBefore(
-    tx,
-    pairs.filter((p) => before.get(key(p.eventId, p.occurrence))?.pending === true),
-  );
-  const observations: FleetEvent[] = [];
-  for (const { eventId, occurrence, source } of pairs) {
-    const observation = foldEvent(recordsOf.get(pairKey(eventId, occurrence, source)) ?? []);
-    observations.push(observation);
-    const deletedAt = iso(observation.startedAt);
-    if (observation.vmDeleted && deletedAt !== null && deletedAt > (refolded.deletions.get(source) ?? ''))
-      refolded.deletions.set(source, deletedAt);
-  }
-  await upsertRows(tx, 'observations', observations.map(observationRow), OBSERVATION_KEY);
-  const observationsOf = await storedObservations(tx, [...touched.values()]);
+  if (keys.length === 0) return refolded;
+  await tx.lockKeys(keys);
+  // What the rollups, the pending VMs and the dimension counts held of each event before this fold, and every
+  // observation of each event (read under its lock, after this transaction's own observations were written).
+  const before = await storedEvents(tx, refolded.events);
+  const observationsOf = await storedObservations(tx, refolded.events);
   const maintenance: MaintenanceEvent[] = [];
   for (const k of keys) {
-    const { eventId, occurrence } = touched.get(k)!;
+    const { eventId, occurrence, sources } = touched.get(k)!;
     const rows = observationsOf.get(k) ?? [];
     const folded = foldMaintenance(rows.map(observationFromRow));
     maintenance.push(folded);
     const old = before.get(k);
     if (old !== undefined) {
-      refolded.dimensions.add('type', old.eventType, -1);
-      refolded.dimensions.add('status', old.status, -1);
+      dimensions.add('type', old.eventType, -1);
+      dimensions.add('status', old.status, -1);
     }
-    refolded.dimensions.add('type', folded.eventType, 1);
-    refolded.dimensions.add('status', folded.status, 1);
+    dimensions.add('type', folded.eventType, 1);
+    dimensions.add('status', folded.status, 1);
     refolded.pending.event(
       old?.pending === true,
       folded.pending,
       rows,
-      touched.get(k)!.sources,
-      pendingBefore.get(k) ?? new Map(),
+      sources,
+      pairs.affectedBefore.get(k) ?? new Map(),
     );
     const affected = rows.filter((o) => Number(o.affects_vm) === 1).map((o) => String(o.source));
     refolded.intervals.push(...intervalsOf(folded.firstSeenAt, rows));
@@ -446,6 +479,30 @@ async function storedObservations(
     }
   }
   return out;
+}
+
+/**
+ * Takes the locks ingest takes to write these events, in its order (prune, before it removes them): the VMs' of
+ * their observations (which ingest writes under them), then the events', each kind sorted, so that a prune and an
+ * ingest never wait on each other in a cycle. A VM whose first record of an event is not committed yet is not
+ * among them: its ingest folds the event after the prune, from what the prune left.
+ */
+export async function lockEvents(
+  tx: SqlExecutor,
+  events: ReadonlyArray<{ eventId: string; occurrence: number }>,
+): Promise<void> {
+  const sources: string[] = [];
+  for (let i = 0; i < events.length; i += READ_PARAMS / 2) {
+    const chunk = events.slice(i, i + READ_PARAMS / 2);
+    const rows = await tx.all(
+      `SELECT DISTINCT source FROM observations
+       WHERE ${chunk.map(() => '(event_id = ? AND occurrence = ?)').join(' OR ')}`,
+      chunk.flatMap((e) => [e.eventId, e.occurrence]),
+    );
+    for (const row of rows) sources.push(String(row.source));
+  }
+  await tx.lockKeys(vmLocks(sources));
+  await tx.lockKeys([...new Set(events.map((e) => key(e.eventId, e.occurrence)))].sort());
 }
 
 /** Per partition of the batch, the newest enqueue time in it: everything before it on that partition is read. */
