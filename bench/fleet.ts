@@ -912,16 +912,20 @@ const WHY = {
   ingestRatio:
     'Ingest at N against N/10 (target ≥ 0.8): what grows with the history per batch is the B-trees each insert ' +
     'and re-fold reaches (records, observations, maintenance and their indexes) once they no longer fit the ' +
-    "store's cache, and the hour digests a batch rewrites, which hold the hour's events. PostgreSQL: each " +
-    'transaction holds the locks of the maintenance events it folds until it commits (src/fleet/history/ingest.ts; ' +
-    "an availability set's event arrives through every partition its members hash to), so the 4 partitions' " +
-    'batches mostly run one after another and a longer transaction at N makes the others wait longer: sampling ' +
-    'pg_stat_activity every 50 ms while 4,000 VMs were ingested (4 partitions at once, a probe beside this ' +
-    "benchmark, 2026-11-28) found 84% of the ingest connections' active samples waiting on those advisory locks, " +
-    'when the fold under them took 2 statements per VM and event. Since it takes a few per batch (all touched ' +
-    'records in one read, multi-row upserts), the same probe, interleaved with the fold before, ingests 1,332-2,202 ' +
-    'records/s instead of 639-1,000, and 75-79% of the samples still wait on the event locks, which cover the ' +
-    "rest of each batch's transaction (VM rows, counts, impact intervals, hour digests) up to its commit.",
+    "store's cache, and the hour digests a batch rewrites, which hold the hour's events. What grows with the " +
+    "fleet: a batch of 100 records spans a tenth of the time at N, so an event's scheduled, started and " +
+    'completed records fall into one batch less often: the same number of records at 40,000 VMs × 2 days and ' +
+    '4,000 × 20 days gives 61 (event, VM) pairs and 47 events per batch against 40 and 31 (src/simulator/fleet.ts, ' +
+    "4 partitions). PostgreSQL: an availability set's event arrives through every partition its members hash " +
+    "to (every batch shares an event with one of the other partitions' latest), and each transaction holds " +
+    "the locks of the events it folds until it commits, so that is where the 4 partitions' batches wait on each " +
+    'other. Since 2026-11-28 (session 40) the (event, VM) observations, the VM rows and their counts are written ' +
+    "under the VMs' locks, taken first (a VM's records come through one partition), and only the events' rows, " +
+    "pending VMs, intervals and digests under the events' (src/fleet/history/ingest.ts); a probe beside this " +
+    'benchmark (PostgreSQL, 4 partitions at once, the two fleets above, interleaved with the order before) ' +
+    "found the advisory-lock share of the ingest connections' active samples 55% -> 29-31% at 40,000 VMs and " +
+    '47% -> 24-26% at 4,000, and records/s 1.31x at 40,000 (geometric mean of 6 pairs, 0.70-1.95x on a loaded ' +
+    'machine) and 0.95x at 4,000 (8 pairs, 0.63-2.10x).',
   size:
     'Bodies are stored deflated (src/fleet/history/body.ts); per record the store keeps besides them the ' +
     "CloudEvent source (the VM's ARM ID) in the row and in the primary key (source, id), 7 more text columns " +
