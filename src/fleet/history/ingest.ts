@@ -264,6 +264,8 @@ interface FoldedPairs {
    * source), for the pending VMs per scope (rollups/pending.ts).
    */
   affectedBefore: Map<string, Map<string, PendingObservation>>;
+  /** SQLite: the touched events' stored type, status, pending flag and first sighting, read before the fold. */
+  storedEvents: StoredEvents | undefined;
 }
 
 /**
@@ -289,8 +291,16 @@ async function foldTouchedPairs(tx: SqlExecutor, inserted: readonly Accepted[]):
     return [...sources].sort().map((source) => ({ eventId, occurrence, source }));
   });
   const recordsOf = await touchedRecords(tx, pairs);
-  // Whether the event was pending is known under its lock only (3b): every pair's old affected observation.
-  const before = await affectedBefore(tx, pairs);
+  // The pending VMs need a pair's old affected observation when its event was pending. PostgreSQL knows that only
+  // under the event's lock (3b), so it reads every pair's; SQLite has one writer, so what the events held before
+  // is known now, and only the pairs of pending events are read.
+  const stored = tx.dialect === 'sqlite' ? await storedEvents(tx, [...events.values()]) : undefined;
+  const before = await affectedBefore(
+    tx,
+    stored === undefined
+      ? pairs
+      : pairs.filter((p) => stored.get(key(p.eventId, p.occurrence))?.pending === true),
+  );
   const observations: FleetEvent[] = [];
   for (const { eventId, occurrence, source } of pairs) {
     const observation = foldEvent(recordsOf.get(pairKey(eventId, occurrence, source)) ?? []);
@@ -301,7 +311,7 @@ async function foldTouchedPairs(tx: SqlExecutor, inserted: readonly Accepted[]):
   }
   // In key order (event, occurrence, source), so two transactions never wait on each other's rows in a cycle.
   await upsertRows(tx, 'observations', observations.map(observationRow), OBSERVATION_KEY);
-  return { events, deletions, affectedBefore: before };
+  return { events, deletions, affectedBefore: before, storedEvents: stored };
 }
 
 /** What re-folding the touched events changed, for the rollups that follow. */
@@ -339,7 +349,7 @@ async function refoldTouchedEvents(
   await tx.lockKeys(keys);
   // What the rollups, the pending VMs and the dimension counts held of each event before this fold, and every
   // observation of each event (read under its lock, after this transaction's own observations were written).
-  const before = await storedEvents(tx, refolded.events);
+  const before = pairs.storedEvents ?? (await storedEvents(tx, refolded.events));
   const observationsOf = await storedObservations(tx, refolded.events);
   const maintenance: MaintenanceEvent[] = [];
   for (const k of keys) {
@@ -515,12 +525,15 @@ function readThrough(batch: readonly RawFleetEvent[]): Map<string, number> {
   return marks;
 }
 
+/** Stored events' type, status, pending flag and first sighting, by key. */
+type StoredEvents = Map<string, { firstSeenAt: string; eventType: string; status: string; pending: boolean }>;
+
 /** The stored type, status and first sighting of events, by key (absent when new). */
 async function storedEvents(
   tx: SqlExecutor,
   events: ReadonlyArray<{ eventId: string; occurrence: number }>,
-): Promise<Map<string, { firstSeenAt: string; eventType: string; status: string; pending: boolean }>> {
-  const out = new Map<string, { firstSeenAt: string; eventType: string; status: string; pending: boolean }>();
+): Promise<StoredEvents> {
+  const out: StoredEvents = new Map();
   const ids = [...new Set(events.map((e) => e.eventId))];
   for (let i = 0; i < ids.length; i += 500) {
     const chunk = ids.slice(i, i + 500);
