@@ -923,9 +923,10 @@ const WHY = {
     "under the VMs' locks, taken first (a VM's records come through one partition), and only the events' rows, " +
     "pending VMs, intervals and digests under the events' (src/fleet/history/ingest.ts); a probe beside this " +
     'benchmark (PostgreSQL, 4 partitions at once, the two fleets above, interleaved with the order before) ' +
-    "found the advisory-lock share of the ingest connections' active samples 55% -> 29-31% at 40,000 VMs and " +
-    '47% -> 24-26% at 4,000, and records/s 1.31x at 40,000 (geometric mean of 6 pairs, 0.70-1.95x on a loaded ' +
-    'machine) and 0.95x at 4,000 (8 pairs, 0.63-2.10x).',
+    "found the advisory-lock share of the ingest connections' active samples 54% -> 26-28% at 40,000 VMs and " +
+    '43-44% -> 24-25% at 4,000; in its last 2 rounds (machine less loaded) 1,251 / 1,374 -> 1,898 / 1,837 ' +
+    'records/s at 40,000 and 1,882 / 1,826 -> 1,845 / 2,025 at 4,000, the same round 40,000 ÷ 4,000 0.66 / 0.75 ' +
+    '-> 1.03 / 0.91 (earlier rounds on a loaded machine: 1.31x at 40,000, 0.95x at 4,000, geometric means).',
   size:
     'Bodies are stored deflated (src/fleet/history/body.ts); per record the store keeps besides them the ' +
     "CloudEvent source (the VM's ARM ID) in the row and in the primary key (source, id), 7 more text columns " +
