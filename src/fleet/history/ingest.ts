@@ -817,7 +817,7 @@ async function bumpStats(
     ] as const
   ).filter(([, value]) => value !== 0);
   if (counters.length === 0) return;
-  // One statement (it runs under the batch's event locks, held until commit).
+  // One statement, on the partition's own rows (kept per partition, so no other consumer waits on them).
   await tx.run(
     `INSERT INTO ingest_stats (partition_id, name, value) VALUES ${counters.map(() => '(?, ?, ?)').join(', ')}
      ON CONFLICT (partition_id, name) DO UPDATE SET value = ingest_stats.value + excluded.value`,
