@@ -25,7 +25,7 @@ import {
 import { Aggregate, mergeSeries, type SeriesCounters } from './rollups/aggregate.ts';
 import { DAY_LEVEL, HOUR_MS } from './rollups/buckets.ts';
 import type { Distribution as Measure } from './rollups/distribution.ts';
-import { type Peak, windowPeaks } from './rollups/impacts.ts';
+import { type Peak, scopeNameSql, windowPeaks } from './rollups/impacts.ts';
 import { pendingPerScope } from './rollups/pending.ts';
 import { type SqlExecutor, type SqlValue, toNumber } from './sql.ts';
 
@@ -285,8 +285,6 @@ export async function blastRadiusByQuery(
 ): Promise<Omit<BlastRadiusPage, 'coveredVms'>> {
   const limit = pageSize(request);
   const w = where(filter, 'm');
-  const label = (column: string, empty: string) =>
-    `CASE WHEN a.${column} = '' THEN '${empty}' ELSE a.${column} END`;
   const params: SqlValue[] = [...w.params, threshold, threshold, threshold, threshold, threshold, threshold];
   const inner: string[] = [];
   if (scope !== undefined) {
@@ -310,8 +308,8 @@ export async function blastRadiusByQuery(
        ${sqlWhere(w, ['o.event_id = m.event_id', 'o.occurrence = m.occurrence', 'o.affects_vm = 1'])}
      ),
      scoped AS MATERIALIZED (
-       SELECT k.scope, CASE k.scope WHEN 'scaleSet' THEN ${label('scale_set', '(none)')}
-           WHEN 'zone' THEN ${label('zone', '(none)')} ELSE ${label('location', '(unknown)')} END AS name,
+       SELECT k.scope, CASE k.scope WHEN 'scaleSet' THEN ${scopeNameSql('scaleSet', 'a')}
+           WHEN 'zone' THEN ${scopeNameSql('zone', 'a')} ELSE ${scopeNameSql('location', 'a')} END AS name,
          a.source, a.pending, a.s, a.e
        FROM affected a CROSS JOIN (
          SELECT 'scaleSet' AS scope UNION ALL SELECT 'zone' UNION ALL SELECT 'location'

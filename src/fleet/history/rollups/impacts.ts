@@ -122,6 +122,17 @@ export function scopeName(kind: ScopeKind, i: Pick<Interval, 'location' | 'zone'
   return i.location === '' ? '(unknown)' : i.location;
 }
 
+/** scopeName in SQL: the name of `kind`'s scope of the row aliased `alias` (observations' columns). */
+export function scopeNameSql(kind: ScopeKind, alias: string): string {
+  const [column, empty] =
+    kind === 'scaleSet'
+      ? ['scale_set', '(none)']
+      : kind === 'zone'
+        ? ['zone', '(none)']
+        : ['location', '(unknown)'];
+  return `CASE WHEN ${alias}.${column} = '' THEN '${empty}' ELSE ${alias}.${column} END`;
+}
+
 /** The intervals of one maintenance event (first seen at `firstSeenAt`) from its observation rows. */
 export function intervalsOf(firstSeenAt: string, observations: readonly SqlRow[]): Interval[] {
   const f = Date.parse(firstSeenAt);

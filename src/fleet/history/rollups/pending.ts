@@ -19,7 +19,7 @@
  * window's pending observations directly.
  */
 import type { SqlExecutor, SqlRow, SqlValue } from '../sql.ts';
-import { SCOPE_KINDS, type ScopeKind, scopeName } from './impacts.ts';
+import { SCOPE_KINDS, type ScopeKind, scopeName, scopeNameSql } from './impacts.ts';
 
 export function pendingTables(): string[] {
   return [
@@ -40,23 +40,15 @@ export function pendingTables(): string[] {
   ];
 }
 
-const label = (column: string, empty: string) =>
-  `CASE WHEN o.${column} = '' THEN '${empty}' ELSE o.${column} END`;
-const SCOPE_COLUMNS: Record<ScopeKind, string> = {
-  scaleSet: label('scale_set', '(none)'),
-  zone: label('zone', '(none)'),
-  location: label('location', '(unknown)'),
-};
-
 /** The counts of an existing history (schema step 11), from the pending events' affected observations. */
 export async function backfillPending(tx: SqlExecutor): Promise<void> {
   for (const kind of SCOPE_KINDS)
     await tx.run(
       `INSERT INTO pending_vm_refs (scope, name, source, refs)
-       SELECT '${kind}', ${SCOPE_COLUMNS[kind]}, o.source, count(*)
+       SELECT '${kind}', ${scopeNameSql(kind, 'o')}, o.source, count(*)
        FROM maintenance m JOIN observations o ON o.event_id = m.event_id AND o.occurrence = m.occurrence
        WHERE m.pending = 1 AND o.affects_vm = 1
-       GROUP BY ${SCOPE_COLUMNS[kind]}, o.source`,
+       GROUP BY ${scopeNameSql(kind, 'o')}, o.source`,
     );
   await tx.run(
     `INSERT INTO pending_scope_counts (scope, name, partition_id, vms)
