@@ -9,7 +9,8 @@
  * - Durability is off (initdb --no-sync, fsync=off, …): the data directory is thrown away after the run.
  *
  * Vitest starts one server per run (postgres-global-setup.ts, `inject('pgAdminUrl')`); each test makes its own
- * database with createTestDatabase. Benchmarks call startPostgresServer() directly.
+ * database with createTestDatabase. Benchmarks call startPostgresServer() directly, and may size the server (say,
+ * shared_buffers) with `settings`.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -33,8 +34,14 @@ const UNPRIVILEGED = { uid: 65534, gid: 65534 };
 const START_TIMEOUT_MS = 60_000;
 const LOG_TAIL_LINES = 40;
 
-/** Starts a server (or returns PG_TEST_URL's). Throws, with the reason and the server's log tail, if it cannot. */
-export async function startPostgresServer(): Promise<PostgresServer> {
+/**
+ * Starts a server (or returns PG_TEST_URL's, whatever `settings` ask). Throws, with the reason and the server's log
+ * tail, if it cannot. `settings`: server parameters (postgres -c name=value) beside this module's own, and above them
+ * except the address and port (127.0.0.1 only).
+ */
+export async function startPostgresServer(
+  settings: Readonly<Record<string, string>> = {},
+): Promise<PostgresServer> {
   const external = process.env.PG_TEST_URL;
   if (external) return { adminUrl: external, stop: async () => {} };
 
@@ -79,7 +86,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     let lastError: Error | undefined;
     for (let attempt = 1; attempt <= 3; attempt++) {
       const port = await freePort();
-      const started = await startServer(postgres, dataDir, port, ids);
+      const started = await startServer(postgres, dataDir, port, ids, settings);
       if ('child' in started) {
         const { child } = started;
         const killOnExit = (): void => {
@@ -220,11 +227,9 @@ async function startServer(
   dataDir: string,
   port: number,
   ids: { uid?: number; gid?: number },
+  extra: Readonly<Record<string, string>>,
 ): Promise<{ child: ChildProcess } | { error: Error }> {
   const settings = {
-    listen_addresses: '127.0.0.1',
-    port: String(port),
-    unix_socket_directories: '',
     fsync: 'off',
     synchronous_commit: 'off',
     full_page_writes: 'off',
@@ -232,6 +237,11 @@ async function startServer(
     // Not /dev/shm, which containers often keep tiny.
     dynamic_shared_memory_type: 'mmap',
     deadlock_timeout: '100ms',
+    ...extra,
+    // 127.0.0.1 only, whatever `extra` says.
+    listen_addresses: '127.0.0.1',
+    port: String(port),
+    unix_socket_directories: '',
   };
   const args = [
     '-D',
