@@ -27,6 +27,7 @@ import {
   STATE_COLUMNS,
 } from './coverage-counts.ts';
 import { vmLocks } from './heartbeat-ingest.ts';
+import { unfoldedRows } from './partition-counts.ts';
 import { type SqlExecutor, type SqlValue, toNumber } from './sql.ts';
 
 /** The thresholds a state depends on (coverage.ts CoverageSettings). */
@@ -210,15 +211,6 @@ export async function foldCoverageCounts(tx: SqlExecutor): Promise<number> {
     `DELETE FROM coverage_dimension_counts WHERE partition_id = '*' AND ${columns.map((c) => `${c} = 0`).join(' AND ')}`,
   );
   return folded.length + foldedByDimension.length;
-}
-
-/** Deletes a counts table's rows of the writing partitions (PostgreSQL: those no transaction holds), returning them. */
-function unfoldedRows(tx: SqlExecutor, table: string, key: string, values: string): string {
-  return tx.dialect === 'postgres'
-    ? `DELETE FROM ${table} WHERE (${key}, partition_id) IN (
-         SELECT ${key}, partition_id FROM ${table} WHERE partition_id <> '*' FOR UPDATE SKIP LOCKED)
-       RETURNING ${key}, ${values}`
-    : `DELETE FROM ${table} WHERE partition_id <> '*' RETURNING ${key}, ${values}`;
 }
 
 /**

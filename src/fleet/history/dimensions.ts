@@ -6,7 +6,8 @@
  * The counts are kept by the transactions that change what they count (ingest: a re-fold moves its event from
  * its old type and status to its new ones, a VM's upsert from its old region, zone and scale set; prune: what it
  * deletes), as signed deltas on rows of their own partition (like ingest_stats), so two consumers never wait
- * on each other's counter and the sum over partitions is exact. A value is listed while its count is above 0.
+ * on each other's counter and the sum over partitions is exact; the refresh folds them into one row per value
+ * (partition-counts.ts). A value is listed while its count is above 0.
  */
 import type { SqlExecutor, SqlValue } from './sql.ts';
 

@@ -34,6 +34,7 @@ import {
   lockEvents,
   type RawFleetEvent,
 } from './ingest.ts';
+import { foldViewCounts } from './partition-counts.ts';
 import {
   distinctValues,
   type EventFilter,
@@ -150,7 +151,8 @@ export class FleetHistory {
 
   /**
    * Rebuilds the rollup buckets whose hours changed since they were built (rollups/store.ts) and the coverage
-   * rollups (coverage-rollups.ts), and sweeps the coverage counts (#sweepCoverage). Readers are exact without it
+   * rollups (coverage-rollups.ts), folds the counts the views read into one row per key (partition-counts.ts), and
+   * sweeps the coverage counts (#sweepCoverage). Readers are exact without it
    * (they read a stale bucket's children, the VMs not swept); it keeps what they read small. Returns the buckets rebuilt
    * (0 when another consumer of the same PostgreSQL database is refreshing right now).
    */
@@ -161,6 +163,7 @@ export class FleetHistory {
       const started = performance.now();
       const rebuilt =
         (await refreshRollups(this.db, maxLevel)) + (await this.db.transaction((tx) => refreshCoverage(tx)));
+      await this.db.transaction((tx) => foldViewCounts(tx));
       await this.#sweepCoverage();
       for (let level = 1; level <= maxLevel; level++) this.#refreshedAt[level] = started;
       return rebuilt;

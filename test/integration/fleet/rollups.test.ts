@@ -354,6 +354,59 @@ describe.each(['sqlite', 'postgres'] as const)('fleet rollups on %s', (kind) => 
   }, 600_000);
 });
 
+describe.each(['sqlite', 'postgres'] as const)('the counts the views read on %s', (kind) => {
+  it('are folded by the refresh into one row per key, and stay exact with the deltas written after', async () => {
+    const fleet = generateFleet({ vms: 60, days: 3, seed: 41, ownEventsPerVmPerDay: 2 });
+    const end = new Date(fleet.window.end);
+    const records = [...fleet.records()];
+    const h = await open(kind, end);
+    const tables = [
+      { table: 'dimension_refs', key: 'field, value' },
+      { table: 'pending_scope_counts', key: 'scope, name' },
+    ];
+    const expectExact = async (what: string) => {
+      for (const f of VALUE_FIELDS)
+        expect(await h.values(f), `${what} values ${f}`).toEqual(await exactValues(h.db, f));
+      await expectPendingKept(h, what);
+    };
+    const partitionRows = async () => {
+      let n = 0;
+      for (const { table } of tables)
+        n += Number((await h.db.all(`SELECT count(*) AS n FROM ${table} WHERE partition_id <> '*'`))[0]?.n);
+      return n;
+    };
+    const half = Math.floor(records.length / 2);
+    await feed(h, records.slice(0, half), { partitions: 4 });
+    expect(await partitionRows(), 'rows left in the partitions after the refresh').toBe(0);
+    for (const { table, key } of tables) {
+      const [row] = await h.db.all(
+        `SELECT count(*) AS n, (SELECT count(*) FROM (SELECT DISTINCT ${key} FROM ${table}) k) AS keys FROM ${table}`,
+      );
+      expect(Number(row?.n), `${table}: one row per key`).toBe(Number(row?.keys));
+      expect(Number(row?.n), `${table} holds counts`).toBeGreaterThan(0);
+    }
+    await expectExact('folded');
+    // Deltas beside the folded rows, then folded again.
+    for (let i = half; i < records.length; i += 50)
+      await h.ingest(
+        records.slice(i, i + 50).map((body, j) => ({
+          body,
+          partitionId: String((i / 50) % 4),
+          sequenceNumber: i + j,
+          enqueuedAt: new Date(body.time),
+        })),
+      );
+    expect(await partitionRows(), 'deltas written after the fold').toBeGreaterThan(0);
+    await expectExact('folded and deltas');
+    await h.refreshRollups();
+    expect(await partitionRows(), 'rows left in the partitions after the second refresh').toBe(0);
+    await expectExact('folded twice');
+    await h.prune(new Date(end.getTime() - 1.5 * 86_400_000));
+    await h.refreshRollups();
+    await expectExact('pruned and folded');
+  }, 120_000);
+});
+
 /** Ingests `records` in batches of `size` (100) over `partitions` (1) in turn, then refreshes the rollups. */
 async function feed(
   h: FleetHistory,

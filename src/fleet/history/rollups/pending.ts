@@ -7,7 +7,8 @@
  * - `pending_vm_refs`: per scope and VM, how many pending events' affected observations of that scope the VM
  *   has (a reference count, rows above 0 only);
  * - `pending_scope_counts`: per scope, how many VMs have a count above 0, as signed deltas on rows of the writing
- *   partition (like dimension_refs: two consumers never wait on each other's counter; the sum is exact).
+ *   partition (like dimension_refs: two consumers never wait on each other's counter; the sum is exact), folded
+ *   into one row per scope by the refresh (partition-counts.ts).
  *
  * An event's contribution is a function of its own rows (its pending flag and its observations), so they change
  * only when ingest re-folds it or prune deletes it: the re-fold moves the event's old contribution out and its
