@@ -207,43 +207,37 @@ export async function blastRadius(
     windowPeaks(db, window.sinceMs, window.untilMs),
     pendingPerScope(db, window.sinceMs, window.untilMs),
   ]);
-  const rows = new Map<string, { scope: BlastScope; name: string; pending: number; peak: Peak | null }>();
-  const rowOf = (kind: BlastScope, name: string) => {
-    const key = `${kind}\u0000${name}`;
-    let row = rows.get(key);
-    if (row === undefined) {
-      row = { scope: kind, name, pending: 0, peak: null };
-      rows.set(key, row);
-    }
-    return row;
+  // Every scope's row, its peak's instant kept in ms until it is on the page.
+  const all: Array<Omit<BlastRadiusRow, 'peakAt'> & { peakAtMs: number | null }> = [];
+  const add = (kind: BlastScope, name: string, pendingVms: number, peak: Peak | undefined) => {
+    const maxConcurrentVms = peak?.peak ?? 0;
+    const pendingOverThreshold = pendingVms > threshold;
+    const peakOverThreshold = maxConcurrentVms > threshold;
+    all.push({
+      scope: kind,
+      name,
+      pendingVms,
+      maxConcurrentVms,
+      peakAtMs: peak?.atMs ?? null,
+      overThreshold: pendingOverThreshold || peakOverThreshold,
+      pendingOverThreshold,
+      peakOverThreshold,
+    });
   };
-  for (const [kind, byName] of peaks) for (const [name, p] of byName) rowOf(kind, name).peak = p;
-  for (const [kind, byName] of pending) for (const [name, n] of byName) rowOf(kind, name).pending = n;
-  const all = [...rows.values()]
-    .filter((r) => scope === undefined || r.scope === scope)
-    .map((r) => {
-      const pendingVms = r.pending;
-      const maxConcurrentVms = r.peak?.peak ?? 0;
-      const pendingOverThreshold = pendingVms > threshold;
-      const peakOverThreshold = maxConcurrentVms > threshold;
-      return {
-        scope: r.scope,
-        name: r.name,
-        pendingVms,
-        maxConcurrentVms,
-        peakAt: r.peak?.peakAt ?? null,
-        overThreshold: pendingOverThreshold || peakOverThreshold,
-        pendingOverThreshold,
-        peakOverThreshold,
-      };
-    })
-    .sort(
-      (x, y) =>
-        y.pendingVms - x.pendingVms ||
-        y.maxConcurrentVms - x.maxConcurrentVms ||
-        cmp(x.scope, y.scope) ||
-        cmp(x.name, y.name),
-    );
+  for (const kind of BLAST_SCOPES) {
+    if (scope !== undefined && kind !== scope) continue;
+    const byPeak = peaks.get(kind) ?? new Map<string, Peak>();
+    const byPending = pending.get(kind) ?? new Map<string, number>();
+    for (const [name, peak] of byPeak) add(kind, name, byPending.get(name) ?? 0, peak);
+    for (const [name, n] of byPending) if (!byPeak.has(name)) add(kind, name, n, undefined);
+  }
+  all.sort(
+    (x, y) =>
+      y.pendingVms - x.pendingVms ||
+      y.maxConcurrentVms - x.maxConcurrentVms ||
+      cmp(x.scope, y.scope) ||
+      cmp(x.name, y.name),
+  );
   let rest = all;
   if (request.cursor) {
     const [pending, peak, s, name] = decodeCursor(request.cursor, 4);
@@ -256,7 +250,16 @@ export async function blastRadius(
               (r.scope > String(s) || (r.scope === String(s) && r.name > String(name)))))),
     );
   }
-  const items = rest.slice(0, limit);
+  const items = rest.slice(0, limit).map((r) => ({
+    scope: r.scope,
+    name: r.name,
+    pendingVms: r.pendingVms,
+    maxConcurrentVms: r.maxConcurrentVms,
+    peakAt: r.peakAtMs === null ? null : new Date(r.peakAtMs).toISOString(),
+    overThreshold: r.overThreshold,
+    pendingOverThreshold: r.pendingOverThreshold,
+    peakOverThreshold: r.peakOverThreshold,
+  }));
   const last = items.at(-1);
   return {
     items,

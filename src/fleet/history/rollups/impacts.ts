@@ -686,10 +686,16 @@ function mergeSlot(into: SlotMap, from: SlotMap, start: number): void {
 // ----------------------------------------------------------------------------------------------------------
 // The query.
 
-/** A scope's peak in a window: the most VMs impacted at once and the earliest instant of it. */
+/** A scope's peak in a window: the most VMs impacted at once and the earliest instant of it (ms). */
 export interface Peak {
   peak: number;
-  peakAt: string | null;
+  atMs: number;
+}
+
+/** A scope's items and whether they are in order. */
+interface Queue {
+  items: Item[];
+  sorted: boolean;
 }
 
 interface Item {
@@ -731,13 +737,21 @@ export async function windowPeaks(
   }
   const stale = new Set(staleRows.map((r) => `${Number(r.level)}:${Number(r.bucket)}`));
   const isStale = (level: number, bucket: number) => stale.has(`${level}:${bucket}`);
-  /** Per kind and scope, a queue of items (kept sorted: M descending, earliest first). */
-  const queues = new Map<ScopeKind, Map<string, Item[]>>(SCOPE_KINDS.map((k) => [k, new Map()]));
+  const peaks = new Map<ScopeKind, Map<string, Peak>>(SCOPE_KINDS.map((k) => [k, new Map()]));
+  /**
+   * Per kind, the queues of the scopes still searching (a settled scope's is dropped): its items, sorted before
+   * each round where one came (M descending, earliest first).
+   */
+  const queues = new Map<ScopeKind, Map<string, Queue>>(SCOPE_KINDS.map((k) => [k, new Map()]));
   const push = (kind: ScopeKind, name: string, item: Item) => {
+    if (peaks.get(kind)!.has(name)) return;
     const q = queues.get(kind)!;
-    const list = q.get(name) ?? [];
-    list.push(item);
-    q.set(name, list);
+    const queue = q.get(name);
+    if (queue === undefined) q.set(name, { items: [item], sorted: true });
+    else {
+      queue.items.push(item);
+      queue.sorted = false;
+    }
   };
   /** Nodes to open for every scope (a stale node: its children, whatever its scopes). */
   const openAll = new Map<string, Bucket>();
@@ -785,8 +799,6 @@ export async function windowPeaks(
     if (isStale(TOP_LEVEL, bucket))
       openAll.set(bucketKey({ level: TOP_LEVEL, bucket }), { level: TOP_LEVEL, bucket });
 
-  const peaks = new Map<ScopeKind, Map<string, Peak>>(SCOPE_KINDS.map((k) => [k, new Map()]));
-  /** Per (level:bucket), the (kind, scope) pairs waiting for it to be opened. */
   for (let round = 0; ; round++) {
     // Each round opens at least one node per scope still searching, and no node twice for a scope: a guard
     // against a search that would not end (a defect), far above any history's nodes.
@@ -800,14 +812,19 @@ export async function windowPeaks(
       continue;
     }
     for (const kind of SCOPE_KINDS) {
-      for (const [name, items] of queues.get(kind)!) {
-        if (peaks.get(kind)!.has(name)) continue;
-        items.sort((x, y) => y.m - x.m || x.at - y.at || Number(y.exact) - Number(x.exact));
+      const q = queues.get(kind)!;
+      for (const [name, queue] of q) {
+        const items = queue.items;
+        if (!queue.sorted) {
+          items.sort((x, y) => y.m - x.m || x.at - y.at || Number(y.exact) - Number(x.exact));
+          queue.sorted = true;
+        }
         // Scopes whose best item waits for a stale node being opened wait with it.
         const top = items[0];
         if (top === undefined) continue;
         if (top.exact) {
-          peaks.get(kind)!.set(name, { peak: top.m, peakAt: new Date(top.at).toISOString() });
+          peaks.get(kind)!.set(name, { peak: top.m, atMs: top.at });
+          q.delete(name);
           continue;
         }
         // The top node is opened, with every other one of the same bound not behind an exact item: one of them
@@ -817,7 +834,9 @@ export async function windowPeaks(
           const item = items.shift()!;
           const key = bucketKey(item);
           const entry = toOpen.get(key) ?? { node: { level: item.level, bucket: item.bucket }, waiting: [] };
-          entry.waiting.push([kind, name]);
+          // Once per node (two items of a scope for one node: the node offered twice).
+          const last = entry.waiting.at(-1);
+          if (last?.[0] !== kind || last[1] !== name) entry.waiting.push([kind, name]);
           toOpen.set(key, entry);
         }
       }
@@ -1017,14 +1036,14 @@ async function openParents(
           ?.push({ kind: String(r.kind) as ScopeKind, map: readSlot(r) });
     for (const [key, w] of wanted) {
       const { level, bucket } = w.node;
-      // The scopes waiting, looked up in the slot (a slot holds every scope of its kind).
-      const names = new Map<ScopeKind, Set<string>>(SCOPE_KINDS.map((k) => [k, new Set()]));
-      for (const [kind, name] of w.waiting) names.get(kind)!.add(name);
+      // The scopes waiting, looked up in the slot (a slot holds every scope of its kind; a scope waits on a node
+      // once).
       for (const { kind, map } of cache.get(key) ?? []) {
         if (w.all) offer(kind, level, bucket, map);
         else {
           const picked: Array<[string, ScopeSlot]> = [];
-          for (const name of names.get(kind)!) {
+          for (const [k, name] of w.waiting) {
+            if (k !== kind) continue;
             const s = map.get(name);
             if (s !== undefined) picked.push([name, s]);
           }
