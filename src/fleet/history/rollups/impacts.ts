@@ -692,10 +692,19 @@ export interface Peak {
   atMs: number;
 }
 
-/** A scope's items and whether they are in order. */
+/** A scope's best exact item, the bounds still to open and whether they are in order. */
 interface Queue {
-  items: Item[];
+  best: Item | undefined;
+  bounds: Item[];
   sorted: boolean;
+}
+
+/**
+ * Whether the exact item `exact` comes before `other` in the search's order (M descending, earliest first, an
+ * exact item before a bound of the same M and instant): then `other` cannot be the answer.
+ */
+function comesFirst(exact: Item, other: Item): boolean {
+  return exact.m > other.m || (exact.m === other.m && exact.at <= other.at);
 }
 
 interface Item {
@@ -739,26 +748,34 @@ export async function windowPeaks(
   const isStale = (level: number, bucket: number) => stale.has(`${level}:${bucket}`);
   const peaks = new Map<ScopeKind, Map<string, Peak>>(SCOPE_KINDS.map((k) => [k, new Map()]));
   /**
-   * Per kind, the queues of the scopes still searching (a settled scope's is dropped): its items, sorted before
-   * each round where one came (M descending, earliest first).
+   * Per kind, the queues of the scopes still searching (a settled scope's is dropped): its best exact item and
+   * the bounds that may still beat it, sorted before each round where one came (M descending, earliest first).
    */
   const queues = new Map<ScopeKind, Map<string, Queue>>(SCOPE_KINDS.map((k) => [k, new Map()]));
   const push = (kind: ScopeKind, name: string, item: Item) => {
     if (peaks.get(kind)!.has(name)) return;
     const q = queues.get(kind)!;
-    const queue = q.get(name);
-    if (queue === undefined) q.set(name, { items: [item], sorted: true });
+    let queue = q.get(name);
+    if (queue === undefined) {
+      queue = { best: undefined, bounds: [], sorted: true };
+      q.set(name, queue);
+    }
+    // An item the best exact one comes before can never be the answer.
+    if (queue.best !== undefined && comesFirst(queue.best, item)) return;
+    if (item.exact) queue.best = item;
     else {
-      queue.items.push(item);
+      queue.bounds.push(item);
       queue.sorted = false;
     }
   };
   /** Nodes to open for every scope (a stale node: its children, whatever its scopes). */
   const openAll = new Map<string, Bucket>();
-  const offer = (kind: ScopeKind, level: number, bucket: number, map: Iterable<[string, ScopeSlot]>) => {
+  const offer: Offer = (kind, level, bucket, map, names) => {
     const start = bucket * LEVEL_HOURS[level]! * HOUR_MS;
     const end = start + LEVEL_HOURS[level]! * HOUR_MS;
-    for (const [name, s] of map) {
+    for (const name of names ?? map.keys()) {
+      const s = map.get(name);
+      if (s === undefined) continue;
       const long = longIn(longs.get(kind)?.get(name), start, end, a, b);
       // No interval of the window is active there.
       if ((s.maxF < a || s.minF >= b) && !long.inWindow) continue;
@@ -814,24 +831,29 @@ export async function windowPeaks(
     for (const kind of SCOPE_KINDS) {
       const q = queues.get(kind)!;
       for (const [name, queue] of q) {
-        const items = queue.items;
+        const { best, bounds } = queue;
         if (!queue.sorted) {
-          items.sort((x, y) => y.m - x.m || x.at - y.at || Number(y.exact) - Number(x.exact));
+          bounds.sort((x, y) => y.m - x.m || x.at - y.at);
           queue.sorted = true;
         }
         // Scopes whose best item waits for a stale node being opened wait with it.
-        const top = items[0];
-        if (top === undefined) continue;
-        if (top.exact) {
-          peaks.get(kind)!.set(name, { peak: top.m, atMs: top.at });
+        const top = bounds[0];
+        if (best !== undefined && (top === undefined || comesFirst(best, top))) {
+          peaks.get(kind)!.set(name, { peak: best.m, atMs: best.at });
           q.delete(name);
           continue;
         }
-        // The top node is opened, with every other one of the same bound not behind an exact item: one of them
-        // holds the peak unless the top one reaches that bound, so a round trip per node of a tie (a window's
-        // end inside the long notices of a region: its slots after the end all bound by the same M) is saved.
-        while (items[0] !== undefined && !items[0].exact && items[0].m === top.m) {
-          const item = items.shift()!;
+        if (top === undefined) continue;
+        // The top node is opened, with every other one of the same bound not behind the best exact item: one of
+        // them holds the peak unless the top one reaches that bound, so a round trip per node of a tie (a
+        // window's end inside the long notices of a region: its slots after the end all bound by the same M) is
+        // saved.
+        while (
+          bounds[0] !== undefined &&
+          bounds[0].m === top.m &&
+          !(best !== undefined && comesFirst(best, bounds[0]))
+        ) {
+          const item = bounds.shift()!;
           const key = bucketKey(item);
           const entry = toOpen.get(key) ?? { node: { level: item.level, bucket: item.bucket }, waiting: [] };
           // Once per node (two items of a scope for one node: the node offered twice).
@@ -918,6 +940,16 @@ function byScope(kind: ScopeKind, intervals: readonly Interval[]): Map<string, I
   return out;
 }
 
+interface LongCounts {
+  readonly all: number;
+  readonly outside: number;
+  readonly varying: boolean;
+  readonly outsideVarying: boolean;
+  readonly inWindow: boolean;
+}
+
+const NO_LONG: LongCounts = { all: 0, outside: 0, varying: false, outsideVarying: false, inWindow: false };
+
 /**
  * A scope's long intervals over the slot [start, end): how many are active all through it (`all`) and how many of
  * those are not of the window [a, b) by first sighting (`outside`); whether one is active in only part of it
@@ -930,9 +962,11 @@ function longIn(
   end: number,
   a: number,
   b: number,
-): { all: number; outside: number; varying: boolean; outsideVarying: boolean; inWindow: boolean } {
+): LongCounts {
+  // Most scopes have none: one shared answer, not an object per slot and scope.
+  if (intervals === undefined) return NO_LONG;
   const out = { all: 0, outside: 0, varying: false, outsideVarying: false, inWindow: false };
-  for (const v of intervals ?? []) {
+  for (const v of intervals) {
     if (v.endMs < start || v.startMs >= end) continue;
     const inWindow = v.firstSeenMs >= a && v.firstSeenMs < b;
     out.inWindow ||= inWindow;
@@ -950,6 +984,15 @@ function longIn(
 
 type Waiting = Array<[ScopeKind, string]>;
 
+/** Offers a slot's summaries to the search: of the scopes `names` (every scope of the slot without). */
+type Offer = (
+  kind: ScopeKind,
+  level: number,
+  bucket: number,
+  slot: SlotMap,
+  names?: readonly string[],
+) => void;
+
 /**
  * Opens nodes: a node above the hours gives its children's summaries (a stale child is opened next round for
  * every scope); an hour gives, for each scope waiting on it, the exact c_W of its intervals of the window, and so
@@ -963,7 +1006,7 @@ async function openNodes(
   a: number,
   b: number,
   isStale: (level: number, bucket: number) => boolean,
-  offer: (kind: ScopeKind, level: number, bucket: number, slot: Iterable<[string, ScopeSlot]>) => void,
+  offer: Offer,
   push: (kind: ScopeKind, name: string, item: Item) => void,
   openAll: Map<string, Bucket>,
   cache: Map<string, Array<{ kind: ScopeKind; map: SlotMap }>>,
@@ -997,14 +1040,14 @@ async function openParents(
   db: SqlExecutor,
   parents: ReadonlyArray<{ node: Bucket; waiting: Waiting }>,
   isStale: (level: number, bucket: number) => boolean,
-  offer: (kind: ScopeKind, level: number, bucket: number, slot: Iterable<[string, ScopeSlot]>) => void,
+  offer: Offer,
   openAll: Map<string, Bucket>,
   cache: Map<string, Array<{ kind: ScopeKind; map: SlotMap }>>,
 ): Promise<void> {
   if (parents.length > 0) {
     const clauses: string[] = [];
     const params: SqlValue[] = [];
-    const wanted = new Map<string, { node: Bucket; waiting: Array<[ScopeKind, string]>; all: boolean }>();
+    const wanted = new Map<string, { node: Bucket; waiting: Waiting[]; all: boolean }>();
     for (const p of parents) {
       const all = isStale(p.node.level, p.node.bucket);
       const missing: Bucket[] = [];
@@ -1015,7 +1058,7 @@ async function openParents(
           continue;
         }
         const w = wanted.get(key) ?? { node: c, waiting: [], all: false };
-        w.waiting.push(...p.waiting);
+        w.waiting.push(p.waiting);
         w.all ||= all;
         wanted.set(key, w);
         if (!cache.has(key)) missing.push(c);
@@ -1034,21 +1077,23 @@ async function openParents(
         cache
           .get(`${Number(r.level)}:${Number(r.bucket)}`)
           ?.push({ kind: String(r.kind) as ScopeKind, map: readSlot(r) });
+    // The scopes waiting by kind, once per parent (its children share them).
+    const byKind = new Map<Waiting, Map<ScopeKind, string[]>>();
+    const namesOf = (waiting: Waiting, kind: ScopeKind): string[] => {
+      let kinds = byKind.get(waiting);
+      if (kinds === undefined) {
+        kinds = new Map(SCOPE_KINDS.map((k) => [k, []]));
+        for (const [k, name] of waiting) kinds.get(k)!.push(name);
+        byKind.set(waiting, kinds);
+      }
+      return kinds.get(kind)!;
+    };
     for (const [key, w] of wanted) {
       const { level, bucket } = w.node;
-      // The scopes waiting, looked up in the slot (a slot holds every scope of its kind; a scope waits on a node
-      // once).
+      // The scopes waiting, looked up in the slot (a slot holds every scope of its kind).
       for (const { kind, map } of cache.get(key) ?? []) {
         if (w.all) offer(kind, level, bucket, map);
-        else {
-          const picked: Array<[string, ScopeSlot]> = [];
-          for (const [k, name] of w.waiting) {
-            if (k !== kind) continue;
-            const s = map.get(name);
-            if (s !== undefined) picked.push([name, s]);
-          }
-          offer(kind, level, bucket, picked);
-        }
+        else for (const waiting of w.waiting) offer(kind, level, bucket, map, namesOf(waiting, kind));
       }
     }
   }
