@@ -317,7 +317,7 @@ async function route(
       const field = params.get('field') ?? '';
       if (!(VALUE_FIELDS as readonly string[]).includes(field))
         throw new BadRequest('field', `field must be one of ${VALUE_FIELDS.join(', ')}: ${field}`);
-      json(res, await history.values(field as ValueField));
+      sendPage(res, url, await history.values(field as ValueField, pageFromQuery(params)));
       return;
     }
     case '/api/timeline': {

@@ -301,8 +301,9 @@ export class FleetHistory {
   vms(page: PageRequest = {}): Promise<Page<VmView>> {
     return listVms(this.db, page);
   }
-  values(field: ValueField): Promise<string[]> {
-    return distinctValues(this.db, field);
+  /** A filter field's distinct values (the dashboard's drop-downs); paged. */
+  values(field: ValueField, page: PageRequest = {}): Promise<Page<string>> {
+    return distinctValues(this.db, field, page);
   }
   stats(): Promise<IngestStats> {
     return ingestStats(this.db);

@@ -361,15 +361,31 @@ export async function listVms(db: SqlExecutor, request: PageRequest = {}): Promi
 export const VALUE_FIELDS = ['type', 'location', 'zone', 'scaleSet', 'status'] as const;
 export type ValueField = (typeof VALUE_FIELDS)[number];
 
-/** Distinct values of one filter field, from the dimension counts (dimensions.ts): a few hundred rows at most. */
-export async function distinctValues(db: SqlExecutor, field: ValueField): Promise<string[]> {
+/**
+ * Distinct values of one filter field, from the dimension counts (dimensions.ts), in the store's order of the
+ * values, paged like every list (a fleet's scale sets run into the thousands): read through the counts' primary
+ * key (field, value, …) from the cursor on, so a page costs the same however many values there are. The empty
+ * value is listed as '(none)' for zone and scale set (first: '' sorts first) and left out for the others.
+ */
+export async function distinctValues(
+  db: SqlExecutor,
+  field: ValueField,
+  request: PageRequest = {},
+): Promise<Page<string>> {
+  const limit = pageSize(request);
+  const after = request.cursor === undefined ? [] : decodeCursor(request.cursor, 1);
   const rows = await db.all(
-    'SELECT value AS v FROM dimension_refs WHERE field = ? GROUP BY value HAVING sum(refs) > 0 ORDER BY 1',
-    [field],
+    `SELECT value AS v FROM dimension_refs WHERE field = ?${after.length > 0 ? ' AND value > ?' : ''}
+     ${field === 'zone' || field === 'scaleSet' ? '' : "AND value <> ''"}
+     GROUP BY value HAVING sum(refs) > 0 ORDER BY value LIMIT ${limit + 1}`,
+    [field, ...after],
   );
-  const values = rows.map((r) => String(r.v ?? ''));
-  if (field === 'zone' || field === 'scaleSet') return values.map((v) => (v === '' ? '(none)' : v));
-  return values.filter((v) => v !== '');
+  const values = rows.slice(0, limit).map((r) => String(r.v ?? ''));
+  const last = values.at(-1);
+  return {
+    items: values.map((v) => (v === '' ? '(none)' : v)),
+    nextCursor: rows.length > limit && last !== undefined ? encodeCursor([last]) : null,
+  };
 }
 
 /** Distribution of a set of numbers. */

@@ -242,6 +242,15 @@ describe('fleet dashboard over HTTP on a SQLite history', () => {
     expect(await getJson<string[]>('/api/values?field=location')).toEqual(['westeurope']);
     expect(await getJson<string[]>('/api/values?field=zone')).toEqual(['1', '2']);
     expect(await getJson<string[]>('/api/values?field=scaleSet')).toEqual(['(none)']);
+    // Paged like every list: the next page's cursor in x-next-cursor and a Link header.
+    const first = await get('/api/values?field=zone&limit=1');
+    expect(await first.json()).toEqual(['1']);
+    const cursor = first.headers.get('x-next-cursor');
+    expect(first.headers.get('link')).toContain(`cursor=${cursor}`);
+    const second = await get(`/api/values?field=zone&limit=1&cursor=${cursor}`);
+    expect(await second.json()).toEqual(['2']);
+    expect(second.headers.get('x-next-cursor')).toBeNull();
+    expect((await get('/api/values?field=zone&cursor=nonsense')).status).toBe(400);
   });
 
   it("shows one event's detail with every VM's observation, 404 for an unknown one", async () => {

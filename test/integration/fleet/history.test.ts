@@ -169,7 +169,7 @@ describe.each(['sqlite', 'postgres'] as const)('FleetHistory on %s', (kind) => {
     expect((await h.summary({ vm: 'web_2' })).events).toBe(1);
     expect((await h.summary({ vm: 'web_4' })).events).toBe(0);
     expect((await h.summary({ eventType: 'Reboot', status: 'started' })).events).toBe(1);
-    expect(await h.values('type')).toEqual(['Freeze', 'Reboot']);
+    expect((await h.values('type')).items).toEqual(['Freeze', 'Reboot']);
   });
 
   it('lists the pending events due soonest in the summary and the report, and counts them all', async () => {

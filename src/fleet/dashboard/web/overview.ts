@@ -11,6 +11,7 @@ import {
   getJson,
   getPage,
   type LeadTimeAndImpact,
+  type ListPage,
   type MaintenanceView,
   type TimelineEntry,
   type VmView,
@@ -338,18 +339,22 @@ export async function showTimeline(vm: string): Promise<void> {
   renderTimeline(await getJson<TimelineEntry[]>(`/api/timeline?vm=${encodeURIComponent(vm)}`));
 }
 
-function fillSelect(name: string, values: string[]): void {
+/** The most values a drop-down lists (one page of /api/values); the rest are said to exist. */
+const MAX_OPTIONS = 1000;
+
+function fillSelect(name: string, values: ListPage<string>): void {
   const select = field<HTMLSelectElement>(name);
   const current = select.value;
-  select.innerHTML = `<option value="">all</option>${values.map((v) => option(v, v)).join('')}`;
+  const more = values.next === null ? '' : `<option disabled>(first ${MAX_OPTIONS} shown)</option>`;
+  select.innerHTML = `<option value="">all</option>${values.items.map((v) => option(v, v)).join('')}${more}`;
   select.value = current;
 }
 
 /** Fills the filter drop-downs and the timeline's VM list. */
 export async function loadOptions(): Promise<void> {
   const [values, vms] = await Promise.all([
-    Promise.all(FIELDS.map((f) => getJson<string[]>(`/api/values?field=${f}`))),
-    getPage<VmView>('/api/vms?limit=1000'),
+    Promise.all(FIELDS.map((f) => getPage<string>(`/api/values?field=${f}&limit=${MAX_OPTIONS}`))),
+    getPage<VmView>(`/api/vms?limit=${MAX_OPTIONS}`),
   ]);
   FIELDS.forEach((f, i) => {
     fillSelect(f, values[i]!);
