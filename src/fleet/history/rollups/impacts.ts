@@ -692,18 +692,19 @@ export interface Peak {
   atMs: number;
 }
 
-/** A scope's best exact item, the bounds still to open and whether they are in order. */
+/** A scope's best exact item, the bounds still to open, whether they are in order and whether it is settled. */
 interface Queue {
   best: Item | undefined;
   bounds: Item[];
   sorted: boolean;
+  settled: boolean;
 }
 
 /**
  * Whether the exact item `exact` comes before `other` in the search's order (M descending, earliest first, an
  * exact item before a bound of the same M and instant): then `other` cannot be the answer.
  */
-function comesFirst(exact: Item, other: Item): boolean {
+function comesFirst(exact: Item, other: Pick<Item, 'm' | 'at'>): boolean {
   return exact.m > other.m || (exact.m === other.m && exact.at <= other.at);
 }
 
@@ -746,63 +747,74 @@ export async function windowPeaks(
   }
   const stale = new Set(staleRows.map((r) => `${Number(r.level)}:${Number(r.bucket)}`));
   const isStale = (level: number, bucket: number) => stale.has(`${level}:${bucket}`);
-  const peaks = new Map<ScopeKind, Map<string, Peak>>(SCOPE_KINDS.map((k) => [k, new Map()]));
   /**
-   * Per kind, the queues of the scopes still searching (a settled scope's is dropped): its best exact item and
-   * the bounds that may still beat it, sorted before each round where one came (M descending, earliest first).
+   * Per kind, every scope's queue (its best exact item and the bounds that may still beat it, sorted before each
+   * round where one came: M descending, earliest first), and those of the scopes still searching: a settled
+   * scope's queue leaves `searching`, and a slot offered later skips it before any other work.
    */
   const queues = new Map<ScopeKind, Map<string, Queue>>(SCOPE_KINDS.map((k) => [k, new Map()]));
-  const push = (kind: ScopeKind, name: string, item: Item) => {
-    if (peaks.get(kind)!.has(name)) return;
-    const q = queues.get(kind)!;
+  const searching = new Map<ScopeKind, Map<string, Queue>>(SCOPE_KINDS.map((k) => [k, new Map()]));
+  const queueOf = (kind: ScopeKind, q: Map<string, Queue>, name: string): Queue => {
     let queue = q.get(name);
     if (queue === undefined) {
-      queue = { best: undefined, bounds: [], sorted: true };
+      queue = { best: undefined, bounds: [], sorted: true, settled: false };
       q.set(name, queue);
+      searching.get(kind)!.set(name, queue);
     }
+    return queue;
+  };
+  const pushTo = (queue: Queue, m: number, at: number, exact: boolean, level: number, bucket: number) => {
+    if (queue.settled) return;
     // An item the best exact one comes before can never be the answer.
-    if (queue.best !== undefined && comesFirst(queue.best, item)) return;
-    if (item.exact) queue.best = item;
+    if (queue.best !== undefined && comesFirst(queue.best, { m, at })) return;
+    const item = { m, at, exact, level, bucket };
+    if (exact) queue.best = item;
     else {
       queue.bounds.push(item);
       queue.sorted = false;
     }
+  };
+  const push: Push = (kind, name, m, at, exact, level, bucket) => {
+    const q = queues.get(kind)!;
+    pushTo(queueOf(kind, q, name), m, at, exact, level, bucket);
   };
   /** Nodes to open for every scope (a stale node: its children, whatever its scopes). */
   const openAll = new Map<string, Bucket>();
   const offer: Offer = (kind, level, bucket, map, names) => {
     const start = bucket * LEVEL_HOURS[level]! * HOUR_MS;
     const end = start + LEVEL_HOURS[level]! * HOUR_MS;
-    for (const name of names ?? map.keys()) {
-      const s = map.get(name);
-      if (s === undefined) continue;
-      const long = longIn(longs.get(kind)?.get(name), start, end, a, b);
+    const q = queues.get(kind)!;
+    const longOfKind = longs.get(kind)!;
+    const consider = (name: string, s: ScopeSlot) => {
+      let queue = q.get(name);
+      if (queue?.settled) return;
+      const long = longOfKind.size === 0 ? NO_LONG : longIn(longOfKind.get(name), start, end, a, b);
       // No interval of the window is active there.
-      if ((s.maxF < a || s.minF >= b) && !long.inWindow) continue;
+      if ((s.maxF < a || s.minF >= b) && !long.inWindow) return;
+      queue ??= queueOf(kind, q, name);
       // c_W ≤ M less the long intervals of other windows active all through the slot.
       const m = s.m - long.outside;
-      if (long.outsideVarying) {
-        // One of another window starts or ends inside: that bounds it; the hours tell.
-        push(kind, name, { m, at: s.at, exact: false, level, bucket });
-        continue;
-      }
+      // One of another window starts or ends inside: that bounds it; the hours tell.
+      if (long.outsideVarying) pushTo(queue, m, s.at, false, level, bucket);
       // The long intervals of other windows are the same all through the slot: where every short interval
       // active there is of the window, c_W = c_all − those, exact.
-      if (s.minF >= a && s.maxF < b) {
-        if (m > 0) push(kind, name, { m, at: s.at, exact: true, level, bucket });
-        continue;
+      else if (s.minF >= a && s.maxF < b) {
+        if (m > 0) pushTo(queue, m, s.at, true, level, bucket);
       }
       // A window starting at or before the slot, ending after it: where no long interval starts or ends inside,
       // c_W is the profile's short peak plus the long ones of the window (active all through), exact, at the
       // profile's instant (where a short interval of the window starts: c_W rises at nothing else there).
-      if (!long.varying && s.maxF < b && a <= start) {
+      else if (!long.varying && s.maxF < b && a <= start) {
         const p = profileAt(s, a);
-        if (p.q > 0)
-          push(kind, name, { m: p.q + long.all - long.outside, at: p.at, exact: true, level, bucket });
-        continue;
+        if (p.q > 0) pushTo(queue, p.q + long.all - long.outside, p.at, true, level, bucket);
+      } else pushTo(queue, m, s.at, false, level, bucket);
+    };
+    if (names === undefined) for (const [name, s] of map) consider(name, s);
+    else
+      for (const name of names) {
+        const s = map.get(name);
+        if (s !== undefined) consider(name, s);
       }
-      push(kind, name, { m, at: s.at, exact: false, level, bucket });
-    }
   };
   const topBuckets = new Set<number>();
   for (const r of topRows) {
@@ -829,7 +841,7 @@ export async function windowPeaks(
       continue;
     }
     for (const kind of SCOPE_KINDS) {
-      const q = queues.get(kind)!;
+      const q = searching.get(kind)!;
       for (const [name, queue] of q) {
         const { best, bounds } = queue;
         if (!queue.sorted) {
@@ -839,7 +851,8 @@ export async function windowPeaks(
         // Scopes whose best item waits for a stale node being opened wait with it.
         const top = bounds[0];
         if (best !== undefined && (top === undefined || comesFirst(best, top))) {
-          peaks.get(kind)!.set(name, { peak: best.m, atMs: best.at });
+          queue.settled = true;
+          queue.bounds = [];
           q.delete(name);
           continue;
         }
@@ -865,6 +878,13 @@ export async function windowPeaks(
     }
     if (toOpen.size === 0) break;
     await openNodes(db, [...toOpen.values()], a, b, isStale, offer, push, openAll, cache);
+  }
+  const peaks = new Map<ScopeKind, Map<string, Peak>>();
+  for (const [kind, q] of queues) {
+    const byName = new Map<string, Peak>();
+    for (const [name, { settled, best }] of q)
+      if (settled && best !== undefined) byName.set(name, { peak: best.m, atMs: best.at });
+    peaks.set(kind, byName);
   }
   return peaks;
 }
@@ -984,6 +1004,17 @@ function longIn(
 
 type Waiting = Array<[ScopeKind, string]>;
 
+/** Gives the search an item of a scope: an upper bound on its peak in a slot, or (`exact`) its peak there. */
+type Push = (
+  kind: ScopeKind,
+  name: string,
+  m: number,
+  at: number,
+  exact: boolean,
+  level: number,
+  bucket: number,
+) => void;
+
 /** Offers a slot's summaries to the search: of the scopes `names` (every scope of the slot without). */
 type Offer = (
   kind: ScopeKind,
@@ -1007,7 +1038,7 @@ async function openNodes(
   b: number,
   isStale: (level: number, bucket: number) => boolean,
   offer: Offer,
-  push: (kind: ScopeKind, name: string, item: Item) => void,
+  push: Push,
   openAll: Map<string, Bucket>,
   cache: Map<string, Array<{ kind: ScopeKind; map: SlotMap }>>,
 ): Promise<void> {
@@ -1106,7 +1137,7 @@ async function exactHours(
   a: number,
   b: number,
   isStale: (level: number, bucket: number) => boolean,
-  push: (kind: ScopeKind, name: string, item: Item) => void,
+  push: Push,
 ): Promise<void> {
   if (hours.size > 0) {
     // A stale hour is computed for every scope; another, only from the intervals of the scopes waiting on it.
@@ -1129,7 +1160,7 @@ async function exactHours(
         const names = all ? byName.keys() : new Set(waiting.filter(([k]) => k === kind).map(([, n]) => n));
         for (const name of names) {
           const { m, at } = peakIn(byName.get(name) ?? [], from, to);
-          if (m > 0) push(kind, name, { m, at, exact: true, level: 0, bucket: hour });
+          if (m > 0) push(kind, name, m, at, true, 0, hour);
         }
       }
     }
