@@ -505,8 +505,8 @@ describe.each(['sqlite', 'postgres'] as const)('the summary, time series and lea
 
 describe.each(['sqlite', 'postgres'] as const)('the blast radius on %s', (kind) => {
   it('stays exact when its impact slots are rebuilt between requests, and beside another history', async () => {
-    // The process keeps decoded impact slots by their stored bytes (rollups/impacts.ts readSlot): a slot rebuilt
-    // by a refresh, or another history's slot of the same level, bucket and kind, must be decoded again.
+    // The process keeps decoded impact slots by their digests (rollups/impacts.ts selectSlots): a slot rebuilt
+    // by a refresh, or another history's slot of the same level, bucket and kind, must be read and decoded again.
     await exactAcrossRebuildsAndHistories(
       kind,
       11,
@@ -524,6 +524,49 @@ describe.each(['sqlite', 'postgres'] as const)('the blast radius on %s', (kind) 
       },
       async (h) => withoutCovered(await h.blastRadius({}, 0, { limit: 1000 })),
     );
+  }, 300_000);
+});
+
+describe.each(['sqlite', 'postgres'] as const)('the impact slots a blast radius reads on %s', (kind) => {
+  it('come without their bodies when this process holds them, and with them once rebuilt', async () => {
+    const fleet = generateFleet({ vms: 60, days: 3, seed: 31, ownEventsPerVmPerDay: 2 });
+    const end = new Date(fleet.window.end);
+    const records = [...fleet.records()];
+    const h = await open(kind, end);
+    await feed(h, records.slice(0, Math.floor(records.length / 2)));
+    // What each request reads of impact_slots: its rows, and how many came with a body.
+    const reads: Array<{ rows: number; bodies: number }> = [];
+    const all = h.db.all.bind(h.db);
+    (h.db as { all: typeof h.db.all }).all = async (sql, params) => {
+      const rows = await all(sql, params);
+      if (/FROM impact_slots/.test(sql) && /digest/.test(sql))
+        reads.push({ rows: rows.length, bodies: rows.filter((r) => r.body !== null).length });
+      return rows;
+    };
+    const since = new Date(end.getTime() - 36 * 3_600_000).toISOString();
+    const request = async (what: string) => {
+      reads.length = 0;
+      for (const filter of [{}, { since }])
+        expect(withoutCovered(await h.blastRadius(filter, 1, { limit: 1000 })), what).toEqual(
+          await exactBlastRadius(h.db, filter, 1, { limit: 1000 }),
+        );
+      return {
+        rows: reads.reduce((n, r) => n + r.rows, 0),
+        bodies: reads.reduce((n, r) => n + r.bodies, 0),
+      };
+    };
+    const first = await request('first');
+    expect(first.rows).toBeGreaterThan(0);
+    expect(first.bodies).toBeGreaterThan(0);
+    // The same windows again: every slot is held, none is sent.
+    expect(await request('again')).toEqual({ rows: first.rows, bodies: 0 });
+    // The rest of the history rebuilds slots (other digests): those are sent again, and the answers stay exact.
+    await feed(h, records.slice(Math.floor(records.length / 2)));
+    const rebuilt = await request('rebuilt');
+    expect(rebuilt.bodies).toBeGreaterThan(0);
+    expect((await request('rebuilt, again')).bodies).toBe(0);
+    const digests = await h.db.all("SELECT count(*) AS n FROM impact_slots WHERE digest = ''");
+    expect(Number(digests[0]!.n)).toBe(0);
   }, 300_000);
 });
 

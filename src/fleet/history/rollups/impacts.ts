@@ -30,6 +30,7 @@
  * intervals, not every interval of the window. A filter on type, region, zone, status, scale set or VM takes the
  * exact query instead (views.ts).
  */
+import { hash } from 'node:crypto';
 import type { SqlExecutor, SqlRow, SqlValue } from '../sql.ts';
 import {
   ancestorsOf,
@@ -42,7 +43,6 @@ import {
   startHour,
   TOP_LEVEL,
 } from './buckets.ts';
-import { DecodedCache } from './cache.ts';
 import { Reader, storedBytes, Writer } from './codec.ts';
 
 /** The end of an interval that lasts for ever (the exact query's '9999-12-31T23:59:59.999Z'). */
@@ -86,8 +86,9 @@ export function impactTables(dialect: SqlExecutor['dialect']): string[] {
 }
 
 /**
- * The slots' table; last_first_seen_ms is the latest first sighting of a slot's short intervals (0 with none), so
- * that a window's read leaves out the slots before its start that hold nothing of it (since schema step 12).
+ * The slots' table as schema step 12 made it; last_first_seen_ms is the latest first sighting of a slot's short
+ * intervals (0 with none), so that a window's read leaves out the slots before its start that hold nothing of it.
+ * Step 13 adds `digest` (slotDigest: a read names those of the slots it holds, selectSlots).
  */
 export function impactSlotsTable(dialect: SqlExecutor['dialect']): string {
   return `CREATE TABLE impact_slots (
@@ -350,22 +351,71 @@ function decodeSlot(stored: Uint8Array): SlotMap {
   return map;
 }
 
-/**
- * Decoded slots by (level, bucket, kind), with the stored bytes they came from. A view reads the same slots on
- * every request (the top level and the spine around the window's edges) and each holds an entry per scope, so
- * decoding them again would grow with the fleet's scale sets. A slot whose bytes equal those cached is the same
- * map (exact by construction: a rebuilt slot has other bytes and is decoded again; any database, any process);
- * at most 256 slots (a 30-day and a 90-day view read about 150), least recently used first out. The
- * maps are shared: readers never change them (mergeSlot copies).
- */
-const slotCache = new DecodedCache<SlotMap>(256);
+/** A slot's digest (SHA-1 of its stored body, base64url), stored beside it since schema step 13. */
+export const slotDigest = (body: Uint8Array): string => hash('sha1', body, 'base64url');
 
-function readSlot(row: SqlRow): SlotMap {
-  return slotCache.get(
-    `${Number(row.level)}:${Number(row.bucket)}:${String(row.kind)}`,
-    storedBytes(row.body),
-    decodeSlot,
-  );
+/** A slot this process holds decoded, with the digest of the body it came from. */
+interface HeldSlot {
+  level: number;
+  bucket: number;
+  kind: ScopeKind;
+  digest: string;
+  map: SlotMap;
+}
+
+/**
+ * Decoded slots by (level, bucket, kind). A view reads the same slots on every request (the top level and the spine
+ * around the window's edges) and each holds an entry per scope, so reading and decoding them again would grow with
+ * the fleet's scale sets. A read names the digests of the slots held that it may return, and such a slot comes
+ * without its body: its bytes are those decoded before (content-addressed, so exact by construction: a rebuilt
+ * slot has another digest and is read and decoded again; any database, any process). At most 256 slots (a 30-day
+ * and a 90-day view read about 150), least recently used first out. The maps are shared: readers never change
+ * them (mergeSlot copies).
+ */
+const heldSlots = new Map<string, HeldSlot>();
+const HELD_SLOTS = 256;
+
+/**
+ * The slots `where` selects (its `params`), decoded: those held whose digest is unchanged come from memory, the
+ * others with their bodies, in one statement. `mayReturn`: whether the statement may select a slot of this level
+ * and bucket (only those digests are named).
+ */
+async function selectSlots(
+  db: SqlExecutor,
+  where: string,
+  params: readonly SqlValue[],
+  mayReturn: (level: number, bucket: number) => boolean,
+): Promise<HeldSlot[]> {
+  const known = new Map<string, HeldSlot>();
+  for (const held of heldSlots.values()) if (mayReturn(held.level, held.bucket)) known.set(held.digest, held);
+  const digests = [...known.keys()];
+  const body =
+    digests.length === 0
+      ? 'body'
+      : `CASE WHEN digest IN (${digests.map(() => '?').join(', ')}) THEN NULL ELSE body END AS body`;
+  const rows = await db.all(`SELECT level, bucket, kind, digest, ${body} FROM impact_slots WHERE ${where}`, [
+    ...digests,
+    ...params,
+  ]);
+  return rows.map((row) => {
+    const level = Number(row.level);
+    const bucket = Number(row.bucket);
+    const kind = String(row.kind) as ScopeKind;
+    const digest = String(row.digest);
+    let map: SlotMap;
+    if (row.body === null || row.body === undefined) {
+      const held = known.get(digest);
+      if (held === undefined) throw new Error(`impact slot ${level}:${bucket}:${kind} came without its body`);
+      map = held.map;
+    } else map = decodeSlot(storedBytes(row.body));
+    const slot = { level, bucket, kind, digest, map };
+    const key = `${level}:${bucket}:${kind}`;
+    heldSlots.delete(key);
+    // A slot without a digest (none since step 13) is never named, so it is never held.
+    if (digest !== '') heldSlots.set(key, slot);
+    if (heldSlots.size > HELD_SLOTS) heldSlots.delete(heldSlots.keys().next().value!);
+    return slot;
+  });
 }
 
 /**
@@ -626,9 +676,10 @@ export async function refreshImpacts(tx: SqlExecutor, maxLevel: number = TOP_LEV
       if (map.size === 0) continue;
       let lastF = 0;
       for (const s of map.values()) if (Number.isFinite(s.maxF)) lastF = Math.max(lastF, s.maxF);
+      const body = encodeSlot(map);
       await tx.run(
-        'INSERT INTO impact_slots (level, bucket, kind, body, last_first_seen_ms) VALUES (?, ?, ?, ?, ?)',
-        [level, bucket, kind, encodeSlot(map), lastF],
+        'INSERT INTO impact_slots (level, bucket, kind, body, last_first_seen_ms, digest) VALUES (?, ?, ?, ?, ?, ?)',
+        [level, bucket, kind, body, lastF, slotDigest(body)],
       );
     }
   };
@@ -734,17 +785,14 @@ export async function windowPeaks(
   for (const b of spine) cache.set(bucketKey(b), []);
   let [staleRows, topRows, longRows] = await Promise.all([
     db.all('SELECT level, bucket FROM impact_stale'),
-    edgeSlotRows(db, spine, sinceMs, true),
+    edgeSlots(db, spine, sinceMs, true),
     db.all('SELECT * FROM impact_intervals WHERE long = 1'),
   ]);
   const longIntervals = longRows.map(intervalOfRow);
   if (longIntervals.some((v) => v.firstSeenMs >= a && v.firstSeenMs < b && v.startMs < a))
-    topRows = await edgeSlotRows(db, spine, sinceMs, false);
+    topRows = await edgeSlots(db, spine, sinceMs, false);
   const longs = longByScope(longIntervals);
-  for (const r of topRows) {
-    const key = `${Number(r.level)}:${Number(r.bucket)}`;
-    cache.get(key)?.push({ kind: String(r.kind) as ScopeKind, map: readSlot(r) });
-  }
+  for (const r of topRows) cache.get(`${r.level}:${r.bucket}`)?.push({ kind: r.kind, map: r.map });
   const stale = new Set(staleRows.map((r) => `${Number(r.level)}:${Number(r.bucket)}`));
   const isStale = (level: number, bucket: number) => stale.has(`${level}:${bucket}`);
   /**
@@ -818,10 +866,9 @@ export async function windowPeaks(
   };
   const topBuckets = new Set<number>();
   for (const r of topRows) {
-    if (Number(r.level) !== TOP_LEVEL) continue;
-    const bucket = Number(r.bucket);
-    topBuckets.add(bucket);
-    if (!isStale(TOP_LEVEL, bucket)) offer(String(r.kind) as ScopeKind, TOP_LEVEL, bucket, readSlot(r));
+    if (r.level !== TOP_LEVEL) continue;
+    topBuckets.add(r.bucket);
+    if (!isStale(TOP_LEVEL, r.bucket)) offer(r.kind, TOP_LEVEL, r.bucket, r.map);
   }
   for (const r of staleRows) if (Number(r.level) === TOP_LEVEL) topBuckets.add(Number(r.bucket));
   for (const bucket of topBuckets)
@@ -915,12 +962,12 @@ function edgeSpine(sinceMs: number | null, untilMs: number | null): Bucket[] {
  * one of the window is active in it: with `trim`, such slots come only with a first sighting at or after the
  * start (last_first_seen_ms); the caller reads them all when a long interval of the window started before it.
  */
-function edgeSlotRows(
+function edgeSlots(
   db: SqlExecutor,
   spine: readonly Bucket[],
   sinceMs: number | null,
   trim: boolean,
-): Promise<SqlRow[]> {
+): Promise<HeldSlot[]> {
   // The first bucket of a level that does not end at or before the window's start.
   const first = (level: number) =>
     trim && sinceMs !== null ? Math.floor(hourOf(sinceMs) / LEVEL_HOURS[level]!) : null;
@@ -940,7 +987,13 @@ function edgeSlotRows(
       params.push(sinceMs!);
     }
   }
-  return db.all(`SELECT level, bucket, kind, body FROM impact_slots WHERE ${parts.join(' OR ')}`, params);
+  const inSpine = new Set(spine.map(bucketKey));
+  return selectSlots(
+    db,
+    parts.join(' OR '),
+    params,
+    (level, bucket) => level === TOP_LEVEL || inSpine.has(`${level}:${bucket}`),
+  );
 }
 
 /** The long intervals (rollups' `long`) by kind and scope. */
@@ -1079,6 +1132,8 @@ async function openParents(
     const clauses: string[] = [];
     const params: SqlValue[] = [];
     const wanted = new Map<string, { node: Bucket; waiting: Waiting[]; all: boolean }>();
+    /** The ranges of slots the statement selects (level, first and last bucket). */
+    const requested: Array<[number, number, number]> = [];
     for (const p of parents) {
       const all = isStale(p.node.level, p.node.bucket);
       const missing: Bucket[] = [];
@@ -1098,16 +1153,14 @@ async function openParents(
         clauses.push('(level = ? AND bucket >= ? AND bucket <= ?)');
         params.push(missing[0]!.level, missing[0]!.bucket, missing.at(-1)!.bucket);
         for (const c of missing) cache.set(bucketKey(c), []);
+        requested.push([missing[0]!.level, missing[0]!.bucket, missing.at(-1)!.bucket]);
       }
     }
     if (clauses.length > 0)
-      for (const r of await db.all(
-        `SELECT level, bucket, kind, body FROM impact_slots WHERE ${clauses.join(' OR ')}`,
-        params,
+      for (const r of await selectSlots(db, clauses.join(' OR '), params, (level, bucket) =>
+        requested.some(([l, first, last]) => l === level && bucket >= first && bucket <= last),
       ))
-        cache
-          .get(`${Number(r.level)}:${Number(r.bucket)}`)
-          ?.push({ kind: String(r.kind) as ScopeKind, map: readSlot(r) });
+        cache.get(`${r.level}:${r.bucket}`)?.push({ kind: r.kind, map: r.map });
     // The scopes waiting by kind, once per parent (its children share them).
     const byKind = new Map<Waiting, Map<ScopeKind, string[]>>();
     const namesOf = (waiting: Waiting, kind: ScopeKind): string[] => {
