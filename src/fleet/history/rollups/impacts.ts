@@ -30,7 +30,6 @@
  * intervals, not every interval of the window. A filter on type, region, zone, status, scale set or VM takes the
  * exact query instead (views.ts).
  */
-import { hash } from 'node:crypto';
 import type { SqlExecutor, SqlRow, SqlValue } from '../sql.ts';
 import {
   ancestorsOf,
@@ -44,6 +43,8 @@ import {
   TOP_LEVEL,
 } from './buckets.ts';
 import { Reader, storedBytes, Writer } from './codec.ts';
+
+const { hash } = process.getBuiltinModule('node:crypto');
 
 /** The end of an interval that lasts for ever (the exact query's '9999-12-31T23:59:59.999Z'). */
 export const OPEN_END_MS = Date.parse('9999-12-31T23:59:59.999Z');
@@ -795,75 +796,9 @@ export async function windowPeaks(
   for (const r of topRows) cache.get(`${r.level}:${r.bucket}`)?.push({ kind: r.kind, map: r.map });
   const stale = new Set(staleRows.map((r) => `${Number(r.level)}:${Number(r.bucket)}`));
   const isStale = (level: number, bucket: number) => stale.has(`${level}:${bucket}`);
-  /**
-   * Per kind, every scope's queue (its best exact item and the bounds that may still beat it, sorted before each
-   * round where one came: M descending, earliest first), and those of the scopes still searching: a settled
-   * scope's queue leaves `searching`, and a slot offered later skips it before any other work.
-   */
-  const queues = new Map<ScopeKind, Map<string, Queue>>(SCOPE_KINDS.map((k) => [k, new Map()]));
-  const searching = new Map<ScopeKind, Map<string, Queue>>(SCOPE_KINDS.map((k) => [k, new Map()]));
-  const queueOf = (kind: ScopeKind, q: Map<string, Queue>, name: string): Queue => {
-    let queue = q.get(name);
-    if (queue === undefined) {
-      queue = { best: undefined, bounds: [], sorted: true, settled: false };
-      q.set(name, queue);
-      searching.get(kind)!.set(name, queue);
-    }
-    return queue;
-  };
-  const pushTo = (queue: Queue, m: number, at: number, exact: boolean, level: number, bucket: number) => {
-    if (queue.settled) return;
-    // An item the best exact one comes before can never be the answer.
-    if (queue.best !== undefined && comesFirst(queue.best, { m, at })) return;
-    const item = { m, at, exact, level, bucket };
-    if (exact) queue.best = item;
-    else {
-      queue.bounds.push(item);
-      queue.sorted = false;
-    }
-  };
-  const push: Push = (kind, name, m, at, exact, level, bucket) => {
-    const q = queues.get(kind)!;
-    pushTo(queueOf(kind, q, name), m, at, exact, level, bucket);
-  };
+  const { queues, searching, push, offer } = scopeSearch(a, b, longs);
   /** Nodes to open for every scope (a stale node: its children, whatever its scopes). */
   const openAll = new Map<string, Bucket>();
-  const offer: Offer = (kind, level, bucket, map, names) => {
-    const start = bucket * LEVEL_HOURS[level]! * HOUR_MS;
-    const end = start + LEVEL_HOURS[level]! * HOUR_MS;
-    const q = queues.get(kind)!;
-    const longOfKind = longs.get(kind)!;
-    const consider = (name: string, s: ScopeSlot) => {
-      let queue = q.get(name);
-      if (queue?.settled) return;
-      const long = longOfKind.size === 0 ? NO_LONG : longIn(longOfKind.get(name), start, end, a, b);
-      // No interval of the window is active there.
-      if ((s.maxF < a || s.minF >= b) && !long.inWindow) return;
-      queue ??= queueOf(kind, q, name);
-      // c_W ≤ M less the long intervals of other windows active all through the slot.
-      const m = s.m - long.outside;
-      // One of another window starts or ends inside: that bounds it; the hours tell.
-      if (long.outsideVarying) pushTo(queue, m, s.at, false, level, bucket);
-      // The long intervals of other windows are the same all through the slot: where every short interval
-      // active there is of the window, c_W = c_all − those, exact.
-      else if (s.minF >= a && s.maxF < b) {
-        if (m > 0) pushTo(queue, m, s.at, true, level, bucket);
-      }
-      // A window starting at or before the slot, ending after it: where no long interval starts or ends inside,
-      // c_W is the profile's short peak plus the long ones of the window (active all through), exact, at the
-      // profile's instant (where a short interval of the window starts: c_W rises at nothing else there).
-      else if (!long.varying && s.maxF < b && a <= start) {
-        const p = profileAt(s, a);
-        if (p.q > 0) pushTo(queue, p.q + long.all - long.outside, p.at, true, level, bucket);
-      } else pushTo(queue, m, s.at, false, level, bucket);
-    };
-    if (names === undefined) for (const [name, s] of map) consider(name, s);
-    else
-      for (const name of names) {
-        const s = map.get(name);
-        if (s !== undefined) consider(name, s);
-      }
-  };
   const topBuckets = new Set<number>();
   for (const r of topRows) {
     if (r.level !== TOP_LEVEL) continue;
@@ -926,6 +861,13 @@ export async function windowPeaks(
     if (toOpen.size === 0) break;
     await openNodes(db, [...toOpen.values()], a, b, isStale, offer, push, openAll, cache);
   }
+  return settledPeaks(queues);
+}
+
+/** Each settled scope's peak (its best exact item), by kind. */
+function settledPeaks(
+  queues: ReadonlyMap<ScopeKind, ReadonlyMap<string, Queue>>,
+): Map<ScopeKind, Map<string, Peak>> {
   const peaks = new Map<ScopeKind, Map<string, Peak>>();
   for (const [kind, q] of queues) {
     const byName = new Map<string, Peak>();
@@ -934,6 +876,90 @@ export async function windowPeaks(
     peaks.set(kind, byName);
   }
   return peaks;
+}
+
+/**
+ * The search's state for the window [a, b): every scope's queue, those still searching, and how items and slots
+ * come in (push: one item of a scope; offer: a slot's summaries, each made an exact item or a bound).
+ */
+function scopeSearch(
+  a: number,
+  b: number,
+  longs: ReadonlyMap<ScopeKind, ReadonlyMap<string, Interval[]>>,
+): {
+  queues: Map<ScopeKind, Map<string, Queue>>;
+  searching: Map<ScopeKind, Map<string, Queue>>;
+  push: Push;
+  offer: Offer;
+} {
+  /**
+   * Per kind, every scope's queue (its best exact item and the bounds that may still beat it, sorted before each
+   * round where one came: M descending, earliest first), and those of the scopes still searching: a settled
+   * scope's queue leaves `searching`, and a slot offered later skips it before any other work.
+   */
+  const queues = new Map<ScopeKind, Map<string, Queue>>(SCOPE_KINDS.map((k) => [k, new Map()]));
+  const searching = new Map<ScopeKind, Map<string, Queue>>(SCOPE_KINDS.map((k) => [k, new Map()]));
+  const queueOf = (kind: ScopeKind, q: Map<string, Queue>, name: string): Queue => {
+    let queue = q.get(name);
+    if (queue === undefined) {
+      queue = { best: undefined, bounds: [], sorted: true, settled: false };
+      q.set(name, queue);
+      searching.get(kind)!.set(name, queue);
+    }
+    return queue;
+  };
+  const pushTo = (queue: Queue, m: number, at: number, exact: boolean, level: number, bucket: number) => {
+    if (queue.settled) return;
+    // An item the best exact one comes before can never be the answer.
+    if (queue.best !== undefined && comesFirst(queue.best, { m, at })) return;
+    const item = { m, at, exact, level, bucket };
+    if (exact) queue.best = item;
+    else {
+      queue.bounds.push(item);
+      queue.sorted = false;
+    }
+  };
+  const push: Push = (kind, name, m, at, exact, level, bucket) => {
+    const q = queues.get(kind)!;
+    pushTo(queueOf(kind, q, name), m, at, exact, level, bucket);
+  };
+  const offer: Offer = (kind, level, bucket, map, names) => {
+    const start = bucket * LEVEL_HOURS[level]! * HOUR_MS;
+    const end = start + LEVEL_HOURS[level]! * HOUR_MS;
+    const q = queues.get(kind)!;
+    const longOfKind = longs.get(kind)!;
+    const consider = (name: string, s: ScopeSlot) => {
+      let queue = q.get(name);
+      if (queue?.settled) return;
+      const long = longOfKind.size === 0 ? NO_LONG : longIn(longOfKind.get(name), start, end, a, b);
+      // No interval of the window is active there.
+      if ((s.maxF < a || s.minF >= b) && !long.inWindow) return;
+      queue ??= queueOf(kind, q, name);
+      // c_W ≤ M less the long intervals of other windows active all through the slot.
+      const m = s.m - long.outside;
+      // One of another window starts or ends inside: that bounds it; the hours tell.
+      if (long.outsideVarying) pushTo(queue, m, s.at, false, level, bucket);
+      // The long intervals of other windows are the same all through the slot: where every short interval
+      // active there is of the window, c_W = c_all − those, exact.
+      else if (s.minF >= a && s.maxF < b) {
+        if (m > 0) pushTo(queue, m, s.at, true, level, bucket);
+      }
+      // A window starting at or before the slot, ending after it: where no long interval starts or ends inside,
+      // c_W is the profile's short peak plus the long ones of the window (active all through), exact, at the
+      // profile's instant (where a short interval of the window starts: c_W rises at nothing else there).
+      else if (!long.varying && s.maxF < b && a <= start) {
+        const p = profileAt(s, a);
+        if (p.q > 0) pushTo(queue, p.q + long.all - long.outside, p.at, true, level, bucket);
+      } else pushTo(queue, m, s.at, false, level, bucket);
+    };
+    if (names === undefined) for (const [name, s] of map) consider(name, s);
+    else
+      for (const name of names) {
+        const s = map.get(name);
+        if (s !== undefined) consider(name, s);
+      }
+  };
+  return { queues, searching, push, offer };
 }
 
 /**
