@@ -363,9 +363,9 @@ export type ValueField = (typeof VALUE_FIELDS)[number];
 
 /**
  * Distinct values of one filter field, from the dimension counts (dimensions.ts), in the store's order of the
- * values, paged like every list (a fleet's scale sets run into the thousands): read through the counts' primary
- * key (field, value, …) from the cursor on, so a page costs the same however many values there are. The empty
- * value is listed as '(none)' for zone and scale set (first: '' sorts first) and left out for the others.
+ * values, paged like every list (a fleet's scale sets run into the thousands), so an answer holds at most a page
+ * however many values there are. The empty value is listed as '(none)' for zone and scale set (first: '' sorts
+ * first) and left out for the others.
  */
 export async function distinctValues(
   db: SqlExecutor,
