@@ -88,7 +88,10 @@ describe('full state disk (real tmpfs)', () => {
     s.admin.setStatus(event.id, 'Started');
     await waitFor(() => readRecords(out).length === 2, 'the started record, committed with the reserve');
     expect(existsSync(reserve)).toBe(false);
-    expect(fwd.stderr()).toContain('released the disk-full reserve file to commit the transitions');
+    await waitFor(
+      () => fwd!.stderr().includes('released the disk-full reserve file to commit the transitions'),
+      'the reserve-released log line',
+    );
     await waitFor(() => pendingRows(stateDir) === 0, 'the outbox drained');
 
     // Full again, and no reserve left: the next transition waits in memory.
@@ -116,7 +119,11 @@ describe('full state disk (real tmpfs)', () => {
       () => existsSync(reserve) && statSync(reserve).size === RESERVE_BYTES,
       'the disk-full reserve file to be re-created',
     );
-    expect(fwd.stderr()).toContain('disk space is back: disk-full reserve file restored');
+    // The child writes the line after the file; this process reads it from a pipe later: wait, do not race.
+    await waitFor(
+      () => fwd!.stderr().includes('disk space is back: disk-full reserve file restored'),
+      'the reserve-restored log line',
+    );
     fwd.child.kill('SIGTERM');
     expect((await fwd.exited).code).toBe(0);
 
