@@ -6,7 +6,7 @@
  * not with the code measured. Each record comes back as the consumer gets it from the Event Hubs SDK: parsed from
  * its JSON.
  */
-import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
 
 /** Bytes written or read per system call. */
 const CHUNK = 4 * 1024 * 1024;
@@ -31,6 +31,9 @@ export function writeSpool(path: string, records: Iterable<unknown>): number {
       if (length >= CHUNK) flush();
     }
     flush();
+    // On disk before the load starts: otherwise the kernel writes the spool back (1.5 GB at 10,000 VMs with a
+    // week of heartbeats) while the load runs, and the store's own writes wait behind it.
+    fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
