@@ -516,7 +516,8 @@ export async function countedCoverage(
 /**
  * Adds the whole fleet's counts to `c`: the counts per dimension, and each changed VM (`changed`) out of its
  * counted state into its state now, in each dimension; one statement (one snapshot), a row per version, region
- * and scale set.
+ * and scale set with a VM in a state (the answer leaves the others out; the versions' rows all come, for the VMs
+ * without a heartbeat): a fleet whose VMs have not sent one yet has a row per scale set with nothing to show.
  */
 async function addFleetCounts(
   db: SqlExecutor,
@@ -541,7 +542,8 @@ async function addFleetCounts(
                 WHEN 'location' THEN c.location ELSE c.scale_set END, ${moves}, 0
               FROM (${changed.sql}) c CROSS JOIN (${dimensions}) d`
        }
-     ) x GROUP BY dimension, value`,
+     ) x GROUP BY dimension, value
+     HAVING dimension = 'version' OR ${COVERAGE_STATES.map((state) => `sum(${STATE_COLUMNS[state]}) <> 0`).join(' OR ')}`,
     changed?.params ?? [],
   );
   const maps: Record<string, Record<string, StateCounts>> = {

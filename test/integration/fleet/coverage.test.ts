@@ -149,6 +149,31 @@ describe.each(['sqlite', 'postgres'] as const)('coverage on %s', (kind) => {
     });
   });
 
+  it('leaves out a scale set and a region whose VMs have sent no heartbeat yet, and counts those VMs', async () => {
+    const now = { at: 36_000 };
+    const h = await open(kind, 'quiet-scale-set', now);
+    const quiet = { scaleSet: 'vmss-quiet', location: 'northeurope' };
+    await h.ingest([
+      raw(heartbeatOf({ vm: 'web_ok', at: 35_000, scaleSet: 'vmss-a' })),
+      raw(record('scheduled', { vm: 'web_q1', eventId: 'Q1', at: 3000, ...quiet })),
+      raw(record('scheduled', { vm: 'web_q2', eventId: 'Q2', at: 3100, ...quiet }), '1'),
+    ]);
+    const at = new Date(T0 + now.at * 1000);
+    // Before and after the refresh folds the counts' partition rows into one per key.
+    for (const label of ['unfolded', 'folded']) {
+      const report = await h.coverage();
+      expect(report.withoutHeartbeat, label).toBe(2);
+      expect(report.byState, label).toEqual({ reporting: 1, silent: 0, unhealthy: 0, gone: 0 });
+      expect(Object.keys(report.byScaleSet), label).toEqual(['vmss-a']);
+      expect(Object.keys(report.byLocation), label).toEqual(['westeurope']);
+      expect(report, label).toEqual(await coverageReportScan(h.db, {}, at));
+      const scoped = await h.coverage({ scaleSet: 'vmss-quiet' });
+      expect(scoped.withoutHeartbeat, label).toBe(2);
+      expect(scoped, label).toEqual(await coverageReportScan(h.db, { scaleSet: 'vmss-quiet' }, at));
+      await h.refreshRollups();
+    }
+  });
+
   it('a lagging partition makes no VM silent; once it is read through, the quiet VM is', async () => {
     const now = { at: 36_000 };
     const h = await open(kind, 'lag', now);
