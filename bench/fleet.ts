@@ -488,14 +488,20 @@ export async function runFleetOnce(spec: FleetRunSpec, log: (m: string) => void)
   const tg = performance.now();
   const spool = join(dir, 'records.jsonl');
   const { end, vmsIncludingReplacements } = (() => {
-    const fleet: Fleet = generateFleet({
-      vms: spec.vms,
-      days: spec.days,
-      heartbeatIntervalSeconds: spec.heartbeatDays > 0 ? 3600 : 0,
-      heartbeatDays: spec.heartbeatDays,
-    });
-    writeSpool(spool, fleet.events());
-    return { end: new Date(fleet.window.end), vmsIncludingReplacements: fleet.vms.length };
+    try {
+      const fleet: Fleet = generateFleet({
+        vms: spec.vms,
+        days: spec.days,
+        heartbeatIntervalSeconds: spec.heartbeatDays > 0 ? 3600 : 0,
+        heartbeatDays: spec.heartbeatDays,
+      });
+      writeSpool(spool, fleet.events());
+      return { end: new Date(fleet.window.end), vmsIncludingReplacements: fleet.vms.length };
+    } catch (error) {
+      // A spool that could not be written (a full disk) leaves no directory behind.
+      rmSync(dir, { recursive: true, force: true });
+      throw error;
+    }
   })();
   gc();
   const generateSeconds = (performance.now() - tg) / 1000;
@@ -573,8 +579,8 @@ export async function runFleetOnce(spec: FleetRunSpec, log: (m: string) => void)
       const vm = String(timelineVm?.vm_name ?? '');
       /**
        * Each window's requests. Repetitions are interleaved across both windows and every API (rep by rep: each
-       * window, each API), so that what the server still does after the load (the checkpointer writing back,
-       * autovacuum) weighs on both windows alike: until session 44 every repetition of the last 30 days ran before
+       * window, each API), so that whatever the server still does after the load (likely the checkpointer writing
+       * back or autovacuum; not measured) weighs on both windows alike: until session 44 every repetition of the last 30 days ran before
        * the whole window's, and at 40,000 VMs every API of the first window came out slower, /api/coverage (which
        * has no window) included (5.72 against 4.18 ms).
        */
