@@ -8,7 +8,9 @@
  *
  * Each (store, size) runs in a fresh child process (`node --expose-gc bench/fleet.ts --child JSON`), so RSS and
  * heap start clean; one PostgreSQL server (test/support/postgres.ts) serves every PostgreSQL run, with a fresh
- * database each.
+ * database each. The two sizes of a store load one after the other, then stay loaded while their APIs are timed
+ * in turns, round by round (bench/lib/turns.ts): the ratio of N to N/10 compares timings a second apart, not
+ * twenty minutes apart.
  *
  * Heartbeats (issue 33): every VM's forwarder sends one every hour (the default interval) over the last
  * SEF_BENCH_FLEET_HEARTBEAT_DAYS days of the window (default 7; 0: none), in arrival order with the records as
@@ -19,14 +21,12 @@
  * (SEF_BENCH_FLEET_REPS), stores sqlite,postgres (SEF_BENCH_FLEET_STORES); --smoke: 50 VMs over 10 days, 3 days
  * of heartbeats.
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { Agent, get } from 'node:http';
 import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { promisify } from 'node:util';
 import { isHeartbeat } from '../src/domain/index.ts';
 import { startDashboard } from '../src/fleet/dashboard/server.ts';
 import { type FleetHistory, openHistory, type RawFleetEvent } from '../src/fleet/history/index.ts';
@@ -38,6 +38,7 @@ import { createTestDatabase, startPostgresServer } from '../test/support/postgre
 import type { BenchContext, Benchmark, BenchOutput, ResultTable } from './lib/harness.ts';
 import { readSpool, writeSpool } from './lib/spool.ts';
 import { percentile, round } from './lib/stats.ts';
+import { childGate, forkTurnChild, type Gate, sendResult, type TurnChild } from './lib/turns.ts';
 
 const DAY_MS = 24 * 3600_000;
 export const FLEET_STORES = ['sqlite', 'postgres'] as const;
@@ -478,7 +479,11 @@ async function timeExport(base: string, view: string): Promise<FleetRunResult['e
   }
 }
 
-export async function runFleetOnce(spec: FleetRunSpec, log: (m: string) => void): Promise<FleetRunResult> {
+export async function runFleetOnce(
+  spec: FleetRunSpec,
+  log: (m: string) => void,
+  gate: Gate = async () => {},
+): Promise<FleetRunResult> {
   const dir = mkdtempSync(join(tmpdir(), 'sef-bench-fleet-'));
   const path = join(dir, 'history.db');
   // The synthetic fleet is generated into a spool first (bench/lib/spool.ts), then dropped: a consumer does not
@@ -642,15 +647,19 @@ export async function runFleetOnce(spec: FleetRunSpec, log: (m: string) => void)
         ]),
       );
       const items = new Map(WINDOWS.map((w) => [w, {} as Record<FleetApi, number>]));
-      // Warm-up (statement caches, page cache).
-      for (const window of WINDOWS) for (const api of FLEET_APIS) await requests.get(window)![api]();
-      for (let rep = 0; rep < spec.reps; rep++)
+      // Round 0 is the warm-up (statement caches, page cache), not recorded; then one round per repetition. Before
+      // each round the gate waits for this child's turn: the parent alternates the two sizes round by round.
+      for (let rep = -1; rep < spec.reps; rep++) {
+        await gate();
         for (const window of WINDOWS)
           for (const api of FLEET_APIS) {
             const r = await requests.get(window)![api]();
+            if (rep < 0) continue;
             samples.get(window)![api].push(r.ms);
             items.get(window)![api] = r.items;
           }
+      }
+      await gate();
       const apis = Object.fromEntries(
         WINDOWS.map((window) => [
           window,
@@ -765,19 +774,37 @@ async function timedGet(url: string): Promise<{ ms: number; items: number }> {
 // ----------------------------------------------------------------------------------------------------------
 // The parent: sizes, children, tables.
 
-const execFileAsync = promisify(execFile);
-
-async function runInChild(spec: FleetRunSpec, log: (m: string) => void): Promise<FleetRunResult> {
-  const child = execFileAsync(
-    process.execPath,
-    ['--expose-gc', import.meta.filename, '--child', JSON.stringify(spec)],
-    { maxBuffer: 64 * 1024 * 1024 },
-  );
-  child.child.stderr?.on('data', (chunk: Buffer) => {
-    for (const line of chunk.toString('utf8').trimEnd().split('\n')) log(line);
-  });
-  const { stdout } = await child;
-  return JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as FleetRunResult;
+/**
+ * The two sizes of one store, each in a fresh child: the small one loads, then waits at its gate while the large
+ * one loads; then the parent lets them through one round at a time, small then large (bench/lib/turns.ts), so
+ * that the p50 ratio compares timings taken within a second of each other; last each child finishes (/healthz)
+ * alone, in turn.
+ */
+async function runSizesInTurns(
+  specs: readonly FleetRunSpec[],
+  log: (m: string) => void,
+): Promise<FleetRunResult[]> {
+  const children: TurnChild<FleetRunResult>[] = [];
+  for (const spec of specs) {
+    const child = forkTurnChild<FleetRunResult>(import.meta.filename, ['--child', JSON.stringify(spec)], {
+      execArgv: ['--expose-gc'],
+      log,
+    });
+    children.push(child);
+    await child.atGate();
+  }
+  // The warm-up round, then one per repetition.
+  for (let round = 0; round <= (specs[0]?.reps ?? 0); round++)
+    for (const child of children) {
+      child.go();
+      await child.atGate();
+    }
+  const results: FleetRunResult[] = [];
+  for (const child of children) {
+    child.go();
+    results.push(await child.result);
+  }
+  return results;
 }
 
 function envInt(name: string, fallback: number, min = 1): number {
@@ -822,6 +849,17 @@ function ingestRatio(
 ): number | '' {
   const q = exactIngestRatio(results, store, large, small);
   return q === undefined ? '' : round(q, 2);
+}
+
+/**
+ * The spread of the ratio round by round: each round times an API at N/10 and at N a second apart (the sizes take
+ * turns), so sample i at N over sample i at N/10 is one paired ratio; its p25–p75 shows how far one round's ratio
+ * wanders from the p50 ratio. '' when the samples are not paired (unequal counts).
+ */
+function roundRatioSpread(large: readonly number[], small: readonly number[]): string {
+  if (large.length === 0 || large.length !== small.length) return '';
+  const ratios = large.map((v, i) => v / (small[i] as number)).sort((a, b) => a - b);
+  return `${round(percentile(ratios, 25), 2)}–${round(percentile(ratios, 75), 2)}`;
 }
 
 function tables(results: FleetRunResult[], large: number, small: number): ResultTable[] {
@@ -907,6 +945,7 @@ function tables(results: FleetRunResult[], large: number, small: number): Result
         `p50 (${small.toLocaleString('en-US')})`,
         `p95 (${small.toLocaleString('en-US')})`,
         'p50 ratio',
+        'ratio per round p25–p75',
         'items or bytes (N / N/10)',
         'target',
       ],
@@ -925,6 +964,7 @@ function tables(results: FleetRunResult[], large: number, small: number): Result
             l.p50,
             l.p95,
             r,
+            roundRatioSpread(b.samples, l.samples),
             `${b.items} / ${l.items}`,
             `${bounded ? 'ratio ≤ 1.5, ' : ''}p95 < ${p95Target(api)}: ${met ? 'met' : 'MISSED'}`,
           ];
@@ -1211,7 +1251,8 @@ export const fleet: Benchmark = {
     'into a fresh SQLite file and a fresh PostgreSQL database (embedded PostgreSQL from test/support/postgres.ts, ' +
     "fsync off, shared_buffers 25% of the machine's memory, as PostgreSQL advises for a database host) — at N = 10,000 and N/10 = 1,000 VMs, each in a fresh child process. Then the real dashboard " +
     '(startDashboard, port 0) serves the history on 127.0.0.1, with its clock at the end of the synthetic window: ' +
-    'every API is requested over HTTP 20 times (after one warm-up request, repetitions interleaved across APIs and both windows, after a CHECKPOINT on PostgreSQL) ' +
+    'every API is requested over HTTP 20 times (after one warm-up request, repetitions interleaved across APIs and both windows, after a CHECKPOINT on PostgreSQL; ' +
+    'both sizes stay loaded and take turns, one round of every API at N/10, then one at N, so that the two are timed a second apart) ' +
     'for the default window (since = end − 30 days) and for the whole 90 days; the p50 at N is compared with ' +
     'the p50 at N/10. A full CSV export (whole window, both views) is read by an HTTP client while the RSS of ' +
     'the process is sampled; last, /healthz is timed (one request every 10 ms) idle and while 4 clients request ' +
@@ -1232,14 +1273,19 @@ export const fleet: Benchmark = {
     const results: FleetRunResult[] = [];
     try {
       for (const store of stores) {
-        for (const vms of [small, large]) {
-          const result = await runInChild(
-            { store, vms, days, heartbeatDays, reps, adminUrl: server?.adminUrl, smoke: ctx.smoke },
-            ctx.log,
-          );
+        const specs = [small, large].map((vms) => ({
+          store,
+          vms,
+          days,
+          heartbeatDays,
+          reps,
+          adminUrl: server?.adminUrl,
+          smoke: ctx.smoke,
+        }));
+        for (const result of await runSizesInTurns(specs, ctx.log)) {
           results.push(result);
           ctx.log(
-            `${store} ${vms} VMs: ${result.ingest.records} records, ${result.ingest.recordsPerSecond}/s, ` +
+            `${store} ${result.vms} VMs: ${result.ingest.records} records, ${result.ingest.recordsPerSecond}/s, ` +
               `${result.size.bytesPerRecord} B/record (${result.size.ratioToBody}× body)`,
           );
         }
@@ -1269,8 +1315,8 @@ export const fleet: Benchmark = {
 
 async function childMain(): Promise<void> {
   const spec = JSON.parse(process.argv[3] ?? '{}') as FleetRunSpec;
-  const result = await runFleetOnce(spec, (m) => process.stderr.write(`${m}\n`));
-  process.stdout.write(`${JSON.stringify(result)}\n`);
+  const result = await runFleetOnce(spec, (m) => process.stderr.write(`${m}\n`), childGate());
+  await sendResult(result);
 }
 
 if (import.meta.main && process.argv[2] === '--child') {

@@ -1,0 +1,64 @@
+/**
+ * Benchmark children measured in turns (bench/lib/turns.ts): real child processes over fork's IPC channel. The
+ * parent lets one child through its gate at a time, so their rounds alternate exactly; a child that dies says so,
+ * with its last stderr, instead of leaving the parent waiting.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { forkTurnChild } from '../../../bench/lib/turns.ts';
+import { makeTempDir } from '../../support/tmp.ts';
+
+const tmp = makeTempDir('sef-turns-');
+afterAll(() => tmp.cleanup());
+const script = join(import.meta.dirname, '..', '..', 'support', 'turns-child.ts');
+
+describe('turns', () => {
+  it('alternates two children round by round and collects their results', async () => {
+    const file = join(tmp.dir, 'rounds.log');
+    const logged: string[] = [];
+    const children = ['small', 'large'].map((name) =>
+      forkTurnChild<{ name: string; rounds: number }>(script, [name, '3', file], {
+        log: (l) => logged.push(l),
+      }),
+    );
+    for (const child of children) await child.atGate();
+    for (let round = 0; round < 3; round++)
+      for (const child of children) {
+        child.go();
+        await child.atGate();
+      }
+    const results = [];
+    for (const child of children) {
+      child.go();
+      results.push(await child.result);
+    }
+    expect(readFileSync(file, 'utf8').trim().split('\n')).toEqual([
+      'small 0',
+      'large 0',
+      'small 1',
+      'large 1',
+      'small 2',
+      'large 2',
+    ]);
+    expect(results).toEqual([
+      { name: 'small', rounds: 3 },
+      { name: 'large', rounds: 3 },
+    ]);
+    expect(logged).toEqual([]);
+  });
+
+  it('rejects the wait and the result of a child that exits, with its exit code and last stderr', async () => {
+    const logged: string[] = [];
+    const child = forkTurnChild(script, ['broken', '2', join(tmp.dir, 'broken.log'), 'fail'], {
+      log: (l) => logged.push(l),
+    });
+    await child.atGate();
+    child.go();
+    await expect(child.atGate()).rejects.toThrow(
+      /exited \(code 3\) without a result:\nbroken: the disk is full/,
+    );
+    await expect(child.result).rejects.toThrow(/code 3/);
+    expect(logged).toEqual(['broken: the disk is full']);
+  });
+});
