@@ -38,7 +38,7 @@ import { createTestDatabase, startPostgresServer } from '../test/support/postgre
 import type { BenchContext, Benchmark, BenchOutput, ResultTable } from './lib/harness.ts';
 import { readSpool, writeSpool } from './lib/spool.ts';
 import { percentile, round } from './lib/stats.ts';
-import { childGate, forkTurnChild, type Gate, sendResult, type TurnChild } from './lib/turns.ts';
+import { childGate, forkTurnChild, type Gate, sendResult, type TurnChild, takeTurns } from './lib/turns.ts';
 
 const DAY_MS = 24 * 3600_000;
 export const FLEET_STORES = ['sqlite', 'postgres'] as const;
@@ -776,7 +776,7 @@ async function timedGet(url: string): Promise<{ ms: number; items: number }> {
 
 /**
  * The two sizes of one store, each in a fresh child: the small one loads, then waits at its gate while the large
- * one loads; then the parent lets them through one round at a time, small then large (bench/lib/turns.ts), so
+ * one loads; then the parent lets them through one round at a time, in turns (bench/lib/turns.ts), so
  * that the p50 ratio compares timings taken within a second of each other; last each child finishes (/healthz)
  * alone, in turn.
  */
@@ -794,11 +794,7 @@ async function runSizesInTurns(
     await child.atGate();
   }
   // The warm-up round, then one per repetition.
-  for (let round = 0; round <= (specs[0]?.reps ?? 0); round++)
-    for (const child of children) {
-      child.go();
-      await child.atGate();
-    }
+  await takeTurns(children, (specs[0]?.reps ?? 0) + 1);
   const results: FleetRunResult[] = [];
   for (const child of children) {
     child.go();
@@ -1252,7 +1248,7 @@ export const fleet: Benchmark = {
     "fsync off, shared_buffers 25% of the machine's memory, as PostgreSQL advises for a database host) — at N = 10,000 and N/10 = 1,000 VMs, each in a fresh child process. Then the real dashboard " +
     '(startDashboard, port 0) serves the history on 127.0.0.1, with its clock at the end of the synthetic window: ' +
     'every API is requested over HTTP 20 times (after one warm-up request, repetitions interleaved across APIs and both windows, after a CHECKPOINT on PostgreSQL; ' +
-    'both sizes stay loaded and take turns, one round of every API at N/10, then one at N, so that the two are timed a second apart) ' +
+    'both sizes stay loaded and take turns, one round of every API at each, the order reversed every round, so that the two are timed a second apart) ' +
     'for the default window (since = end − 30 days) and for the whole 90 days; the p50 at N is compared with ' +
     'the p50 at N/10. A full CSV export (whole window, both views) is read by an HTTP client while the RSS of ' +
     'the process is sampled; last, /healthz is timed (one request every 10 ms) idle and while 4 clients request ' +

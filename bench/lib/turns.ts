@@ -130,3 +130,16 @@ export function forkTurnChild<T>(
     result,
   };
 }
+
+/**
+ * Lets every child (each waiting at a gate) through `rounds` rounds, one child at a time; the order turns round
+ * every round (A B, B A, A B, …) so that neither child always goes first: in a run with a fixed order, the second
+ * child's fastest requests came out up to 0.72 of the first's at the same size of answer.
+ */
+export async function takeTurns(children: ReadonlyArray<TurnChild<unknown>>, rounds: number): Promise<void> {
+  for (let round = 0; round < rounds; round++)
+    for (const child of round % 2 === 0 ? children : [...children].reverse()) {
+      child.go();
+      await child.atGate();
+    }
+}

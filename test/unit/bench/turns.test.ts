@@ -1,12 +1,12 @@
 /**
  * Benchmark children measured in turns (bench/lib/turns.ts): real child processes over fork's IPC channel. The
- * parent lets one child through its gate at a time, so their rounds alternate exactly; a child that dies says so,
+ * parent lets one child through its gate at a time, the order reversed every round; a child that dies says so,
  * with its last stderr, instead of leaving the parent waiting.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { forkTurnChild } from '../../../bench/lib/turns.ts';
+import { forkTurnChild, takeTurns } from '../../../bench/lib/turns.ts';
 import { makeTempDir } from '../../support/tmp.ts';
 
 const tmp = makeTempDir('sef-turns-');
@@ -14,7 +14,7 @@ afterAll(() => tmp.cleanup());
 const script = join(import.meta.dirname, '..', '..', 'support', 'turns-child.ts');
 
 describe('turns', () => {
-  it('alternates two children round by round and collects their results', async () => {
+  it('lets two children through one at a time, the order reversed every round, and collects their results', async () => {
     const file = join(tmp.dir, 'rounds.log');
     const logged: string[] = [];
     const children = ['small', 'large'].map((name) =>
@@ -23,11 +23,7 @@ describe('turns', () => {
       }),
     );
     for (const child of children) await child.atGate();
-    for (let round = 0; round < 3; round++)
-      for (const child of children) {
-        child.go();
-        await child.atGate();
-      }
+    await takeTurns(children, 3);
     const results = [];
     for (const child of children) {
       child.go();
@@ -36,8 +32,8 @@ describe('turns', () => {
     expect(readFileSync(file, 'utf8').trim().split('\n')).toEqual([
       'small 0',
       'large 0',
-      'small 1',
       'large 1',
+      'small 1',
       'small 2',
       'large 2',
     ]);
