@@ -15,29 +15,33 @@ export type Gate = () => Promise<void>;
 
 /**
  * In a child forked with an IPC channel: a gate that tells the parent this child is waiting and returns when the
- * parent says go. Without a channel (run in process, alone) it opens at once.
+ * parent says go (the parent sends go only to a child at its gate). If the parent goes away (the channel closes),
+ * the gate it waits at, and any later one, fails, so that the child unwinds (its history closed, its directory
+ * removed) instead of waiting for ever. Without a channel (run in process, alone) it opens at once.
  */
 export function childGate(): Gate {
   const send = process.send?.bind(process);
   if (send === undefined) return async () => {};
-  let open: (() => void) | undefined;
-  let early = 0;
+  const gone = () => new Error('the benchmark parent went away (its IPC channel closed)');
+  let waiting: { resolve: () => void; reject: (error: Error) => void } | undefined;
+  let disconnected = false;
   process.on('message', (message: { type?: string }) => {
     if (message?.type !== 'go') return;
-    if (open === undefined) early++;
-    else {
-      const resolve = open;
-      open = undefined;
-      resolve();
-    }
+    const w = waiting;
+    waiting = undefined;
+    w?.resolve();
+  });
+  process.on('disconnect', () => {
+    disconnected = true;
+    const w = waiting;
+    waiting = undefined;
+    w?.reject(gone());
   });
   return () =>
-    new Promise<void>((resolve) => {
+    new Promise<void>((resolve, reject) => {
+      if (disconnected) return reject(gone());
+      waiting = { resolve, reject };
       send({ type: 'gate' });
-      if (early > 0) {
-        early--;
-        resolve();
-      } else open = resolve;
     });
 }
 

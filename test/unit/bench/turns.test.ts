@@ -3,6 +3,8 @@
  * parent lets one child through its gate at a time, the order reversed every round; a child that dies says so,
  * with its last stderr, instead of leaving the parent waiting.
  */
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -56,5 +58,24 @@ describe('turns', () => {
     );
     await expect(child.result).rejects.toThrow(/code 3/);
     expect(logged).toEqual(['broken: the disk is full']);
+  });
+
+  it('makes a child whose parent goes away fail at its gate and exit, instead of waiting for ever', async () => {
+    const child = fork(script, ['orphan', '2', join(tmp.dir, 'orphan.log')], {
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    let stderr = '';
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const [message] = (await once(child, 'message')) as [{ type: string }];
+    expect(message.type).toBe('gate');
+    // 'exit' and the end of stderr: a child whose channel the parent closed emits no 'close'.
+    const exited = once(child, 'exit');
+    const drained = once(child.stderr!, 'end');
+    child.disconnect();
+    const [[code]] = await Promise.all([exited, drained]);
+    expect(code).not.toBe(0);
+    expect(stderr).toContain('the benchmark parent went away');
   });
 });
