@@ -61,6 +61,14 @@ const VALUES_LIMIT = 20;
 const COVERAGE_LIMIT = 10;
 const TIMELINE_RECORDS = 50;
 
+/**
+ * Turns of the load: each size's load runs in this many slices of about equal numbers of records, the two sizes
+ * of a store taking turns slice by slice (runSizesInTurns), so that both loads meet the same state of the machine.
+ * Loaded one after the other (until 63b6b8f), the two loads ran minutes apart and their ratio carried whatever the
+ * disk did in between: the 1,000-VM SQLite load's first tenth took 43 ms per batch in one run and 24 ms in another.
+ */
+export const INGEST_TURNS = 100;
+
 /** Records per ingest batch (what one Event Hubs receive hands the consumer per partition). */
 const BATCH = 100;
 const PARTITIONS = 4;
@@ -263,12 +271,15 @@ const gc = () => (globalThis as { gc?: () => void }).gc?.();
 /**
  * Ingests `records` in batches of BATCH per partition. At most `concurrency` batches are in flight (one per
  * partition at most, in partition order, as the consumer's partition processors do); each batch's time is from
- * the ingest() call to its result.
+ * the ingest() call to its result. The load runs in `slices.count` slices of about equal numbers of records: before
+ * each, the batches in flight finish and the load waits at `slices.gate` (the two sizes of a store take turns
+ * slice by slice, see runSizesInTurns); the time waited there is not the load's.
  */
 async function ingestFleet(
   history: FleetHistory,
   records: Iterable<import('../src/domain/index.ts').ForwarderEvent>,
   concurrency: number,
+  slices: { count: number; total: number; gate: Gate },
 ): Promise<{
   records: number;
   heartbeats: number;
@@ -311,10 +322,23 @@ async function ingestFleet(
     });
     inFlight.set(partitionId, done);
   };
+  // Slice k starts at record floor(k × total / count); exactly `count` gates are passed, whatever the total.
+  let read = 0;
+  let gates = 0;
+  let waitingMs = 0;
+  const turn = async () => {
+    await Promise.all(inFlight.values());
+    const tw = performance.now();
+    await slices.gate();
+    waitingMs += performance.now() - tw;
+    gates++;
+  };
   const t0 = performance.now();
   let readingMs = 0;
   const iterator = records[Symbol.iterator]();
   for (;;) {
+    while (gates < slices.count && read >= Math.floor((gates * slices.total) / slices.count)) await turn();
+    read++;
     const tg = performance.now();
     const next = iterator.next();
     readingMs += performance.now() - tg;
@@ -345,10 +369,11 @@ async function ingestFleet(
   }
   for (const buffer of buffers.values()) if (buffer.length > 0) await start(buffer[0]!.partitionId, buffer);
   await Promise.all(inFlight.values());
-  // Wall time of the load minus the time spent reading the synthetic records (from the spool) and ingesting the
-  // heartbeats (their batches' time, divided among the batches in flight at once).
+  while (gates < slices.count) await turn();
+  // Wall time of the load minus the time it waited for its turns, spent reading the synthetic records (from the
+  // spool) and ingesting the heartbeats (their batches' time, divided among the batches in flight at once).
   const heartbeatMs = batches.reduce((sum, b) => sum + (b.heartbeats > 0 ? b.ms : 0), 0) / concurrency;
-  const seconds = (performance.now() - t0 - readingMs - heartbeatMs) / 1000;
+  const seconds = (performance.now() - t0 - waitingMs - readingMs - heartbeatMs) / 1000;
   return {
     records: count,
     heartbeats,
@@ -492,7 +517,7 @@ export async function runFleetOnce(
   // records), a cost that grows with the benchmark's fleet size, not with the code measured.
   const tg = performance.now();
   const spool = join(dir, 'records.jsonl');
-  const { end, vmsIncludingReplacements } = (() => {
+  const { end, vmsIncludingReplacements, spooled } = (() => {
     try {
       const fleet: Fleet = generateFleet({
         vms: spec.vms,
@@ -500,8 +525,8 @@ export async function runFleetOnce(
         heartbeatIntervalSeconds: spec.heartbeatDays > 0 ? 3600 : 0,
         heartbeatDays: spec.heartbeatDays,
       });
-      writeSpool(spool, fleet.events());
-      return { end: new Date(fleet.window.end), vmsIncludingReplacements: fleet.vms.length };
+      const spooled = writeSpool(spool, fleet.events());
+      return { end: new Date(fleet.window.end), vmsIncludingReplacements: fleet.vms.length, spooled };
     } catch (error) {
       // A spool that could not be written (a full disk) leaves no directory behind.
       rmSync(dir, { recursive: true, force: true });
@@ -515,13 +540,16 @@ export async function runFleetOnce(
   const history = await openHistory({ database: database?.url ?? path, now });
   try {
     log(`${spec.store} ${spec.vms} VMs: ingesting`);
-    const tr = performance.now();
     const concurrency = spec.store === 'postgres' ? PARTITIONS : 1;
-    const ingest = await ingestFleet(history, readSpool(spool), concurrency);
+    const ingest = await ingestFleet(history, readSpool(spool), concurrency, {
+      count: INGEST_TURNS,
+      total: spooled,
+      gate,
+    });
     rmSync(spool);
     log(
-      `${spec.store} ${spec.vms} VMs: ${ingest.records} records and ${ingest.heartbeats} heartbeats in ` +
-        `${round((performance.now() - tr) / 1000, 1)} s (ingest ${round(ingest.seconds, 1)} s)`,
+      `${spec.store} ${spec.vms} VMs: ${ingest.records} records and ${ingest.heartbeats} heartbeats ` +
+        `(ingest ${round(ingest.seconds, 1)} s)`,
     );
     // Batches are appended as they finish, in order of the load, each all records or all heartbeats: the full
     // record batches before the first heartbeat batch, and those from it on (the tables holding heartbeats too).
@@ -775,10 +803,12 @@ async function timedGet(url: string): Promise<{ ms: number; items: number }> {
 // The parent: sizes, children, tables.
 
 /**
- * The two sizes of one store, each in a fresh child: the small one loads, then waits at its gate while the large
- * one loads; then the parent lets them through one round at a time, in turns (bench/lib/turns.ts), so
- * that the p50 ratio compares timings taken within a second of each other; last each child finishes (/healthz)
- * alone, in turn.
+ * The two sizes of one store, each in a fresh child: each generates its records into its spool (one child after
+ * the other) and waits at its gate; then the parent lets them through in turns (bench/lib/turns.ts), one slice
+ * of the load at a time (INGEST_TURNS slices each; after its last slice a child rebuilds its rollups and starts
+ * its HTTP server alone), then one round of the APIs at a time, so that the ingest ratio compares loads that met the
+ * same machine and the p50 ratio timings taken within a second of each other; last each child finishes
+ * (/healthz) alone, in turn.
  */
 async function runSizesInTurns(
   specs: readonly FleetRunSpec[],
@@ -793,8 +823,8 @@ async function runSizesInTurns(
     children.push(child);
     await child.atGate();
   }
-  // The warm-up round, then one per repetition.
-  await takeTurns(children, (specs[0]?.reps ?? 0) + 1);
+  // The slices of the load, the warm-up round, then one round per repetition.
+  await takeTurns(children, INGEST_TURNS + (specs[0]?.reps ?? 0) + 1);
   const results: FleetRunResult[] = [];
   for (const child of children) {
     child.go();
@@ -1131,6 +1161,10 @@ function notesFor(results: FleetRunResult[], large: number, small: number, fullS
     'Ingest: records/s = records ÷ wall time of the load minus the time spent reading the synthetic records ' +
       '(generated into a spool file before the load, bench/lib/spool.ts, so the process ingesting does not hold ' +
       'the generator; each read back and parsed from its JSON line) and ingesting the heartbeats. ' +
+      `The two sizes of a store load in turns: each load in ${INGEST_TURNS} slices of about equal numbers of ` +
+      'records, the sizes taking turns slice by slice (the order reversed every turn), each waiting while the ' +
+      "other runs (not counted), so both loads meet the same state of the machine's disk; what one load leaves " +
+      "for the kernel or PostgreSQL's checkpointer to write back may still land in the other's slice. " +
       'SQLite ingests one batch at a time (one writer); PostgreSQL one batch per partition at a time, 4 at once, ' +
       'as the consumer does; "ms/batch" is from the ingest() call to its result. SQLite size = database file + ' +
       'WAL after a TRUNCATE checkpoint; PostgreSQL size = pg_total_relation_size() of the history tables (with ' +
