@@ -275,7 +275,7 @@ const gc = () => (globalThis as { gc?: () => void }).gc?.();
  * each, the batches in flight finish and the load waits at `slices.gate` (the two sizes of a store take turns
  * slice by slice, see runSizesInTurns); the time waited there is not the load's.
  */
-async function ingestFleet(
+export async function ingestFleet(
   history: FleetHistory,
   records: Iterable<import('../src/domain/index.ts').ForwarderEvent>,
   concurrency: number,
