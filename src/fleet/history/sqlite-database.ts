@@ -226,6 +226,16 @@ async function beginImmediate(db: DatabaseSync, clock: Clock): Promise<void> {
   }
 }
 
+/**
+ * Pages the WAL may hold before a commit copies them into the file (SQLite's default: 1,000, 4 MB). An ingest
+ * batch of 100 records changes pages all over the records', observations' and heartbeats' B-trees; the WAL keeps
+ * each changed page once per commit, the checkpoint once per checkpoint, so the longer the WAL runs between
+ * checkpoints the more of a page's changes one copy into the file carries. A probe at 10,000 VMs × 90 days
+ * (the benchmark's fleet, loads in turns): 71 → 62 KB written per record and 2,336 → 2,520 records/s at 10,000
+ * pages. The WAL file grows to about 40 MB and stays that size while the history is open (SQLite reuses it).
+ */
+const WAL_AUTOCHECKPOINT_PAGES = 10_000;
+
 /** Opens (creating when writable) a fleet history SQLite file. */
 export function openSqliteDatabase(options: OpenSqliteOptions): SqlDatabase {
   const path = resolve(options.path);
@@ -240,6 +250,7 @@ export function openSqliteDatabase(options: OpenSqliteOptions): SqlDatabase {
   if (!readOnly) {
     db.exec('PRAGMA journal_mode=WAL');
     db.exec('PRAGMA synchronous=FULL');
+    db.exec(`PRAGMA wal_autocheckpoint=${WAL_AUTOCHECKPOINT_PAGES}`);
   }
   // From here on a lock is waited for by beginImmediate, on a timer (WAL: a transaction that holds the write
   // lock meets no other lock; reads run on the reader threads).
