@@ -1279,7 +1279,8 @@ export const fleet: Benchmark = {
     'partition, the partition (one of 4) chosen from a hash of the vmId as the Event Hubs sink spreads them ' +
     "(PostgreSQL: the partitions' batches 4 at once, as the consumer runs them; SQLite: one at a time, its one writer), " +
     'into a fresh SQLite file and a fresh PostgreSQL database (embedded PostgreSQL from test/support/postgres.ts, ' +
-    "fsync off, shared_buffers 25% of the machine's memory, as PostgreSQL advises for a database host) — at N = 10,000 and N/10 = 1,000 VMs, each in a fresh child process. Then the real dashboard " +
+    "fsync off, shared_buffers 25% of the machine's memory, as PostgreSQL advises for a database host) — at N = 10,000 and N/10 = 1,000 VMs, each in a fresh child process, the two loads taking turns " +
+    `(${INGEST_TURNS} slices each, see the ingest note). Then the real dashboard ` +
     '(startDashboard, port 0) serves the history on 127.0.0.1, with its clock at the end of the synthetic window: ' +
     'every API is requested over HTTP 20 times (after one warm-up request, repetitions interleaved across APIs and both windows, after a CHECKPOINT on PostgreSQL; ' +
     'both sizes stay loaded and take turns, one round of every API at each, the order reversed every round, so that the two are timed a second apart) ' +
