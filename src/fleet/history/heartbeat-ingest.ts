@@ -85,7 +85,14 @@ export async function ingestHeartbeats(
     [...newest.values()].sort((a, b) => cmp(a.heartbeat.source, b.heartbeat.source)),
     counts,
   );
-  for (let i = 0; i < rows.length; i += CHUNK) await upsertLatest(tx, rows.slice(i, i + CHUNK));
+  // A VM whose name and counted state stay as stored keeps its entry of latest_heartbeats_by_state_name: SQLite
+  // rewrites an index entry whenever the UPDATE sets one of its columns, even to the same value, so those rows
+  // leave the two columns out (at 1,000 VMs that index took 1,069 of the 3,767 WAL frames of a slice of
+  // heartbeats).
+  for (const same of [true, false]) {
+    const group = rows.filter((row) => row.sameNameAndState === same);
+    for (let i = 0; i < group.length; i += CHUNK) await upsertLatest(tx, group.slice(i, i + CHUNK), same);
+  }
   await upsertCoverageDays(
     tx,
     [...days.values()]
@@ -94,7 +101,12 @@ export async function ingestHeartbeats(
   );
 }
 
-type LatestHeartbeat = IngestedHeartbeat & { problems: string; deleted: boolean };
+type LatestHeartbeat = IngestedHeartbeat & {
+  problems: string;
+  deleted: boolean;
+  /** The stored row has this heartbeat's VM name and counted state already (replacingLatest). */
+  sameNameAndState?: boolean;
+};
 
 /** The advisory lock keys of these VMs (CloudEvent sources), sorted: ingest and prune lock a VM's rows by them. */
 export function vmLocks(sources: readonly string[]): string[] {
@@ -118,8 +130,8 @@ async function replacingLatest(
     const chunk = sources.slice(i, i + 500);
     const marks = chunk.map(() => '?').join(', ');
     for (const row of await tx.all(
-      `SELECT source, location, zone, scale_set, version, interval_seconds, counted_state, enqueued_ms, sent_at,
-         sequence FROM latest_heartbeats WHERE source IN (${marks})`,
+      `SELECT source, vm_name, location, zone, scale_set, version, interval_seconds, counted_state, enqueued_ms,
+         sent_at, sequence FROM latest_heartbeats WHERE source IN (${marks})`,
       chunk,
     ))
       stored.set(String(row.source), row);
@@ -137,9 +149,15 @@ async function replacingLatest(
     const vm = vms.get(source);
     const deletedAt = vm?.deleted_at;
     const sentAt = new Date(row.heartbeat.time).toISOString();
+    const deleted = deletedAt !== null && deletedAt !== undefined && String(deletedAt) > sentAt;
+    const state = saidState({ deleted, unhealthy: row.problems !== '[]' });
     const replacing = {
       ...row,
-      deleted: deletedAt !== null && deletedAt !== undefined && String(deletedAt) > sentAt,
+      deleted,
+      sameNameAndState:
+        old !== undefined &&
+        String(old.vm_name) === (row.heartbeat.data.vm.name ?? '') &&
+        String(old.counted_state) === state,
     };
     if (old !== undefined) counts.add(String(old.counted_state) as CountedState, countedVm(old), -1);
     else if (vm !== undefined)
@@ -147,11 +165,7 @@ async function replacingLatest(
         { location: String(vm.location), zone: String(vm.zone), scaleSet: String(vm.scale_set) },
         -1,
       );
-    counts.add(
-      saidState({ deleted: replacing.deleted, unhealthy: replacing.problems !== '[]' }),
-      countedOf(row),
-      1,
-    );
+    counts.add(state, countedOf(row), 1);
     out.push(replacing);
   }
   return out;
@@ -306,11 +320,18 @@ function latestRow(h: LatestHeartbeat): SqlValue[] {
   ];
 }
 
-/** Upserts the newest heartbeat of each VM; an older one than the stored changes nothing. */
-async function upsertLatest(tx: SqlExecutor, rows: readonly LatestHeartbeat[]): Promise<void> {
-  const updates = LATEST_COLUMNS.filter((c) => c !== 'source' && c !== 'first_heartbeat_at').map(
-    (c) => `${c} = excluded.${c}`,
-  );
+/**
+ * Upserts the newest heartbeat of each VM; an older one than the stored changes nothing. With `sameNameAndState`
+ * the update leaves vm_name and counted_state as stored (the rows' values are the same).
+ */
+async function upsertLatest(
+  tx: SqlExecutor,
+  rows: readonly LatestHeartbeat[],
+  sameNameAndState: boolean,
+): Promise<void> {
+  const kept = new Set<string>(['source', 'first_heartbeat_at']);
+  if (sameNameAndState) for (const c of ['vm_name', 'counted_state']) kept.add(c);
+  const updates = LATEST_COLUMNS.filter((c) => !kept.has(c)).map((c) => `${c} = excluded.${c}`);
   await tx.run(
     `INSERT INTO latest_heartbeats (${LATEST_COLUMNS.join(', ')})
      VALUES ${rows.map(() => `(${LATEST_COLUMNS.map(() => '?').join(', ')})`).join(', ')}

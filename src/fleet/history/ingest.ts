@@ -704,24 +704,34 @@ async function bumpVms(
   const sources = [...perVm.keys()].sort();
   if (sources.length === 0) return;
   // Under the VMs' locks (vmLockKeys), so two transactions upserting the same VM count it once.
-  const stored = new Map<string, { location: string; zone: string; scaleSet: string }>();
+  const stored = new Map<string, { location: string; zone: string; scaleSet: string; vmName: string }>();
   for (let i = 0; i < sources.length; i += 500) {
     const chunk = sources.slice(i, i + 500);
     for (const row of await tx.all(
-      `SELECT source, location, zone, scale_set FROM vms WHERE source IN (${chunk.map(() => '?').join(', ')})`,
+      `SELECT source, location, zone, scale_set, vm_name FROM vms
+       WHERE source IN (${chunk.map(() => '?').join(', ')})`,
       chunk,
     ))
       stored.set(String(row.source), {
         location: String(row.location),
         zone: String(row.zone),
         scaleSet: String(row.scale_set),
+        vmName: String(row.vm_name),
       });
   }
   const heard = await sourcesWithHeartbeat(tx, sources);
-  // One statement per chunk of VMs (in source order, like their locks), not one per VM.
+  // One statement per chunk of VMs (in source order, like their locks), not one per VM. A VM whose stored name
+  // is its record's keeps it out of the update, so its vms_by_name entry is not rewritten (upsertRows says why).
   const now = new Map<string, { location: string; zone: string; scaleSet: string }>();
-  for (let i = 0; i < sources.length; i += VM_CHUNK) {
-    const chunk = sources.slice(i, i + VM_CHUNK);
+  const sameName = (source: string) =>
+    stored.get(source)?.vmName === (perVm.get(source)!.record.data.vm.name ?? '');
+  for (const [chunk, keepsName] of [
+    ...chunksOf(sources.filter(sameName), VM_CHUNK).map((c) => [c, true] as const),
+    ...chunksOf(
+      sources.filter((source) => !sameName(source)),
+      VM_CHUNK,
+    ).map((c) => [c, false] as const),
+  ]) {
     const params: SqlValue[] = [];
     for (const source of chunk) {
       const { record, count, first, last } = perVm.get(source)!;
@@ -745,7 +755,7 @@ async function bumpVms(
          records = vms.records + excluded.records,
          first_record_at = CASE WHEN excluded.first_record_at < vms.first_record_at
            THEN excluded.first_record_at ELSE vms.first_record_at END,
-         vm_name = CASE WHEN excluded.last_record_at >= vms.last_record_at THEN excluded.vm_name ELSE vms.vm_name END,
+         ${keepsName ? '' : 'vm_name = CASE WHEN excluded.last_record_at >= vms.last_record_at THEN excluded.vm_name ELSE vms.vm_name END,'}
          vm_id = CASE WHEN excluded.last_record_at >= vms.last_record_at THEN excluded.vm_id ELSE vms.vm_id END,
          location = CASE WHEN excluded.last_record_at >= vms.last_record_at THEN excluded.location ELSE vms.location END,
          zone = CASE WHEN excluded.last_record_at >= vms.last_record_at THEN excluded.zone ELSE vms.zone END,
@@ -778,6 +788,13 @@ async function bumpVms(
 
 /** VMs upserted per statement (9 parameters each). */
 const VM_CHUNK = 200;
+
+/** `items` in slices of `size`, in order. */
+function chunksOf<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
 
 /** The lock keys of the VMs a batch writes (its records' and heartbeats'), sorted; prune takes the same. */
 function vmLockKeys(inserted: readonly Accepted[], heartbeats: readonly IngestedHeartbeat[]): string[] {

@@ -254,7 +254,10 @@ export interface TimelineEntry {
   detail: string;
 }
 
-/** The newest `limit` records of one VM (by CloudEvent source, else by VM name), oldest first. */
+/**
+ * The newest `limit` records of one VM (by CloudEvent source, else by VM name: the records of the VMs whose latest
+ * name it is, from vms_by_name and the records' key), oldest first.
+ */
 export async function vmTimeline(db: SqlExecutor, vm: string, limit = 500): Promise<TimelineEntry[]> {
   const n = Math.min(Math.max(1, Math.trunc(limit)), 5000);
   const select = 'SELECT id, time, transition, event_id, occurrence, event_type, body FROM records';
@@ -263,10 +266,11 @@ export async function vmTimeline(db: SqlExecutor, vm: string, limit = 500): Prom
     n,
   ]);
   if (rows.length === 0)
-    rows = await db.all(`${select} WHERE vm_name = ? ORDER BY time DESC, event_id, occurrence LIMIT ?`, [
-      vm,
-      n,
-    ]);
+    rows = await db.all(
+      `${select} WHERE source IN (SELECT source FROM vms WHERE vm_name = ?)
+       ORDER BY time DESC, event_id, occurrence LIMIT ?`,
+      [vm, n],
+    );
   return rows
     .map((row) => {
       const record = JSON.parse(decodeBody(row.body)) as { data: Record<string, unknown> };
