@@ -721,7 +721,8 @@ async function bumpVms(
   }
   const heard = await sourcesWithHeartbeat(tx, sources);
   // One statement per chunk of VMs (in source order, like their locks), not one per VM. A VM whose stored name
-  // is its record's keeps it out of the update, so its vms_by_name entry is not rewritten (upsertRows says why).
+  // is its record's keeps it out of the update, so its vms_by_name entry is not rewritten (SQLite rewrites an index
+  // entry whenever an update sets one of its columns, even to the value it holds: docs/fleet.md, Sizing).
   const now = new Map<string, { location: string; zone: string; scaleSet: string }>();
   const sameName = (source: string) =>
     stored.get(source)?.vmName === (perVm.get(source)!.record.data.vm.name ?? '');
