@@ -61,6 +61,95 @@ parentPort.on('message', (message) => {
 });
 `;
 
+/**
+ * The checkpointer thread: copies the WAL's committed pages into the file on a connection of its own (a PASSIVE
+ * checkpoint, which neither waits for nor blocks the writer or the readers), at most every `intervalMs` while
+ * commits arrive. It stops at its first failure other than SQLITE_BUSY (another checkpoint running), saying why;
+ * the writer's own checkpoints (WAL_AUTOCHECKPOINT_PAGES) go on as without it.
+ */
+const CHECKPOINTER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { DatabaseSync } = require('node:sqlite');
+const db = new DatabaseSync(workerData.path, { timeout: 0 });
+let last = 0;
+let timer;
+let stopped = false;
+function checkpoint() {
+  timer = undefined;
+  if (stopped) return;
+  try {
+    db.exec('PRAGMA wal_checkpoint(PASSIVE)');
+  } catch (error) {
+    if (error && (error.errcode & 0xff) === ${SQLITE_BUSY}) return;
+    stopped = true;
+    parentPort.postMessage({ error: String(error && error.message || error) });
+  } finally {
+    last = Date.now();
+  }
+}
+parentPort.on('message', (message) => {
+  if (message.close) {
+    if (timer !== undefined) clearTimeout(timer);
+    db.close();
+    parentPort.close();
+    return;
+  }
+  if (timer === undefined && !stopped)
+    timer = setTimeout(checkpoint, Math.max(0, last + workerData.intervalMs - Date.now()));
+});
+`;
+
+/**
+ * At most this often the checkpointer copies the WAL into the file while commits arrive: at the benchmark's ingest
+ * rate about 8 batches' pages per checkpoint, so a page several of them change is copied once.
+ */
+const CHECKPOINT_INTERVAL_MS = 250;
+
+/**
+ * Copies committed pages into the file in a thread of its own, so that ingest's commits do not wait for it: the
+ * writer's commit appends its pages to the WAL (and syncs it) and returns; the checkpointer's copies and the file's
+ * sync run beside the next batches. The WAL's pages are then mostly in the file already when the writer's own
+ * checkpoint comes due (WAL_AUTOCHECKPOINT_PAGES): that one copies what is left and lets the WAL start over.
+ */
+class SqliteCheckpointer {
+  readonly #worker: Worker;
+  readonly #path: string;
+  #failure: string | undefined;
+
+  constructor(path: string) {
+    this.#path = path;
+    this.#worker = new Worker(CHECKPOINTER_SOURCE, {
+      eval: true,
+      workerData: { path, intervalMs: CHECKPOINT_INTERVAL_MS },
+      resourceLimits: { maxOldGenerationSizeMb: 32 },
+    });
+    this.#worker.unref();
+    this.#worker.on('message', (message: { error?: string }) =>
+      this.#stopped(message.error ?? 'no reason given'),
+    );
+    this.#worker.on('error', (error) => this.#stopped(error.message));
+  }
+
+  #stopped(reason: string): void {
+    if (this.#failure !== undefined) return;
+    this.#failure = reason;
+    process.emitWarning(
+      `fleet history ${this.#path}: background checkpoints stopped (${reason}); the writer checkpoints alone, ` +
+        'every 10,000 pages of WAL, so ingest goes on (fix the cause the message names, then restart)',
+    );
+  }
+
+  committed(): void {
+    if (this.#failure === undefined) this.#worker.postMessage({});
+  }
+
+  async close(): Promise<void> {
+    const exited = new Promise<void>((resolve) => this.#worker.once('exit', () => resolve()));
+    this.#worker.postMessage({ close: true });
+    await exited;
+  }
+}
+
 /** A reader thread's answer: an error, or rows — as arrays of `columns`' values when it names them. */
 interface ReaderAnswer {
   id: number;
@@ -197,6 +286,8 @@ export interface OpenSqliteOptions {
   readOnly?: boolean;
   /** The timers of the write-lock wait (tests: a fake clock). */
   clock?: Clock;
+  /** Checkpoints in a thread of their own too (SqliteCheckpointer; default true). False: the writer's only. */
+  backgroundCheckpoints?: boolean;
 }
 
 /** Thrown when a read-only open finds no database file. */
@@ -257,6 +348,8 @@ export function openSqliteDatabase(options: OpenSqliteOptions): SqlDatabase {
   db.exec('PRAGMA busy_timeout=0');
   const writer = new SqliteWriter(db);
   const reader = new SqliteReaders(path);
+  const checkpointer =
+    readOnly || options.backgroundCheckpoints === false ? undefined : new SqliteCheckpointer(path);
   let queue: Promise<unknown> = Promise.resolve();
 
   const transaction = <T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> => {
@@ -265,6 +358,7 @@ export function openSqliteDatabase(options: OpenSqliteOptions): SqlDatabase {
       try {
         const result = await fn(writer);
         db.exec('COMMIT');
+        checkpointer?.committed();
         return result;
       } catch (error) {
         if (db.isTransaction) db.exec('ROLLBACK');
@@ -287,6 +381,8 @@ export function openSqliteDatabase(options: OpenSqliteOptions): SqlDatabase {
     close: async () => {
       await queue;
       await reader.close();
+      // Before the writer: the last connection to close copies the WAL into the file and removes it.
+      await checkpointer?.close();
       if (db.isOpen) db.close();
     },
   };
