@@ -1086,7 +1086,8 @@ function notesFor(results: FleetRunResult[], large: number, small: number, fullS
       itemNotes.add(
         `${store}: the timeline VM has ${big.items} records at ${large.toLocaleString('en-US')} VMs and ${little.items} ` +
           `at ${small.toLocaleString('en-US')}: the query reads and sorts that VM's records (by source, else by the ` +
-          "vm_name index), so its cost follows that VM's record count, not the fleet (milliseconds near the noise floor).",
+          "sources vms_by_name gives for its name), so its cost follows that VM's record count, not the fleet " +
+          '(milliseconds near the noise floor).',
       );
   };
   for (const r of results) {

@@ -145,6 +145,9 @@ class SqliteCheckpointer {
 
   async close(): Promise<void> {
     const exited = new Promise<void>((resolve) => this.#worker.once('exit', () => resolve()));
+    // Held until it has closed its connection: an unreferenced thread would let the process end (exit code 0)
+    // while a caller awaits this, before it reports what it was closing for (a failed open, say).
+    this.#worker.ref();
     this.#worker.postMessage({ close: true });
     await exited;
   }

@@ -65,7 +65,8 @@ function walFramesByTree(path: string): Map<string, number> {
 
 /**
  * Copies the WAL into the file and empties it, then holds a read snapshot of that state (returned: end it after
- * reading the WAL), so that no checkpoint lets the writer start the WAL over before the test has read it.
+ * reading the WAL), so that no checkpoint (the history's checkpointer thread, or the writer's own) lets the writer
+ * start the WAL over before the test has read it.
  */
 async function emptiedWal(path: string): Promise<() => void> {
   const db = new DatabaseSync(path, { timeout: 5000 });
