@@ -724,14 +724,16 @@ async function bumpVms(
   // is its record's keeps it out of the update, so its vms_by_name entry is not rewritten (SQLite rewrites an index
   // entry whenever an update sets one of its columns, even to the value it holds: docs/fleet.md, Sizing).
   const now = new Map<string, { location: string; zone: string; scaleSet: string }>();
-  const sameName = (source: string) =>
-    stored.get(source)?.vmName === (perVm.get(source)!.record.data.vm.name ?? '');
+  const named: string[] = [];
+  const newOrRenamed: string[] = [];
+  for (const source of sources)
+    (stored.get(source)?.vmName === (perVm.get(source)!.record.data.vm.name ?? '')
+      ? named
+      : newOrRenamed
+    ).push(source);
   for (const [chunk, keepsName] of [
-    ...chunksOf(sources.filter(sameName), VM_CHUNK).map((c) => [c, true] as const),
-    ...chunksOf(
-      sources.filter((source) => !sameName(source)),
-      VM_CHUNK,
-    ).map((c) => [c, false] as const),
+    ...chunksOf(named, VM_CHUNK).map((c) => [c, true] as const),
+    ...chunksOf(newOrRenamed, VM_CHUNK).map((c) => [c, false] as const),
   ]) {
     const params: SqlValue[] = [];
     for (const source of chunk) {

@@ -114,6 +114,8 @@ const CHECKPOINT_INTERVAL_MS = 250;
 class SqliteCheckpointer {
   readonly #worker: Worker;
   readonly #path: string;
+  /** Settles when the thread has ended, whenever that was (a thread that failed has ended before close). */
+  readonly #exited: Promise<void>;
   #failure: string | undefined;
 
   constructor(path: string) {
@@ -123,6 +125,7 @@ class SqliteCheckpointer {
       workerData: { path, intervalMs: CHECKPOINT_INTERVAL_MS },
       resourceLimits: { maxOldGenerationSizeMb: 32 },
     });
+    this.#exited = new Promise((resolve) => this.#worker.once('exit', () => resolve()));
     this.#worker.unref();
     this.#worker.on('message', (message: { error?: string }) =>
       this.#stopped(message.error ?? 'no reason given'),
@@ -144,12 +147,11 @@ class SqliteCheckpointer {
   }
 
   async close(): Promise<void> {
-    const exited = new Promise<void>((resolve) => this.#worker.once('exit', () => resolve()));
     // Held until it has closed its connection: an unreferenced thread would let the process end (exit code 0)
     // while a caller awaits this, before it reports what it was closing for (a failed open, say).
     this.#worker.ref();
     this.#worker.postMessage({ close: true });
-    await exited;
+    await this.#exited;
   }
 }
 
